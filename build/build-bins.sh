@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Builds the test bed's binaries once per machine into a cache outside the repo, keyed by versions:
+#   kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes, build/k8s/go.mod)
+#   etcd (build/etcd/go.mod), kwok (build/kwok/go.mod) and kwok-stages.yaml (from kwok's module).
+# A binary whose stamp matches is skipped, so the second run costs a second.
+# Prints the bin directory on its last line.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+KV=v1.35.4; MINOR=35
+ETCD_V=v3.6.14
+KWOK_V=v0.7.0
+CACHE_ROOT="${DRAIN_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/drain-orchestrator/testbed}"
+OUT="$CACHE_ROOT/k8s-$KV-etcd-$ETCD_V-kwok-$KWOK_V/bin"
+
+log() { printf '[build-bins] %s\n' "$*" >&2; }
+
+if ! command -v go >/dev/null 2>&1; then
+  log "ERROR: Go is not installed or not on PATH. The test bed builds kube-apiserver, etcd and kwok"
+  log "       from Go modules; install Go >= 1.24 (this repo is tested with Go 1.26) and run again."
+  exit 2
+fi
+mkdir -p "$OUT"
+
+stamp_ok() { [ -x "$OUT/$1" ] && [ -f "$OUT/.$1.stamp" ] && [ "$(cat "$OUT/.$1.stamp")" = "$2" ]; }
+stamp() { printf '%s' "$2" > "$OUT/.$1.stamp"; }
+
+export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod"
+
+# Kubernetes control plane
+need_k8s=0
+for b in kube-apiserver kube-controller-manager kube-scheduler; do stamp_ok "$b" "$KV" || need_k8s=1; done
+if [ "$need_k8s" = 1 ]; then
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KV (cold: ~15-30 min on 2 cores)"
+  LDF="-s -w \
+ -X k8s.io/component-base/version.gitVersion=$KV -X k8s.io/component-base/version.gitMajor=1 \
+ -X k8s.io/component-base/version.gitMinor=$MINOR -X k8s.io/component-base/version.gitTreeState=clean \
+ -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z \
+ -X k8s.io/client-go/pkg/version.gitVersion=$KV -X k8s.io/client-go/pkg/version.gitMajor=1 \
+ -X k8s.io/client-go/pkg/version.gitMinor=$MINOR"
+  start=$(date +%s)
+  for b in kube-apiserver kube-controller-manager kube-scheduler; do
+    stamp_ok "$b" "$KV" && { log "$b: cached"; continue; }
+    log "  go build $b ..."
+    (cd "$HERE/k8s" && go build -trimpath -ldflags "$LDF" -o "$OUT/$b" "k8s.io/kubernetes/cmd/$b")
+    stamp "$b" "$KV"
+    log "  $b done after $(( $(date +%s) - start )) s"
+  done
+else
+  log "kube-apiserver, kube-controller-manager, kube-scheduler $KV: cached"
+fi
+
+if ! stamp_ok etcd "$ETCD_V"; then
+  log "building etcd $ETCD_V"
+  (cd "$HERE/etcd" && go build -trimpath -ldflags "-s -w" -o "$OUT/etcd" go.etcd.io/etcd/server/v3)
+  stamp etcd "$ETCD_V"
+else
+  log "etcd $ETCD_V: cached"
+fi
+
+if ! stamp_ok kwok "$KWOK_V"; then
+  log "building kwok $KWOK_V"
+  (cd "$HERE/kwok" && go build -trimpath -ldflags "-s -w" -o "$OUT/kwok" sigs.k8s.io/kwok/cmd/kwok)
+  stamp kwok "$KWOK_V"
+else
+  log "kwok $KWOK_V: cached"
+fi
+
+# kwok's stage YAMLs ship in its module (go:embed); copy them from the module cache rather than
+# committing third-party files.
+if [ ! -d "$OUT/kwok-stages" ]; then
+  KWOK_DIR="$(cd "$HERE/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
+  mkdir -p "$OUT/kwok-stages"
+  for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/general/pod-delete.yaml; do
+    cp "$KWOK_DIR/kustomize/stage/$f" "$OUT/kwok-stages/$(echo "$f" | tr / _)"
+  done
+  chmod u+w "$OUT/kwok-stages"/*
+  touch "$OUT/kwok-stages"
+fi
+echo "$OUT"
