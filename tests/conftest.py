@@ -1,0 +1,62 @@
+"""Shared fixtures. Integration tests run on the real local test bed (tests/testbed): one control plane and AWS
+emulator per pytest session, started on first use. Set DRAIN_TESTBED_DIR to reuse a bed started with
+`make cluster-up` (faster iteration); otherwise the session starts its own and stops it at the end."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.testbed.bed import Testbed
+
+
+@pytest.fixture(scope="session")
+def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    reuse = os.environ.get("DRAIN_TESTBED_DIR")
+    bed = Testbed.attach(Path(reuse)) if reuse else None
+    owned = bed is None
+    if bed is None:
+        # a short path: unix socket paths of etcd/kwok must stay under 108 bytes
+        bed = Testbed.start(tmp_path_factory.mktemp("bed"))
+    saved = {k: os.environ.get(k) for k in bed.aws_env()}
+    os.environ.update(bed.aws_env())
+    try:
+        yield bed
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if owned:
+            bed.stop()
+
+
+@pytest.fixture
+def k8s(testbed: Testbed) -> Iterator["KubeScenario"]:
+    from tests.testbed.kube import KubeScenario
+
+    api = testbed.admin_api_client()
+    scenario = KubeScenario(api)
+    try:
+        yield scenario
+    finally:
+        scenario.cleanup()
+        api.close()
+
+
+@pytest.fixture
+def aws(testbed: Testbed) -> "AwsSeed":
+    from tests.testbed.aws_seed import AwsSeed
+
+    seed = AwsSeed(testbed)
+    seed.reset()
+    return seed
+
+
+if False:  # for type checkers only
+    from tests.testbed.aws_seed import AwsSeed
+    from tests.testbed.kube import KubeScenario

@@ -1,0 +1,49 @@
+"""`python -m tests.testbed up|down|status [--dir DIR]`: the local test bed outside pytest (make cluster-up/down)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from tests.testbed.bed import REPO, Testbed
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.testbed")
+    p.add_argument("command", choices=["up", "down", "status"])
+    p.add_argument("--dir", type=Path, default=REPO / ".local" / "cluster")
+    a = p.parse_args(argv)
+    if a.command == "up":
+        bed = Testbed.attach(a.dir)
+        if bed:
+            print(f"test bed already running: kubeconfig {bed.kubeconfig}")
+            return 0
+        t0 = time.monotonic()
+        bed = Testbed.start(a.dir)
+        print(f"test bed up in {time.monotonic() - t0:.1f} s")
+        print(f"  kubeconfig:    {bed.kubeconfig}")
+        print(f"  apiserver:     {bed.server}")
+        print(f"  AWS emulator:  {bed.aws_endpoint}   (export AWS_ENDPOINT_URL={bed.aws_endpoint})")
+        print(f"  logs:          {bed.logs}")
+        return 0
+    if a.command == "down":
+        state = a.dir / "state.json"
+        if not state.exists():
+            print("no test bed recorded in", a.dir)
+            return 0
+        from tests.testbed.bed import State, _stop_procs
+
+        s = State.load(state)
+        _stop_procs(s.procs)
+        state.unlink()
+        print(f"test bed stopped ({len(s.procs)} processes)")
+        return 0
+    bed = Testbed.attach(a.dir)
+    print("running" if bed else "not running")
+    return 0 if bed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Seed the AWS emulator for a test: EKS clusters that point at the local apiserver, ASGs with lifecycle hooks and
+tags, plain instances, kwok nodes that match instances (name = private DNS name, providerID = aws:///<az>/<id>),
+lifecycle actions, and the Lambda's assumed-role session. All calls go over HTTP to moto server."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+import boto3
+
+if TYPE_CHECKING:
+    from tests.testbed.bed import Testbed
+    from tests.testbed.kube import KubeScenario
+
+TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
+DEFAULT_HOOKS: tuple[dict[str, Any], ...] = ({"name": "drain", "transition": TERMINATING, "heartbeat_timeout": 300},)
+
+
+class AwsSeed:
+    def __init__(self, bed: Testbed) -> None:
+        self.bed = bed
+        self.endpoint = bed.aws_endpoint
+        self.region = bed.region
+        self.account_id = bed.account_id
+        self._clients: dict[str, Any] = {}
+
+    # ---- plumbing -----------------------------------------------------------------------------------------------
+    def _post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        req = urllib.request.Request(
+            self.endpoint + path,
+            data=json.dumps(body or {}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 - loopback emulator
+            raw = r.read()
+        return json.loads(raw) if raw.strip().startswith((b"{", b"[")) else raw
+
+    def reset(self) -> None:
+        """Fresh emulator state (moto's reset also clears the test bed's lifecycle actions)."""
+        self._post("/moto-api/reset")
+        self.bed.clear_access_entries()
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = boto3.client(
+                service,
+                endpoint_url=self.endpoint,
+                region_name=self.region,
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",  # moto's fake credentials
+            )
+        return self._clients[service]
+
+    # ---- EKS ----------------------------------------------------------------------------------------------------
+    def eks_cluster(self, name: str, tags: dict[str, str] | None = None) -> dict[str, Any]:
+        eks = self.client("eks")
+        eks.create_cluster(
+            name=name,
+            roleArn=f"arn:aws:iam::{self.account_id}:role/eks-cluster",
+            resourcesVpcConfig={"subnetIds": ["subnet-1"]},
+            tags=tags or {},
+        )
+        self.bed.register_cluster(name)
+        return eks.describe_cluster(name=name)["cluster"]  # type: ignore[no-any-return]
+
+    def lambda_session(self, role_name: str = "drain-orchestrator") -> boto3.Session:
+        creds = self.client("sts").assume_role(
+            RoleArn=self.role_arn(role_name), RoleSessionName="drain-orchestrator-test"
+        )["Credentials"]
+        return boto3.Session(
+            aws_access_key_id=creds["AccessKeyId"],
+            aws_secret_access_key=creds["SecretAccessKey"],
+            aws_session_token=creds["SessionToken"],
+            region_name=self.region,
+        )
+
+    def role_arn(self, role_name: str = "drain-orchestrator") -> str:
+        return f"arn:aws:iam::{self.account_id}:role/{role_name}"
+
+    # ---- EC2 / Auto Scaling -------------------------------------------------------------------------------------
+    def _ami(self) -> str:
+        images = self.client("ec2").describe_images(Owners=["amazon"])["Images"]
+        return str(images[0]["ImageId"])
+
+    def instance(self, *, tags: dict[str, str] | None = None, az: str = "us-east-1a") -> str:
+        kw: dict[str, Any] = {
+            "ImageId": self._ami(),
+            "MinCount": 1,
+            "MaxCount": 1,
+            "InstanceType": "m5.large",
+            "Placement": {"AvailabilityZone": az},
+        }
+        if tags:
+            kw["TagSpecifications"] = [
+                {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+            ]
+        return str(self.client("ec2").run_instances(**kw)["Instances"][0]["InstanceId"])
+
+    def asg(
+        self,
+        name: str,
+        *,
+        size: int,
+        tags: dict[str, str] | None = None,
+        hooks: list[dict[str, Any]] | tuple[dict[str, Any], ...] = DEFAULT_HOOKS,
+        az: str = "us-east-1a",
+        propagate: bool = True,
+    ) -> list[str]:
+        asc = self.client("autoscaling")
+        lc = f"lc-{name}-{secrets.token_hex(2)}"
+        asc.create_launch_configuration(LaunchConfigurationName=lc, ImageId=self._ami(), InstanceType="m5.large")
+        asc.create_auto_scaling_group(
+            AutoScalingGroupName=name,
+            LaunchConfigurationName=lc,
+            MinSize=0,
+            MaxSize=size + 5,
+            DesiredCapacity=size,
+            AvailabilityZones=[az],
+            Tags=[
+                {"ResourceId": name, "ResourceType": "auto-scaling-group", "Key": k, "Value": v,
+                 "PropagateAtLaunch": propagate}
+                for k, v in (tags or {}).items()
+            ],
+        )
+        for h in hooks:
+            asc.put_lifecycle_hook(
+                AutoScalingGroupName=name,
+                LifecycleHookName=h["name"],
+                LifecycleTransition=h.get("transition", TERMINATING),
+                HeartbeatTimeout=int(h.get("heartbeat_timeout", 300)),
+                DefaultResult=h.get("default_result", "ABANDON"),
+            )
+        group = asc.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+        return [i["InstanceId"] for i in group["Instances"]]
+
+    def describe(self, instance_id: str) -> dict[str, Any]:
+        res = self.client("ec2").describe_instances(InstanceIds=[instance_id])
+        return res["Reservations"][0]["Instances"][0]  # type: ignore[no-any-return]
+
+    def nodes_for(self, k8s: KubeScenario, instance_ids: list[str], *, by: str = "dns") -> list[str]:
+        """kwok nodes for instances: named by private DNS name (default, as EKS AMIs do) or by instance id."""
+        names = []
+        for iid in instance_ids:
+            inst = self.describe(iid)
+            az = inst["Placement"]["AvailabilityZone"]
+            name = inst["PrivateDnsName"] if by == "dns" else iid
+            k8s.add_nodes(1, zone=az, names=[name], provider_ids=[f"aws:///{az}/{iid}"])
+            names.append(name)
+        return names
+
+    # ---- lifecycle actions (test-bed extension) -------------------------------------------------------------------
+    def start_lifecycle_action(self, asg: str, hook: str, instance_id: str) -> str:
+        return str(self._post("/_testbed/lifecycle/start", {"asg": asg, "hook": hook, "instance_id": instance_id})["token"])
+
+    def lifecycle_actions(self) -> list[dict[str, Any]]:
+        return list(self._post("/_testbed/lifecycle/actions"))

@@ -1,0 +1,55 @@
+"""Where the test bed's binaries are: built once per machine by build/build-bins.sh into a cache outside the repo
+(keyed by versions); the script is a no-op when they are present and fails with a clear message without Go."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "build" / "build-bins.sh"
+
+
+@dataclass(frozen=True)
+class BinDir:
+    path: Path
+
+    @property
+    def etcd(self) -> Path:
+        return self.path / "etcd"
+
+    @property
+    def kube_apiserver(self) -> Path:
+        return self.path / "kube-apiserver"
+
+    @property
+    def kube_controller_manager(self) -> Path:
+        return self.path / "kube-controller-manager"
+
+    @property
+    def kube_scheduler(self) -> Path:
+        return self.path / "kube-scheduler"
+
+    @property
+    def kwok(self) -> Path:
+        return self.path / "kwok"
+
+    @property
+    def kwok_stages(self) -> Path:
+        return self.path / "kwok-stages"
+
+
+def locate_binaries() -> BinDir:
+    """Build (or find cached) binaries; raises with the build's output when that fails."""
+    override = os.environ.get("DRAIN_TESTBED_BIN")
+    if override:
+        return BinDir(Path(override))
+    proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"building the test bed's binaries failed (exit {proc.returncode}); run `bash {BUILD_SCRIPT}` to see "
+            f"the full output.\n{proc.stderr[-4000:]}"
+        )
+    return BinDir(Path(proc.stdout.strip().splitlines()[-1]))
