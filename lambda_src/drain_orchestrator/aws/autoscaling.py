@@ -1,0 +1,123 @@
+"""Auto Scaling adapter: ASG tags, lifecycle hook description, heartbeat and completion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from botocore.exceptions import ClientError
+
+if TYPE_CHECKING:
+    from mypy_boto3_autoscaling import AutoScalingClient
+
+LifecycleResult = Literal["CONTINUE", "ABANDON"]
+# AWS answers ValidationError "No active Lifecycle Action found with token …" / "… with instance ID …" when
+# the action was already completed, timed out or moved on: the work is done, retrying would loop forever.
+_NOT_ACTIVE = "No active Lifecycle Action found"
+
+
+@dataclass(frozen=True)
+class HookInfo:
+    asg_name: str
+    hook_name: str
+    transition: str
+    heartbeat_timeout: int
+    global_timeout: int
+    default_result: str
+
+
+def asg_tags(autoscaling: AutoScalingClient, asg_name: str) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    paginator = autoscaling.get_paginator("describe_tags")
+    for page in paginator.paginate(Filters=[{"Name": "auto-scaling-group", "Values": [asg_name]}]):
+        for tag in page.get("Tags", []):
+            if tag.get("ResourceId") == asg_name and "Key" in tag:
+                tags[tag["Key"]] = tag.get("Value", "")
+    return tags
+
+
+def describe_hook(autoscaling: AutoScalingClient, asg_name: str, hook_name: str) -> HookInfo | None:
+    try:
+        hooks = autoscaling.describe_lifecycle_hooks(
+            AutoScalingGroupName=asg_name, LifecycleHookNames=[hook_name]
+        ).get("LifecycleHooks", [])
+    except ClientError as exc:
+        if _code(exc) == "ValidationError":  # the group is gone
+            return None
+        raise
+    for hook in hooks:
+        if hook.get("LifecycleHookName") == hook_name:
+            return HookInfo(
+                asg_name=asg_name,
+                hook_name=hook_name,
+                transition=hook.get("LifecycleTransition", ""),
+                heartbeat_timeout=int(hook.get("HeartbeatTimeout", 3600)),
+                global_timeout=int(hook.get("GlobalTimeout", 172800)),
+                default_result=hook.get("DefaultResult", "ABANDON"),
+            )
+    return None
+
+
+def complete_lifecycle_action(
+    autoscaling: AutoScalingClient,
+    asg_name: str,
+    hook_name: str,
+    result: LifecycleResult,
+    *,
+    token: str | None = None,
+    instance_id: str | None = None,
+) -> Literal["completed", "already-done"]:
+    """CompleteLifecycleAction by token (preferred) or instance id; an inactive action counts as done."""
+    params: dict[str, Any] = {
+        "AutoScalingGroupName": asg_name,
+        "LifecycleHookName": hook_name,
+        "LifecycleActionResult": result,
+        **_identity(token, instance_id),
+    }
+    try:
+        autoscaling.complete_lifecycle_action(**params)
+    except ClientError as exc:
+        if _not_active(exc):
+            return "already-done"
+        raise
+    return "completed"
+
+
+def record_heartbeat(
+    autoscaling: AutoScalingClient,
+    asg_name: str,
+    hook_name: str,
+    *,
+    token: str | None = None,
+    instance_id: str | None = None,
+) -> Literal["recorded", "already-done"]:
+    """RecordLifecycleActionHeartbeat; "already-done" means stop heart-beating, the action is over."""
+    params: dict[str, Any] = {
+        "AutoScalingGroupName": asg_name,
+        "LifecycleHookName": hook_name,
+        **_identity(token, instance_id),
+    }
+    try:
+        autoscaling.record_lifecycle_action_heartbeat(**params)
+    except ClientError as exc:
+        if _not_active(exc):
+            return "already-done"
+        raise
+    return "recorded"
+
+
+def _identity(token: str | None, instance_id: str | None) -> dict[str, str]:
+    if token:
+        return {"LifecycleActionToken": token}
+    if instance_id:
+        return {"InstanceId": instance_id}
+    raise ValueError("a lifecycle action is identified by its token or its instance id")
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _not_active(exc: ClientError) -> bool:
+    message = str(exc.response.get("Error", {}).get("Message", ""))
+    return _code(exc) == "ValidationError" and _NOT_ACTIVE in message

@@ -1,0 +1,42 @@
+"""One place that builds boto3 clients, so retries and endpoints are the same everywhere."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+
+if TYPE_CHECKING:
+    from mypy_boto3_autoscaling import AutoScalingClient
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_eks import EKSClient
+    from mypy_boto3_sts import STSClient
+
+# Standard retry mode backs off on throttling (Rate exceeded, RequestLimitExceeded) and transient 5xx.
+# Endpoints come from the standard AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_<SERVICE> variables (botocore).
+RETRY_CONFIG = Config(retries={"mode": "standard", "max_attempts": 6}, connect_timeout=5, read_timeout=20)
+
+
+def _client(service: str, session: boto3.Session | None, region: str | None) -> Any:
+    return (session or boto3.Session()).client(service, region_name=region, config=RETRY_CONFIG)  # type: ignore[call-overload]
+
+
+def ec2_client(session: boto3.Session | None = None, region: str | None = None) -> EC2Client:
+    client: EC2Client = _client("ec2", session, region)
+    return client
+
+
+def autoscaling_client(session: boto3.Session | None = None, region: str | None = None) -> AutoScalingClient:
+    client: AutoScalingClient = _client("autoscaling", session, region)
+    return client
+
+
+def eks_client(session: boto3.Session | None = None, region: str | None = None) -> EKSClient:
+    client: EKSClient = _client("eks", session, region)
+    return client
+
+
+def sts_client(session: boto3.Session | None = None, region: str | None = None) -> STSClient:
+    client: STSClient = _client("sts", session, region)
+    return client

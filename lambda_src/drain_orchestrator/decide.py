@@ -1,0 +1,141 @@
+"""From an Interruption to per-instance Decisions: facts (one DescribeInstances), ownership, node, hook rule.
+
+Thin orchestration shared by `explain` and the workflow. The decision itself is pure (ownership.py); this
+module only fetches what it needs and applies the lifecycle-hook rule for instances with nothing to drain.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from drain_orchestrator.aws import autoscaling as asg_api
+from drain_orchestrator.aws import ec2 as ec2_api
+from drain_orchestrator.events import Interruption
+from drain_orchestrator.facts import InstanceFacts
+from drain_orchestrator.ownership import Decision, decide, needs_asg_tags, with_node
+from drain_orchestrator.settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_autoscaling import AutoScalingClient
+    from mypy_boto3_ec2 import EC2Client
+
+logger = logging.getLogger(__name__)
+
+LifecycleOutcome = Literal["completed", "already-done", "left-to-owner", "not-applicable"]
+MetricHook = Callable[[str, dict[str, str]], None]
+
+
+class FactsSource(Protocol):
+    """What decide_event needs from AWS; `BotoFacts` is the real one."""
+
+    def describe_instances(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts | None]: ...
+
+    def asg_tags(self, asg_name: str) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True)
+class BotoFacts:
+    ec2: EC2Client
+    autoscaling: AutoScalingClient
+
+    def describe_instances(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts | None]:
+        return ec2_api.describe_instances(self.ec2, instance_ids)
+
+    def asg_tags(self, asg_name: str) -> dict[str, str]:
+        return asg_api.asg_tags(self.autoscaling, asg_name)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """A decision plus the facts it was made from (node lookup needs the DNS name and AZ)."""
+
+    decision: Decision
+    facts: InstanceFacts | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision.to_dict(),
+            "facts": None if self.facts is None else self.facts.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Assessment:
+        facts = data.get("facts")
+        return cls(
+            Decision.from_dict(data["decision"]), None if facts is None else InstanceFacts.from_dict(facts)
+        )
+
+
+def decide_event(event: Interruption, settings: Settings, source: FactsSource) -> list[Assessment]:
+    """One DescribeInstances for all ids; ASG tags (once per group) only where instance tags do not decide."""
+    facts_by_id = source.describe_instances(event.instance_ids)
+    asg_cache: dict[str, dict[str, str]] = {}
+    assessments: list[Assessment] = []
+    for instance_id in event.instance_ids:
+        facts = facts_by_id.get(instance_id)
+        if facts is not None and facts.asg_name is not None and needs_asg_tags(facts, settings):
+            if facts.asg_name not in asg_cache:
+                asg_cache[facts.asg_name] = source.asg_tags(facts.asg_name)
+            facts = facts.with_asg_tags(asg_cache[facts.asg_name])
+        assessments.append(Assessment(decide(instance_id, facts, settings, event), facts))
+    return assessments
+
+
+def locate_node(core: Any, assessment: Assessment, event: Interruption) -> Decision:
+    """Look the node up for an owned instance and fold the answer in (no node → no-node decision)."""
+    decision, facts = assessment.decision, assessment.facts
+    if not decision.owned or facts is None:
+        return decision
+    # Lazy: the kubernetes client costs ~200 ms of cold start and only owned instances need it.
+    from drain_orchestrator.kube.node_lookup import find_node  # noqa: PLC0415
+
+    node = find_node(core, decision.instance_id, facts.private_dns_name, facts.az)
+    return with_node(decision, node, event)
+
+
+def settle_lifecycle_without_node(
+    event: Interruption,
+    decision: Decision,
+    autoscaling: AutoScalingClient,
+    *,
+    metric: MetricHook | None = None,
+) -> LifecycleOutcome:
+    """The seed's fix. Complete the hook only for a served cluster's instance with nothing to drain;
+    leave another cluster's hook to its owner (log + metric, no error, no retry)."""
+    ref = event.lifecycle
+    if ref is None:
+        return "not-applicable"
+    if not decision.owned:
+        logger.info(
+            "lifecycle hook left to its owner",
+            extra={
+                "instance_id": decision.instance_id,
+                "asg": ref.asg_name,
+                "hook": ref.hook_name,
+                "reason": decision.reason.value,
+                "cluster": decision.cluster,
+            },
+        )
+        if metric is not None:
+            metric("EventsIgnored", {"reason": decision.reason.value, "kind": event.kind})
+        return "left-to-owner"
+    if decision.action != "complete-lifecycle":
+        return "not-applicable"  # there is a node: the workflow drains first, then completes
+    outcome = asg_api.complete_lifecycle_action(
+        autoscaling,
+        ref.asg_name,
+        ref.hook_name,
+        "CONTINUE",
+        token=ref.token,
+        instance_id=decision.instance_id,
+    )
+    logger.info(
+        "lifecycle action completed without drain",
+        extra={"instance_id": decision.instance_id, "asg": ref.asg_name, "reason": decision.reason.value},
+    )
+    if metric is not None and decision.cluster is not None:
+        metric("LifecycleActionsCompleted", {"cluster": decision.cluster, "kind": event.kind})
+    return outcome

@@ -1,0 +1,376 @@
+"""EventBridge event → typed `Interruption` (something to act on) or `Ignored` (with a reason).
+
+Pure. Parsing is all-or-nothing: a malformed event raises `MalformedEvent` naming the field path and nothing
+downstream ever sees a half-parsed event. Shapes follow the AWS docs samples in events/*.json.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, cast, get_args
+
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+
+Kind = Literal[
+    "asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change"
+]
+IgnoreReason = Literal["unsupported", "state-not-draining", "test-notification", "no-instances"]
+
+TERMINATE_DETAIL_TYPE = "EC2 Instance-terminate Lifecycle Action"
+LAUNCH_DETAIL_TYPE = "EC2 Instance-launch Lifecycle Action"
+SPOT_DETAIL_TYPE = "EC2 Spot Instance Interruption Warning"
+REBALANCE_DETAIL_TYPE = "EC2 Instance Rebalance Recommendation"
+STATE_CHANGE_DETAIL_TYPE = "EC2 Instance State-change Notification"
+HEALTH_DETAIL_TYPE = "AWS Health Event"
+TEST_NOTIFICATION = "autoscaling:TEST_NOTIFICATION"
+
+# Spot warnings come two minutes before the interruption (hibernation starts at once).
+SPOT_WARNING_SECONDS = 120
+# A lifecycle hook can hold an instance at most 48 h (global timeout); the hook's own value refines it.
+LIFECYCLE_GLOBAL_TIMEOUT_MAX_SECONDS = 48 * 3600
+# Stopping/shutting-down instances are already going: drain with a short, best-effort deadline.
+STATE_CHANGE_DEADLINE_SECONDS = 60
+DRAINING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
+
+INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,32}$"
+_INSTANCE_ID = re.compile(INSTANCE_ID_PATTERN)
+InstanceId = Annotated[str, StringConstraints(pattern=INSTANCE_ID_PATTERN)]
+# CompleteLifecycleAction accepts exactly 36 characters (a UUID).
+LifecycleToken = Annotated[str, StringConstraints(min_length=36, max_length=36)]
+AsgName = Annotated[str, StringConstraints(min_length=1, max_length=1600)]
+HookName = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+
+
+class MalformedEvent(ValueError):
+    """The event claims a supported kind but does not have the shape AWS documents."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class LifecycleRef:
+    asg_name: str
+    hook_name: str
+    token: str | None
+    transition: str
+    origin: str | None = None
+    destination: str | None = None
+
+    @property
+    def to_warm_pool(self) -> bool:
+        return self.destination == "WarmPool"
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """Something is about to happen to these instances. JSON round-trippable (the workflow checkpoints it)."""
+
+    kind: Kind
+    event_id: str
+    event_time: float  # epoch seconds
+    region: str
+    account: str
+    instance_ids: tuple[str, ...]
+    deadline: float | None  # epoch seconds by which the instance is gone, None when there is none
+    detail_type: str
+    lifecycle: LifecycleRef | None = None
+    state: str | None = None  # state-change
+    instance_action: str | None = None  # spot-interruption: terminate | stop | hibernate
+    window_start: float | None = None  # scheduled-change
+    window_end: float | None = None
+    event_type_code: str | None = None  # scheduled-change
+
+    def with_deadline(self, deadline: float | None) -> Interruption:
+        return replace(self, deadline=deadline)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["instance_ids"] = list(self.instance_ids)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Interruption:
+        fields = dict(data)
+        kind = fields.pop("kind")
+        if kind not in get_args(Kind):
+            raise ValueError(f"unknown interruption kind {kind!r}")
+        lifecycle = fields.pop("lifecycle", None)
+        return cls(
+            kind=cast(Kind, kind),
+            instance_ids=tuple(fields.pop("instance_ids")),
+            lifecycle=None if lifecycle is None else LifecycleRef(**lifecycle),
+            **fields,
+        )
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """An event the product deliberately does nothing with; never an error, never a retry."""
+
+    reason: IgnoreReason
+    message: str
+    detail_type: str | None = None
+    event_id: str | None = None
+    instance_ids: tuple[str, ...] = ()
+
+
+# ---- pydantic models (Powertools parser), one per detail-type -------------------------------------------
+
+
+class _Detail(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _Event(EventBridgeModel):
+    # The state-change doc sample omits "version"; real events carry "0". Do not reject the doc shape.
+    version: str = "0"
+
+
+class LifecycleActionDetail(_Detail):
+    LifecycleActionToken: LifecycleToken | None = None
+    AutoScalingGroupName: AsgName
+    LifecycleHookName: HookName
+    EC2InstanceId: InstanceId
+    LifecycleTransition: str
+    NotificationMetadata: str | None = None
+    Origin: Literal["EC2", "AutoScalingGroup", "WarmPool"] | None = None
+    Destination: Literal["EC2", "AutoScalingGroup", "WarmPool"] | None = None
+
+
+class TerminateDetail(LifecycleActionDetail):
+    LifecycleTransition: Literal["autoscaling:EC2_INSTANCE_TERMINATING"]
+
+
+class LaunchDetail(LifecycleActionDetail):
+    LifecycleTransition: Literal["autoscaling:EC2_INSTANCE_LAUNCHING"]
+
+
+class TerminateLifecycleEvent(_Event):
+    source: Literal["aws.autoscaling"]
+    detail: TerminateDetail
+
+
+class LaunchLifecycleEvent(_Event):
+    source: Literal["aws.autoscaling"]
+    detail: LaunchDetail
+
+
+class SpotDetail(_Detail):
+    instance_id: InstanceId = Field(alias="instance-id")
+    instance_action: Literal["terminate", "stop", "hibernate"] = Field(alias="instance-action")
+
+
+class SpotInterruptionEvent(_Event):
+    source: Literal["aws.ec2"]
+    detail: SpotDetail
+
+
+class InstanceDetail(_Detail):
+    instance_id: InstanceId = Field(alias="instance-id")
+
+
+class RebalanceEvent(_Event):
+    source: Literal["aws.ec2"]
+    detail: InstanceDetail
+
+
+class StateChangeDetail(InstanceDetail):
+    state: Literal["pending", "running", "stopping", "stopped", "shutting-down", "terminated"]
+
+
+class StateChangeEvent(_Event):
+    source: Literal["aws.ec2"]
+    detail: StateChangeDetail
+
+
+class HealthEntity(_Detail):
+    entityValue: str
+
+
+def _health_time(value: object) -> object:
+    # Health uses RFC 1123 ("Thu, 1 Nov 2018 22:00:00 GMT"); accept ISO 8601 as well.
+    if isinstance(value, str) and not value[:4].isdigit():
+        try:
+            return email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError, OverflowError) as exc:
+            raise ValueError(f"not an RFC 1123 date: {value!r}") from exc
+    return value
+
+
+class HealthDetail(_Detail):
+    eventArn: str
+    service: Literal["EC2"]
+    eventTypeCode: str
+    eventTypeCategory: Literal["scheduledChange"]
+    eventRegion: str | None = None
+    startTime: datetime | None = None
+    endTime: datetime | None = None
+    affectedEntities: list[HealthEntity] = Field(default_factory=list)
+
+    _parse_times = field_validator("startTime", "endTime", mode="before")(_health_time)
+
+
+class HealthScheduledChangeEvent(_Event):
+    source: Literal["aws.health"]
+    detail: HealthDetail
+
+
+# ---- parsing ----------------------------------------------------------------------------------------------
+
+
+def parse_event(raw: object) -> Interruption | Ignored:
+    """Parse one EventBridge event. Raises MalformedEvent; never returns something half-parsed."""
+    if not isinstance(raw, Mapping):
+        raise MalformedEvent("<event>", f"expected a JSON object, got {type(raw).__name__}")
+    if raw.get("Event") == TEST_NOTIFICATION:
+        return Ignored(
+            "test-notification", "Auto Scaling test notification", event_id=_str_or_none(raw, "id")
+        )
+    detail_type = raw.get("detail-type")
+    if detail_type is None:
+        raise MalformedEvent("detail-type", "field required")
+    if not isinstance(detail_type, str):
+        raise MalformedEvent("detail-type", "input should be a valid string")
+    event_id = _str_or_none(raw, "id")
+    detail = raw.get("detail")
+    try:
+        if detail_type in (TERMINATE_DETAIL_TYPE, LAUNCH_DETAIL_TYPE):
+            if isinstance(detail, Mapping) and detail.get("LifecycleTransition") == TEST_NOTIFICATION:
+                return Ignored("test-notification", "Auto Scaling test notification", detail_type, event_id)
+            return _lifecycle(raw, terminate=detail_type == TERMINATE_DETAIL_TYPE)
+        if detail_type == SPOT_DETAIL_TYPE:
+            return _spot(SpotInterruptionEvent.model_validate(raw))
+        if detail_type == REBALANCE_DETAIL_TYPE:
+            event = RebalanceEvent.model_validate(raw)
+            return _interruption(event, "rebalance", (event.detail.instance_id,), deadline=None)
+        if detail_type == STATE_CHANGE_DETAIL_TYPE:
+            return _state_change(StateChangeEvent.model_validate(raw))
+        if detail_type == HEALTH_DETAIL_TYPE:
+            if isinstance(detail, Mapping) and (
+                detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange"
+            ):
+                return Ignored(
+                    "unsupported",
+                    "AWS Health event that is not an EC2 scheduled change",
+                    detail_type,
+                    event_id,
+                )
+            return _health(HealthScheduledChangeEvent.model_validate(raw))
+    except ValidationError as exc:
+        raise _malformed(exc) from None
+    return Ignored("unsupported", f"detail-type {detail_type!r} is not handled", detail_type, event_id)
+
+
+def _lifecycle(raw: Mapping[str, Any], *, terminate: bool) -> Interruption:
+    model = TerminateLifecycleEvent if terminate else LaunchLifecycleEvent
+    event = model.model_validate(raw)
+    d = event.detail
+    ref = LifecycleRef(
+        asg_name=d.AutoScalingGroupName,
+        hook_name=d.LifecycleHookName,
+        token=d.LifecycleActionToken,
+        transition=d.LifecycleTransition,
+        origin=d.Origin,
+        destination=d.Destination,
+    )
+    # Upper bound; the workflow narrows it with the hook's GlobalTimeout (DescribeLifecycleHooks).
+    deadline = _epoch(event.time) + LIFECYCLE_GLOBAL_TIMEOUT_MAX_SECONDS
+    kind: Kind = "asg-terminate" if terminate else "asg-launch"
+    return _interruption(event, kind, (d.EC2InstanceId,), deadline=deadline, lifecycle=ref)
+
+
+def _spot(event: SpotInterruptionEvent) -> Interruption:
+    warning = 0 if event.detail.instance_action == "hibernate" else SPOT_WARNING_SECONDS
+    return _interruption(
+        event,
+        "spot-interruption",
+        (event.detail.instance_id,),
+        deadline=_epoch(event.time) + warning,
+        instance_action=event.detail.instance_action,
+    )
+
+
+def _state_change(event: StateChangeEvent) -> Interruption | Ignored:
+    state = event.detail.state
+    if state not in DRAINING_STATES:
+        return Ignored(
+            "state-not-draining",
+            f"instance state {state!r} does not take a node away",
+            event.detail_type,
+            event.id,
+            (event.detail.instance_id,),
+        )
+    return _interruption(
+        event,
+        "state-change",
+        (event.detail.instance_id,),
+        deadline=_epoch(event.time) + STATE_CHANGE_DEADLINE_SECONDS,
+        state=state,
+    )
+
+
+def _health(event: HealthScheduledChangeEvent) -> Interruption | Ignored:
+    d = event.detail
+    ids = tuple(dict.fromkeys(e.entityValue for e in d.affectedEntities if _INSTANCE_ID.match(e.entityValue)))
+    if not ids:
+        return Ignored("no-instances", "scheduled change lists no EC2 instance", event.detail_type, event.id)
+    start = None if d.startTime is None else _epoch(d.startTime)
+    return _interruption(
+        event,
+        "scheduled-change",
+        ids,
+        deadline=start,
+        region=d.eventRegion or event.region,
+        window_start=start,
+        window_end=None if d.endTime is None else _epoch(d.endTime),
+        event_type_code=d.eventTypeCode,
+    )
+
+
+def _interruption(
+    event: EventBridgeModel,
+    kind: Kind,
+    instance_ids: tuple[str, ...],
+    *,
+    deadline: float | None,
+    region: str | None = None,
+    **extra: Any,
+) -> Interruption:
+    return Interruption(
+        kind=kind,
+        event_id=event.id,
+        event_time=_epoch(event.time),
+        region=region or event.region,
+        account=event.account,
+        instance_ids=instance_ids,
+        deadline=deadline,
+        detail_type=event.detail_type,
+        **extra,
+    )
+
+
+def _epoch(moment: datetime) -> float:
+    # EventBridge times are UTC; a zone-less time is taken as UTC rather than the host's zone.
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _str_or_none(raw: Mapping[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _malformed(exc: ValidationError) -> MalformedEvent:
+    first = exc.errors(include_url=False)[0]
+    path = ".".join(str(part) for part in first["loc"]) or "<event>"
+    msg = str(first["msg"])
+    return MalformedEvent(path, msg[:1].lower() + msg[1:])

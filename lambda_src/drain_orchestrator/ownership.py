@@ -1,0 +1,195 @@
+"""Does this instance belong to a cluster this deployment serves? Pure; the rules are in docs/ownership.md.
+
+EC2 events cannot be filtered per cluster in EventBridge, so every deployment sees every instance of the
+account and region. Each one gets an explicit, explainable `Decision`; "not ours" is a normal outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any, Literal
+
+from drain_orchestrator.events import Ignored, Interruption
+from drain_orchestrator.facts import InstanceFacts
+from drain_orchestrator.settings import Settings
+
+CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
+CLUSTER_TAG_VALUES = ("owned", "shared")
+EKS_CLUSTER_NAME_TAG = "eks:cluster-name"
+
+Action = Literal["drain", "cordon", "wait-ready", "complete-lifecycle", "skip"]
+
+
+class Reason(StrEnum):
+    """Closed set of reasons; documented in docs/ownership.md (keep both in step)."""
+
+    OWNED_INSTANCE_TAG = "owned-instance-tag"  # built-in cluster tag on the instance names a served cluster
+    OWNED_ASG_TAG = "owned-asg-tag"  # built-in cluster tag on the instance's ASG names a served cluster
+    OWNED_CUSTOM_TAG = "owned-custom-tag"  # OWNERSHIP_TAG on the instance or its ASG
+    OTHER_CLUSTER = "other-cluster"  # tags name only clusters this deployment does not serve
+    AMBIGUOUS_CLUSTER = "ambiguous-cluster"  # tags name several served clusters: touch nothing
+    TAG_VALUE_MISMATCH = (
+        "tag-value-mismatch"  # a cluster/ownership tag is present with a value that does not count
+    )
+    UNTAGGED = "untagged"  # no cluster tag at all, on the instance nor on its ASG
+    UNKNOWN_INSTANCE = (
+        "unknown-instance"  # EC2 does not know the instance (already gone, other account/region)
+    )
+    UNSUPPORTED_KIND = "unsupported-kind"  # the event itself is ignored (see events.Ignored.reason)
+    KIND_IGNORED = "kind-ignored"  # owned, but settings say ACTION_<KIND>=ignore
+    NO_NODE = "no-node"  # owned, but no Kubernetes node for it (never joined, already gone, warm pool)
+
+
+OWNED_REASONS = frozenset({Reason.OWNED_INSTANCE_TAG, Reason.OWNED_ASG_TAG, Reason.OWNED_CUSTOM_TAG})
+
+
+@dataclass(frozen=True)
+class Decision:
+    instance_id: str
+    owned: bool
+    cluster: str | None
+    reason: Reason
+    action: Action
+    node: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "instance_id": self.instance_id,
+            "owned": self.owned,
+            "cluster": self.cluster,
+            "reason": self.reason.value,
+            "action": self.action,
+            "node": self.node,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Decision:
+        return cls(
+            instance_id=str(data["instance_id"]),
+            owned=bool(data["owned"]),
+            cluster=data.get("cluster"),
+            reason=Reason(data["reason"]),
+            action=data["action"],
+            node=data.get("node"),
+        )
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """What one resource's tags say: a served cluster, only other clusters, several, or nothing usable."""
+
+    clusters: tuple[str, ...] = ()  # served clusters named
+    others: tuple[str, ...] = ()  # clusters named that this deployment does not serve
+    mismatch: bool = False
+    custom: bool = False  # the served cluster came from OWNERSHIP_TAG
+
+    @property
+    def decisive(self) -> bool:
+        return bool(self.clusters or self.others)
+
+
+def decide(
+    instance_id: str, facts: InstanceFacts | None, settings: Settings, event: Interruption
+) -> Decision:
+    """Decide ownership and the action for one instance of `event` (node lookup comes later: `with_node`)."""
+    if facts is None:
+        return Decision(instance_id, False, None, Reason.UNKNOWN_INSTANCE, "skip")
+    verdict = _read_tags(facts.instance_tags, settings)
+    source = Reason.OWNED_INSTANCE_TAG
+    if not verdict.decisive and facts.asg_tags is not None:
+        asg_verdict = _read_tags(facts.asg_tags, settings)
+        if asg_verdict.decisive:
+            verdict, source = asg_verdict, Reason.OWNED_ASG_TAG
+        else:
+            verdict = replace(verdict, mismatch=verdict.mismatch or asg_verdict.mismatch)
+    if len(verdict.clusters) > 1:
+        return Decision(instance_id, False, None, Reason.AMBIGUOUS_CLUSTER, "skip")
+    if verdict.clusters:
+        cluster = verdict.clusters[0]
+        reason = Reason.OWNED_CUSTOM_TAG if verdict.custom else source
+        action = _owned_action(event, settings)
+        if action == "skip":
+            reason = Reason.KIND_IGNORED
+        return Decision(instance_id, True, cluster, reason, action)
+    if verdict.others:
+        return Decision(instance_id, False, verdict.others[0], Reason.OTHER_CLUSTER, "skip")
+    reason = Reason.TAG_VALUE_MISMATCH if verdict.mismatch else Reason.UNTAGGED
+    return Decision(instance_id, False, None, reason, "skip")
+
+
+def needs_asg_tags(facts: InstanceFacts | None, settings: Settings) -> bool:
+    """True when the instance's own tags do not decide and its ASG's tags have not been read yet."""
+    if facts is None or facts.asg_name is None or facts.asg_tags is not None:
+        return False
+    return not _read_tags(facts.instance_tags, settings).decisive
+
+
+def with_node(decision: Decision, node: str | None, event: Interruption) -> Decision:
+    """Fold the node lookup into the decision: owned but nodeless means there is nothing to drain."""
+    if node is not None:
+        return replace(decision, node=node)
+    if not decision.owned or decision.action not in ("drain", "cordon"):
+        return decision  # not ours, or waiting for a node to join (asg-launch)
+    action: Action = "complete-lifecycle" if event.lifecycle is not None else "skip"
+    return replace(decision, reason=Reason.NO_NODE, action=action, node=None)
+
+
+def decide_ignored(ignored: Ignored) -> list[Decision]:
+    """Decisions for the instances an ignored event names, so `explain` shows why nothing happens."""
+    return [Decision(i, False, None, Reason.UNSUPPORTED_KIND, "skip") for i in ignored.instance_ids]
+
+
+def _owned_action(event: Interruption, settings: Settings) -> Action:
+    match event.kind:
+        case "asg-terminate":
+            return "drain"
+        case "asg-launch":
+            # An instance entering the warm pool is stopped right after launch; it will not become a node now.
+            lifecycle = event.lifecycle
+            return "complete-lifecycle" if lifecycle is not None and lifecycle.to_warm_pool else "wait-ready"
+        case "spot-interruption":
+            configured = settings.action_spot_interruption
+        case "rebalance":
+            configured = settings.action_rebalance
+        case "state-change":
+            configured = settings.action_state_change
+        case "scheduled-change":
+            configured = settings.action_scheduled_change
+    return "skip" if configured == "ignore" else configured
+
+
+def _read_tags(tags: dict[str, str], settings: Settings) -> _Verdict:
+    named: list[str] = []
+    mismatch = False
+    eks_name = tags.get(EKS_CLUSTER_NAME_TAG)
+    if eks_name:
+        named.append(eks_name)
+    for key, value in tags.items():
+        if key.startswith(CLUSTER_TAG_PREFIX) and len(key) > len(CLUSTER_TAG_PREFIX):
+            if value in CLUSTER_TAG_VALUES:
+                named.append(key[len(CLUSTER_TAG_PREFIX) :])
+            else:
+                mismatch = True
+    if named:
+        return _split(named, settings, mismatch=mismatch)
+    rule = settings.ownership_tag
+    if rule is not None and rule.key in tags:
+        value = tags[rule.key]
+        if rule.value is None:
+            if value:
+                return replace(_split([value], settings, mismatch=mismatch), custom=True)
+        elif value == rule.value:
+            # Settings guarantee exactly one served cluster when the rule carries a value.
+            return _Verdict(clusters=settings.cluster_names[:1], custom=True)
+        mismatch = True
+    return _Verdict(mismatch=mismatch)
+
+
+def _split(named: list[str], settings: Settings, *, mismatch: bool) -> _Verdict:
+    unique = tuple(dict.fromkeys(named))
+    return _Verdict(
+        clusters=tuple(n for n in unique if settings.serves(n)),
+        others=tuple(n for n in unique if not settings.serves(n)),
+        mismatch=mismatch,
+    )

@@ -1,0 +1,136 @@
+"""Deployment settings, read from environment variables so the Lambda and the CLI share one contract.
+
+Pure: `Settings.from_env` takes the mapping (pass `os.environ`) and either returns valid settings or raises
+`SettingsError` naming the variable and what was expected. Add new knobs as fields with defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+KindAction = Literal["drain", "cordon", "ignore"]
+_KIND_ACTIONS: tuple[KindAction, ...] = ("drain", "cordon", "ignore")
+
+# EKS CreateCluster: 1-100 characters, starts with a letter or digit.
+_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+ANY_CLUSTER = "*"
+
+
+class SettingsError(ValueError):
+    """An environment variable has a value the product cannot run with."""
+
+    def __init__(self, variable: str, problem: str) -> None:
+        super().__init__(f"{variable}: {problem}")
+        self.variable = variable
+
+
+@dataclass(frozen=True)
+class OwnershipTag:
+    """The user's own ownership marker (see docs/ownership.md).
+
+    value None: the tag's value names the cluster.
+    value set: the tag marks instances of the one served cluster.
+    """
+
+    key: str
+    value: str | None = None
+
+    def __str__(self) -> str:
+        return self.key if self.value is None else f"{self.key}={self.value}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Served clusters; empty together with any_cluster=True means "any cluster named by the built-in tags".
+    cluster_names: tuple[str, ...]
+    any_cluster: bool = False
+    ownership_tag: OwnershipTag | None = None
+    action_rebalance: KindAction = "cordon"
+    action_spot_interruption: KindAction = "drain"
+    action_state_change: KindAction = "drain"
+    action_scheduled_change: KindAction = "drain"
+    notification_topic_arn: str | None = None
+
+    def serves(self, cluster: str) -> bool:
+        return self.any_cluster or cluster in self.cluster_names
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        names, any_cluster = _parse_cluster_names(env.get("CLUSTER_NAMES"))
+        tag = _parse_ownership_tag(env.get("OWNERSHIP_TAG"))
+        if tag is not None and tag.value is not None and (any_cluster or len(names) != 1):
+            # A key=value marker says "ours" but not which cluster; only unambiguous with one served cluster.
+            raise SettingsError(
+                "OWNERSHIP_TAG",
+                f"'{tag}' (key=value) needs CLUSTER_NAMES to name exactly one cluster; "
+                "with several clusters use a key whose value names the cluster",
+            )
+        return cls(
+            cluster_names=names,
+            any_cluster=any_cluster,
+            ownership_tag=tag,
+            action_rebalance=_parse_action(env, "ACTION_REBALANCE", "cordon"),
+            action_spot_interruption=_parse_action(env, "ACTION_SPOT_INTERRUPTION", "drain"),
+            action_state_change=_parse_action(env, "ACTION_STATE_CHANGE", "drain"),
+            action_scheduled_change=_parse_action(env, "ACTION_SCHEDULED_CHANGE", "drain"),
+            notification_topic_arn=_parse_topic_arn(env.get("NOTIFICATION_TOPIC_ARN")),
+        )
+
+
+def _parse_cluster_names(raw: str | None) -> tuple[tuple[str, ...], bool]:
+    if raw is None or not raw.strip():
+        raise SettingsError(
+            "CLUSTER_NAMES",
+            "required: comma-separated EKS cluster names, or '*' for any cluster found by tag",
+        )
+    items = [item.strip() for item in raw.split(",")]
+    if items == [ANY_CLUSTER]:
+        return (), True
+    names: list[str] = []
+    for item in items:
+        if item == ANY_CLUSTER:
+            raise SettingsError("CLUSTER_NAMES", "'*' must stand alone, not in a list of names")
+        if not _CLUSTER_NAME.match(item):
+            raise SettingsError(
+                "CLUSTER_NAMES",
+                f"{item!r} is not an EKS cluster name (1-100 letters, digits, '-' or '_', starting "
+                "with a letter or digit)",
+            )
+        if item not in names:
+            names.append(item)
+    return tuple(names), False
+
+
+def _parse_ownership_tag(raw: str | None) -> OwnershipTag | None:
+    if raw is None or not raw.strip():
+        return None
+    key, sep, value = raw.strip().partition("=")
+    key = key.strip()
+    if not key or len(key) > 128:
+        raise SettingsError(
+            "OWNERSHIP_TAG", f"{raw!r}: expected 'key' or 'key=value' with a 1-128 character key"
+        )
+    if len(value) > 256:
+        raise SettingsError("OWNERSHIP_TAG", "tag values are at most 256 characters")
+    return OwnershipTag(key=key, value=value if sep else None)
+
+
+def _parse_action(env: Mapping[str, str], variable: str, default: KindAction) -> KindAction:
+    raw = env.get(variable)
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value not in _KIND_ACTIONS:
+        raise SettingsError(variable, f"{raw!r}: expected one of {', '.join(_KIND_ACTIONS)}")
+    return value
+
+
+def _parse_topic_arn(raw: str | None) -> str | None:
+    if raw is None or not raw.strip():
+        return None
+    if not raw.startswith("arn:") or ":sns:" not in raw:
+        raise SettingsError("NOTIFICATION_TOPIC_ARN", f"{raw!r}: expected an SNS topic ARN")
+    return raw.strip()
