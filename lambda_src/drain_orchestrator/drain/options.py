@@ -1,0 +1,71 @@
+"""Options of a drain, with kubectl's defaults where kubectl has the same knob."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Taint applied when DaemonSet pods are evicted: DaemonSet pods tolerate `unschedulable`, so without a taint
+# the DaemonSet controller would put them straight back on the node.
+DEFAULT_DRAIN_TAINT_KEY = "drain-orchestrator.io/draining"
+
+
+@dataclass(frozen=True)
+class DrainOptions:
+    """How to drain one node.
+
+    grace_period: seconds for every pod's SIGTERM→SIGKILL window; None keeps each pod's own
+        terminationGracePeriodSeconds (kubectl's ``--grace-period=-1``).
+    delete_emptydir_data / force: kubectl's ``--delete-emptydir-data`` / ``--force``.
+    evict_daemonsets: evict DaemonSet pods last instead of skipping them (kubectl always skips them).
+    skip_wait_for_delete_timeout: a pod terminating for longer than this many seconds is skipped
+        (kubectl's ``--skip-wait-for-delete-timeout``; 0 = wait forever).
+    deadline: absolute epoch seconds by which the node must be empty (e.g. Spot warning + 120 s), or None.
+    deadline_margin: seconds kept free before the deadline when clipping grace periods.
+    force_delete_on_deadline: near the deadline, DELETE pods still refused by a PDB (grace ≥ 1 s).
+    concurrency: evictions in flight at once.
+    dry_run: compute and report, change nothing (server-side dryRun=All for evictions).
+    pod_selector: label selector narrowing the pods considered (kubectl's ``--pod-selector``).
+    max_api_calls: cap on API requests of one ``drain_node`` call (None = no cap).
+    """
+
+    grace_period: int | None = None
+    delete_emptydir_data: bool = False
+    force: bool = False
+    evict_daemonsets: bool = False
+    skip_wait_for_delete_timeout: float = 0.0
+    deadline: float | None = None
+    deadline_margin: float = 2.0
+    force_delete_on_deadline: bool = False
+    concurrency: int = 32
+    dry_run: bool = False
+    pod_selector: str | None = None
+    max_api_calls: int | None = None
+    # Cordon extras: annotations under drain-orchestrator.io/, an optional taint and the exclude-LB label.
+    reason: str | None = None
+    event_id: str | None = None
+    taint_key: str | None = None
+    taint_effect: str = "NoSchedule"
+    exclude_from_load_balancers: bool = False
+    # Retry of pods refused by a PDB or throttled: exponential backoff with full jitter.
+    retry_base: float = 0.25
+    retry_cap: float = 5.0
+    # Poll cadence while waiting for evicted pods to disappear (one LIST per tick for the whole node).
+    poll_min: float = 0.2
+    poll_max: float = 1.0
+
+    @property
+    def drain_taint(self) -> tuple[str, str] | None:
+        """The taint to put on the node: the configured one, or ours whenever DaemonSet pods are evicted."""
+        if self.taint_key:
+            return (self.taint_key, self.taint_effect)
+        if self.evict_daemonsets:
+            return (DEFAULT_DRAIN_TAINT_KEY, "NoSchedule")
+        return None
+
+    def __post_init__(self) -> None:
+        if self.grace_period is not None and self.grace_period < 0:
+            raise ValueError("grace_period must be >= 0 or None")
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        if self.skip_wait_for_delete_timeout < 0:
+            raise ValueError("skip_wait_for_delete_timeout must be >= 0")

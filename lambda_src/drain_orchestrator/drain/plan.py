@@ -1,0 +1,102 @@
+"""Order and timing of a drain: eviction tiers, grace clipping to a deadline, retry backoff. Pure."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+
+from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
+
+# Tiers, modelled on graceful node shutdown and Karpenter: workloads first, then the system-critical pods
+# they may depend on (DNS, CNI helpers), then DaemonSet pods (only with evict_daemonsets).
+TIER_WORKLOAD = 0
+TIER_CRITICAL = 1
+TIER_DAEMONSET = 2
+TIER_CRITICAL_DAEMONSET = 3
+
+MIN_GRACE_SECONDS = 1  # 0 would force-remove the pod from etcd before the kubelet has stopped it
+
+
+def tier_of(pod: PodInfo) -> int:
+    ds = pod.daemonset_name is not None and not pod.is_terminal
+    if ds:
+        return TIER_CRITICAL_DAEMONSET if pod.is_critical else TIER_DAEMONSET
+    return TIER_CRITICAL if pod.is_critical else TIER_WORKLOAD
+
+
+def active_tier(verdicts: Iterable[PodVerdict]) -> int | None:
+    """The lowest tier that still has pods to remove or wait for; later tiers wait until it is empty."""
+    tiers = [tier_of(v.pod) for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
+    return min(tiers) if tiers else None
+
+
+def to_evict_now(verdicts: Sequence[PodVerdict]) -> list[PodVerdict]:
+    """The EVICT verdicts of the active tier; an empty list while a refusal blocks the drain (kubectl)."""
+    if any(v.verdict is Verdict.REFUSE for v in verdicts):
+        return []
+    tier = active_tier(verdicts)
+    return [v for v in verdicts if v.verdict is Verdict.EVICT and tier_of(v.pod) == tier]
+
+
+def grace_for(
+    pod_grace: int | None,
+    option_grace: int | None,
+    now: float,
+    deadline: float | None,
+    margin: float,
+) -> int | None:
+    """Grace period to send with the eviction/delete; None leaves the pod's own value untouched.
+
+    With a deadline the pod must be gone by ``deadline - margin``: the grace is clipped to the time left,
+    never below 1 s.
+    """
+    wanted = option_grace if option_grace is not None else pod_grace
+    if deadline is None:
+        return option_grace
+    left = math.floor(deadline - margin - now)
+    if wanted is None:
+        wanted = 30  # the API default terminationGracePeriodSeconds
+    if wanted <= left:
+        return option_grace
+    return max(MIN_GRACE_SECONDS, left)
+
+
+def force_delete_due(pod_grace: int | None, now: float, deadline: float | None, margin: float) -> bool:
+    """True once a pod still refused by its PDB must be deleted to be gone by the deadline.
+
+    Like Karpenter's terminationGracePeriod: delete at ``deadline - margin - grace``, with the pod's grace
+    counted at most up to the time that is left.
+    """
+    if deadline is None:
+        return False
+    grace = 30 if pod_grace is None else pod_grace
+    return now >= deadline - margin - max(grace, MIN_GRACE_SECONDS)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
+    """Exponential backoff with "equal jitter": uniform(c/2, c) with c = min(cap, base·2^attempt).
+
+    Half the delay is fixed so a retry never comes back instantly; the random half spreads concurrent drains.
+    """
+    r = rng or random
+    ceiling = min(cap, base * (2 ** max(0, attempt)))
+    return r.uniform(ceiling / 2, ceiling)
+
+
+def next_poll(
+    now: float, pending_deletion_times: Iterable[float], interval: float, poll_min: float, poll_max: float
+) -> float:
+    """Seconds until the next LIST while waiting for terminating pods.
+
+    A terminating pod's deletionTimestamp is when its grace period runs out, so most pods go just before
+    it: poll fast around the earliest such time, back off (up to poll_max) in between.
+    """
+    times = [t for t in pending_deletion_times if t > now]
+    step = min(poll_max, max(poll_min, interval))
+    if times:
+        until = min(times) - now
+        if until > step:
+            return step
+        return max(poll_min, until)
+    return step

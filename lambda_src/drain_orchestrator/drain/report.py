@@ -1,0 +1,83 @@
+"""DrainReport: what one drain pass (or a whole drain) did, JSON-serialisable for checkpoints."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class BlockedPod:
+    pod: str  # namespace/name
+    pdbs: list[str]
+    message: str
+
+
+@dataclass
+class PodReason:
+    pod: str
+    reason: str
+
+
+@dataclass
+class ForcedPod:
+    pod: str
+    grace_seconds: int
+    reason: str
+
+
+@dataclass
+class DrainReport:
+    node: str
+    dry_run: bool = False
+    cordoned: bool = False
+    drained: bool = False
+    evicted: list[str] = field(default_factory=list)
+    blocked: list[BlockedPod] = field(default_factory=list)
+    skipped: list[PodReason] = field(default_factory=list)
+    refused: list[PodReason] = field(default_factory=list)  # kubectl "cannot delete …" errors
+    forced: list[ForcedPod] = field(default_factory=list)
+    failed: list[PodReason] = field(default_factory=list)
+    throttled: list[str] = field(default_factory=list)  # 429 without a PDB cause: retried later
+    terminating: list[str] = field(default_factory=list)  # waited on
+    remaining: list[str] = field(default_factory=list)  # pods the drain still has to see go
+    warnings: list[str] = field(default_factory=list)
+    active_tier: int | None = None
+    api_calls: int = 0
+    elapsed: float = 0.0
+    passes: int = 1
+    # Pods' grace period as sent (absent = the pod's own), for deadline clipping reports.
+    grace_sent: dict[str, int] = field(default_factory=dict)
+    retry_after: float | None = None  # largest Retry-After seen from a throttled eviction
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DrainReport:
+        d = dict(data)
+        d["blocked"] = [BlockedPod(**b) for b in d.get("blocked", [])]
+        for key in ("skipped", "refused", "failed"):
+            d[key] = [PodReason(**r) for r in d.get(key, [])]
+        d["forced"] = [ForcedPod(**f) for f in d.get("forced", [])]
+        return cls(**d)
+
+    def absorb(self, later: DrainReport) -> None:
+        """Fold a later pass into this cumulative report: actions add up, state comes from the later pass."""
+        self.cordoned = self.cordoned or later.cordoned
+        self.drained = later.drained
+        self.evicted += [p for p in later.evicted if p not in self.evicted]
+        self.forced += [f for f in later.forced if f.pod not in {x.pod for x in self.forced}]
+        self.failed = later.failed
+        self.blocked = later.blocked
+        self.skipped = later.skipped
+        self.refused = later.refused
+        self.throttled = later.throttled
+        self.terminating = later.terminating
+        self.remaining = later.remaining
+        self.warnings += [w for w in later.warnings if w not in self.warnings]
+        self.active_tier = later.active_tier
+        self.api_calls += later.api_calls
+        self.passes += later.passes
+        self.grace_sent.update(later.grace_sent)
+        self.retry_after = later.retry_after

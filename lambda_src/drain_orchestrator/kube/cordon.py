@@ -1,0 +1,161 @@
+"""Cordon / uncordon a node with a strategic-merge PATCH, like ``kubectl cordon``; idempotent.
+
+Besides ``spec.unschedulable`` it can add a NoSchedule-style taint (so DaemonSet pods, which tolerate
+``unschedulable``, are not recreated), the label that makes cloud load balancers drop the node, and
+annotations under ``drain-orchestrator.io/`` that record why and since when the node is draining.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+
+ANNOTATION_PREFIX = "drain-orchestrator.io/"
+ANN_REASON = ANNOTATION_PREFIX + "reason"
+ANN_EVENT_ID = ANNOTATION_PREFIX + "event-id"
+ANN_STARTED_AT = ANNOTATION_PREFIX + "started-at"
+ANN_DEADLINE = ANNOTATION_PREFIX + "deadline"
+EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
+EXCLUDE_LB_VALUE = "drain-orchestrator"
+CONFLICT_RETRIES = 5
+
+
+class CordonError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class CordonResult:
+    node: str
+    changed: bool  # False: already in the desired state (kubectl: "already cordoned")
+    dry_run: bool = False
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _node_path(name: str) -> str:
+    return f"/api/v1/nodes/{name}"
+
+
+def cordon(
+    kube: Kube,
+    node: str,
+    *,
+    reason: str | None = None,
+    event_id: str | None = None,
+    deadline: float | None = None,
+    taint: tuple[str, str] | None = None,
+    exclude_from_load_balancers: bool = False,
+    now: float | None = None,
+    dry_run: bool = False,
+) -> CordonResult:
+    """Make ``node`` unschedulable (+ optional taint/label/annotations). Existing annotations are kept, so
+    two drains of one node agree on the first started-at and reason."""
+    for _ in range(CONFLICT_RETRIES):
+        current = kube.request("GET", _node_path(node))
+        if not current.ok:
+            raise CordonError(f"get node/{node}: {current.status} {current.message}")
+        patch = _cordon_patch(
+            current.body,
+            reason=reason,
+            event_id=event_id,
+            deadline=deadline,
+            taint=taint,
+            exclude_lb=exclude_from_load_balancers,
+            now=now,
+        )
+        if patch is None:
+            return CordonResult(node, changed=False, dry_run=dry_run)
+        if _apply(kube, node, patch, dry_run):
+            return CordonResult(node, changed=True, dry_run=dry_run)
+    raise CordonError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries")
+
+
+def uncordon(kube: Kube, node: str, *, taint_key: str | None = None, dry_run: bool = False) -> CordonResult:
+    """Undo :func:`cordon`: schedulable again, our taint/label/annotations removed."""
+    for _ in range(CONFLICT_RETRIES):
+        current = kube.request("GET", _node_path(node))
+        if not current.ok:
+            raise CordonError(f"get node/{node}: {current.status} {current.message}")
+        patch = _uncordon_patch(current.body, taint_key)
+        if patch is None:
+            return CordonResult(node, changed=False, dry_run=dry_run)
+        if _apply(kube, node, patch, dry_run):
+            return CordonResult(node, changed=True, dry_run=dry_run)
+    raise CordonError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries")
+
+
+def _apply(kube: Kube, node: str, patch: dict[str, Any], dry_run: bool) -> bool:
+    query = {"dryRun": "All"} if dry_run else None
+    resp = kube.request("PATCH", _node_path(node), query=query, body=patch, content_type=STRATEGIC_MERGE)
+    if resp.ok:
+        return True
+    if resp.status == 409:  # resourceVersion precondition lost a race: re-read and recompute
+        return False
+    raise CordonError(f"patch node/{node}: {resp.status} {resp.message}")
+
+
+def _cordon_patch(
+    node: dict[str, Any],
+    *,
+    reason: str | None,
+    event_id: str | None,
+    deadline: float | None,
+    taint: tuple[str, str] | None,
+    exclude_lb: bool,
+    now: float | None,
+) -> dict[str, Any] | None:
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    patch: dict[str, Any] = {}
+    if not spec.get("unschedulable"):
+        patch.setdefault("spec", {})["unschedulable"] = True
+    wanted_ann = {
+        ANN_REASON: reason,
+        ANN_EVENT_ID: event_id,
+        ANN_DEADLINE: _iso(deadline) if deadline is not None else None,
+        ANN_STARTED_AT: _iso(now) if now is not None else None,
+    }
+    new_ann = {k: v for k, v in wanted_ann.items() if v is not None and k not in annotations}
+    if new_ann:
+        patch.setdefault("metadata", {})["annotations"] = new_ann
+    if exclude_lb and EXCLUDE_LB_LABEL not in labels:
+        patch.setdefault("metadata", {})["labels"] = {EXCLUDE_LB_LABEL: EXCLUDE_LB_VALUE}
+    if taint is not None:
+        taints = list(spec.get("taints") or [])
+        key, effect = taint
+        if not any(t.get("key") == key and t.get("effect") == effect for t in taints):
+            # spec.taints has no merge key: the patch replaces the list, so the resourceVersion below
+            # makes a concurrent change to the taints fail (409) instead of being overwritten.
+            taints.append({"key": key, "effect": effect, "value": "true"})
+            patch.setdefault("spec", {})["taints"] = taints
+    if not patch:
+        return None
+    if "taints" in patch.get("spec", {}):
+        patch.setdefault("metadata", {})["resourceVersion"] = meta.get("resourceVersion")
+    return patch
+
+
+def _uncordon_patch(node: dict[str, Any], taint_key: str | None) -> dict[str, Any] | None:
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    patch: dict[str, Any] = {}
+    if spec.get("unschedulable"):
+        patch.setdefault("spec", {})["unschedulable"] = False
+    ours = [k for k in (meta.get("annotations") or {}) if k.startswith(ANNOTATION_PREFIX)]
+    if ours:
+        patch.setdefault("metadata", {})["annotations"] = dict.fromkeys(ours)
+    if (meta.get("labels") or {}).get(EXCLUDE_LB_LABEL) == EXCLUDE_LB_VALUE:
+        patch.setdefault("metadata", {})["labels"] = {EXCLUDE_LB_LABEL: None}
+    taints = list(spec.get("taints") or [])
+    if taint_key is not None and any(t.get("key") == taint_key for t in taints):
+        patch.setdefault("spec", {})["taints"] = [t for t in taints if t.get("key") != taint_key]
+        patch.setdefault("metadata", {})["resourceVersion"] = meta.get("resourceVersion")
+    return patch or None

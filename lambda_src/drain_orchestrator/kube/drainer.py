@@ -1,0 +1,357 @@
+"""Drain a node: idempotent passes (``drain_pass``) and a loop of them until drained (``drain_node``).
+
+A pass cordons (once), lists the node's pods, classifies them (kubectl semantics), evicts the active tier
+concurrently, and returns a DrainReport; it never waits for pods to go. Passes converge: a pod already
+terminating is only waited on, a pod that is gone or replaced (404/409) counts as done, so repeating a
+pass — or running two drains of one node at once — does no harm.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from drain_orchestrator.drain.classify import (
+    PodInfo,
+    PodVerdict,
+    Verdict,
+    classify,
+    daemonsets_to_look_up,
+    refusal_errors,
+)
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.plan import (
+    active_tier,
+    backoff_delay,
+    force_delete_due,
+    grace_for,
+    next_poll,
+    to_evict_now,
+)
+from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
+from drain_orchestrator.kube.cordon import cordon
+from drain_orchestrator.kube.evict import EvictionResult, Outcome, delete_pod, evict_pod
+from drain_orchestrator.kube.pdb_watch import list_allowing, wait_for_budget
+from drain_orchestrator.kube.pods import list_node_pods, look_up_daemonsets
+from drain_orchestrator.kube.rest import Kube
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass
+class DrainState:
+    """What one drain remembers between passes. Optional: a fresh state simply retries everything."""
+
+    cordoned: bool = False
+    daemonsets: dict[tuple[str, str], bool | str] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)  # "ns/name@uid" → refusals so far
+    not_before: dict[str, float] = field(default_factory=dict)  # monotonic time of the next try
+    pdbs_of: dict[str, list[str]] = field(default_factory=dict)
+    last_block: dict[str, str] = field(default_factory=dict)
+    sent: dict[str, str] = field(default_factory=dict)  # pods we evicted/deleted: key → uid
+    deletion_times: list[float] = field(default_factory=list)  # epoch deletionTimestamps still pending
+    blocked_pdbs: set[tuple[str, str]] = field(default_factory=set)
+    force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
+
+
+def _ident(p: PodInfo) -> str:
+    return f"{p.key}@{p.uid}"
+
+
+def drain_pass(
+    kube: Kube | Any,
+    node: str,
+    options: DrainOptions,
+    *,
+    state: DrainState | None = None,
+    progress: Progress | None = None,
+) -> DrainReport:
+    """Do every drain action currently possible on ``node`` and report; never waits for pods to go."""
+    say = progress or _quiet
+    kube = kube if isinstance(kube, Kube) else Kube(kube, pool_size=options.concurrency)
+    state = state if state is not None else DrainState()
+    started, calls0 = time.monotonic(), kube.calls
+    report = DrainReport(node=node, dry_run=options.dry_run)
+
+    if not state.cordoned:
+        result = cordon(
+            kube,
+            node,
+            reason=options.reason,
+            event_id=options.event_id,
+            deadline=options.deadline,
+            taint=options.drain_taint,
+            exclude_from_load_balancers=options.exclude_from_load_balancers,
+            now=time.time(),
+            dry_run=options.dry_run,
+        )
+        say(f"node/{node} cordoned" if result.changed else f"node/{node} already cordoned")
+        state.cordoned = True
+    report.cordoned = True
+
+    pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node, options.pod_selector)]
+    _announce_gone(state, pods, say)
+    wanted = daemonsets_to_look_up(pods) - state.daemonsets.keys()
+    state.daemonsets.update(look_up_daemonsets(kube, wanted))
+    now = time.time()
+    verdicts = classify(pods, options, now, state.daemonsets, options.drain_taint)
+    _record_verdicts(report, verdicts, say)
+
+    batch = [] if report.refused else _due(kube, to_evict_now(verdicts), options, state)
+    results = _evict_all(kube, batch, options, say)
+    for v, res in zip(batch, results, strict=True):
+        _apply_outcome(kube, report, state=state, v=v, res=res, options=options, say=say)
+
+    state.deletion_times = [
+        v.pod.deletion_timestamp
+        for v in verdicts
+        if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None
+    ]
+    report.active_tier = active_tier(verdicts)
+    report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
+    report.drained = not report.remaining and not report.refused
+    report.api_calls = kube.calls - calls0
+    report.elapsed = time.monotonic() - started
+    return report
+
+
+def _announce_gone(state: DrainState, pods: list[PodInfo], say: Progress) -> None:
+    present = {p.key: p.uid for p in pods}
+    for key, uid in list(state.sent.items()):
+        if present.get(key) != uid:  # 404 or a new pod under the same name: ours is gone
+            say(f"pod/{key.split('/', 1)[1]} evicted")
+            del state.sent[key]
+
+
+def _record_verdicts(report: DrainReport, verdicts: list[PodVerdict], say: Progress) -> None:
+    warnings: dict[str, list[str]] = {}
+    for v in verdicts:
+        if v.warning:
+            warnings.setdefault(v.warning, []).append(v.pod.key)
+        if v.verdict is Verdict.SKIP:
+            report.skipped.append(PodReason(v.pod.key, v.reason))
+        elif v.verdict is Verdict.REFUSE:
+            report.refused.append(PodReason(v.pod.key, v.reason))
+        elif v.verdict is Verdict.WAIT:
+            report.terminating.append(v.pod.key)
+    for msg, keys in warnings.items():
+        line = f"Warning: {msg}: {', '.join(keys)}"
+        report.warnings.append(line)
+        say(line)
+    for err in refusal_errors(verdicts):
+        say(f"error: {err}")
+
+
+def _due(kube: Kube, batch: list[PodVerdict], options: DrainOptions, state: DrainState) -> list[PodVerdict]:
+    """Drop pods whose retry time has not come, unless their PDB now allows a disruption (checked with one
+    LIST per namespace) or the deadline policy must act on them."""
+    mono, now = time.monotonic(), time.time()
+    waiting = [v for v in batch if state.not_before.get(_ident(v.pod), 0.0) > mono]
+    if not waiting:
+        return batch
+    allowing = list_allowing(kube, {v.pod.namespace for v in waiting if state.pdbs_of.get(_ident(v.pod))})
+
+    def ready(v: PodVerdict) -> bool:
+        ident = _ident(v.pod)
+        if state.not_before.get(ident, 0.0) <= mono:
+            return True
+        if any((v.pod.namespace, n) in allowing for n in state.pdbs_of.get(ident, [])):
+            return True
+        return options.force_delete_on_deadline and force_delete_due(
+            v.pod.termination_grace_period, now, options.deadline, options.deadline_margin
+        )
+
+    keep = [v for v in batch if ready(v)]
+    return keep
+
+
+def _evict_all(
+    kube: Kube, batch: list[PodVerdict], options: DrainOptions, say: Progress
+) -> list[EvictionResult]:
+    def one(v: PodVerdict) -> EvictionResult:
+        grace = grace_for(
+            v.pod.termination_grace_period,
+            options.grace_period,
+            time.time(),
+            options.deadline,
+            options.deadline_margin,
+        )
+        res = evict_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=grace, dry_run=options.dry_run)
+        return EvictionResult(res.outcome, res.status, res.message, res.pdbs, res.retry_after, grace)
+
+    for v in batch:
+        say(f"evicting pod {v.pod.key}" + (" (server dry run)" if options.dry_run else ""))
+    if len(batch) <= 1:
+        return [one(v) for v in batch]
+    with ThreadPoolExecutor(max_workers=min(options.concurrency, len(batch))) as pool:
+        return list(pool.map(one, batch))
+
+
+def _apply_outcome(
+    kube: Kube,
+    report: DrainReport,
+    *,
+    state: DrainState,
+    v: PodVerdict,
+    res: EvictionResult,
+    options: DrainOptions,
+    say: Progress,
+) -> None:
+    pod, ident = v.pod, _ident(v.pod)
+    if res.outcome is Outcome.EVICTED:
+        report.evicted.append(pod.key)
+        if res.grace is not None:
+            report.grace_sent[pod.key] = res.grace
+        if not options.dry_run:
+            state.sent[pod.key] = pod.uid
+        _forget(state, ident)
+    elif res.outcome in (Outcome.GONE, Outcome.REPLACED):
+        _forget(state, ident)
+    elif res.outcome is Outcome.NAMESPACE_TERMINATING:
+        report.terminating.append(pod.key)  # the namespace controller deletes it; wait like kubectl
+    elif res.outcome is Outcome.BLOCKED:
+        if res.pdbs:
+            state.pdbs_of[ident] = res.pdbs
+        pdbs = state.pdbs_of.get(ident, [])
+        now = time.time()
+        if options.force_delete_on_deadline and force_delete_due(
+            pod.termination_grace_period, now, options.deadline, options.deadline_margin
+        ):
+            _force(kube, report, state=state, v=v, res=res, options=options, say=say)
+            return
+        attempt = state.attempts.get(ident, 0)
+        delay = backoff_delay(attempt, options.retry_base, options.retry_cap)
+        state.attempts[ident] = attempt + 1
+        state.not_before[ident] = time.monotonic() + delay
+        if options.force_delete_on_deadline and options.deadline is not None:
+            grace = pod.termination_grace_period if pod.termination_grace_period is not None else 30
+            due = options.deadline - options.deadline_margin - max(1, grace)
+            state.force_at[ident] = time.monotonic() + (due - now)
+        state.blocked_pdbs.update((pod.namespace, n) for n in pdbs)
+        report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
+        say(
+            f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): '
+            f"{res.message}"
+        )
+    elif res.outcome is Outcome.THROTTLED:
+        attempt = state.attempts.get(ident, 0)
+        delay = res.retry_after or backoff_delay(attempt, options.retry_base, options.retry_cap)
+        state.attempts[ident] = attempt + 1
+        state.not_before[ident] = time.monotonic() + delay
+        report.throttled.append(pod.key)
+        report.retry_after = max(report.retry_after or 0.0, delay)
+    else:
+        attempt = state.attempts.get(ident, 0)
+        state.attempts[ident] = attempt + 1
+        state.not_before[ident] = time.monotonic() + backoff_delay(
+            attempt, options.retry_base, options.retry_cap
+        )
+        report.failed.append(PodReason(pod.key, f"HTTP {res.status}: {res.message}"))
+        say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": {res.message}')
+
+
+def _force(
+    kube: Kube,
+    report: DrainReport,
+    *,
+    state: DrainState,
+    v: PodVerdict,
+    res: EvictionResult,
+    options: DrainOptions,
+    say: Progress,
+) -> None:
+    pod = v.pod
+    grace = grace_for(
+        pod.termination_grace_period,
+        options.grace_period,
+        time.time(),
+        options.deadline,
+        options.deadline_margin,
+    )
+    if grace is None:
+        grace = (
+            options.grace_period if options.grace_period is not None else pod.termination_grace_period or 30
+        )
+    deleted = delete_pod(kube, pod.namespace, pod.name, pod.uid, grace=grace, dry_run=options.dry_run)
+    pdbs = ", ".join(state.pdbs_of.get(_ident(pod), [])) or "its PodDisruptionBudget"
+    if deleted.outcome is Outcome.EVICTED:
+        left = (options.deadline or 0) - time.time()
+        reason = f"{pdbs} still refused eviction {left:.0f}s before the deadline: {res.message}"
+        report.forced.append(ForcedPod(pod.key, max(1, grace), reason))
+        if not options.dry_run:
+            state.sent[pod.key] = pod.uid
+        say(f"deleting pod {pod.key} (grace {max(1, grace)}s): {reason}")
+    elif deleted.outcome not in (Outcome.GONE, Outcome.REPLACED):
+        report.failed.append(PodReason(pod.key, f"force delete: HTTP {deleted.status}: {deleted.message}"))
+    _forget(state, _ident(pod))
+
+
+def _forget(state: DrainState, ident: str) -> None:
+    for d in (state.attempts, state.not_before, state.pdbs_of, state.last_block, state.force_at):
+        d.pop(ident, None)
+
+
+def drain_node(
+    kube: Kube | Any,
+    node: str,
+    options: DrainOptions,
+    timeout: float | None = None,
+    *,
+    progress: Progress | None = None,
+) -> DrainReport:
+    """Repeat passes until the node is drained, the timeout/deadline passes, a refusal (kubectl "cannot
+    delete …") stops it, or the API-call cap is reached. Dry run: a single pass."""
+    say = progress or _quiet
+    kube = kube if isinstance(kube, Kube) else Kube(kube, pool_size=options.concurrency)
+    start = time.monotonic()
+    end = start + timeout if timeout else float("inf")
+    if options.deadline is not None:
+        end = min(end, start + (options.deadline - time.time()))
+    state = DrainState()
+    calls0 = kube.calls
+    total = drain_pass(kube, node, options, state=state, progress=say)
+    interval = options.poll_min
+    while not (total.drained or total.refused or options.dry_run):
+        mono = time.monotonic()
+        if mono >= end:
+            past_deadline = options.deadline is not None and time.time() >= options.deadline - 0.5
+            total.warnings.append("deadline reached" if past_deadline else "timed out")
+            break
+        if options.max_api_calls is not None and kube.calls - calls0 >= options.max_api_calls:
+            total.warnings.append(f"stopped: API call cap of {options.max_api_calls} reached")
+            break
+        _wait(kube, state, options, interval, end)
+        interval = min(options.poll_max, interval * 1.5)
+        later = drain_pass(kube, node, options, state=state, progress=say)
+        if later.evicted or later.forced:
+            interval = options.poll_min
+        total.absorb(later)
+    total.api_calls = kube.calls - calls0
+    total.elapsed = time.monotonic() - start
+    if total.drained:
+        say(f"node/{node} drained")
+    return total
+
+
+def _wait(kube: Kube, state: DrainState, options: DrainOptions, interval: float, end: float) -> None:
+    """Sleep until the next pass is worth it: a terminating pod's grace runs out, a retry is due, or a
+    blocking PDB allows a disruption again (watched, so the retry is not a fixed sleep)."""
+    mono, now = time.monotonic(), time.time()
+    retry_at = min([*state.not_before.values(), *state.force_at.values()], default=float("inf"))
+    budget = max(0.0, min(end, retry_at) - mono)
+    if state.deletion_times or state.sent:
+        delay = next_poll(now, state.deletion_times, interval, options.poll_min, options.poll_max)
+        time.sleep(min(delay, budget) if budget > 0 else options.poll_min)
+        return
+    pdbs, state.blocked_pdbs = state.blocked_pdbs, set()
+    if pdbs and budget > 0:
+        wait_for_budget(kube, pdbs, budget)
+        return
+    time.sleep(min(budget, options.poll_max) if budget > 0 else options.poll_min)

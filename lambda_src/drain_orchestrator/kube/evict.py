@@ -1,0 +1,112 @@
+"""policy/v1 Eviction (and the forced DELETE) of one pod, with every apiserver answer mapped to an outcome.
+
+No decisions here: the caller chooses what to do with BLOCKED, THROTTLED, … (see kube/drainer.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from drain_orchestrator.kube.rest import Kube, Response
+
+MULTIPLE_PDBS = (
+    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+)
+_PDB_NAME = re.compile(r"The disruption budget (\S+?) (?:needs|is still)")
+
+
+class Outcome(StrEnum):
+    EVICTED = "evicted"  # 2xx: the pod is being deleted
+    GONE = "gone"  # 404: nothing to do
+    REPLACED = "replaced"  # 409 on our UID precondition: a different pod now has that name
+    BLOCKED = "blocked"  # a PodDisruptionBudget refuses (429 DisruptionBudget, 500 multiple PDBs, 403 …)
+    THROTTLED = "throttled"  # 429 without a PDB cause (API priority & fairness), 504 conflicts
+    NAMESPACE_TERMINATING = "namespace-terminating"  # 403: the namespace controller is deleting the pod
+    FAILED = "failed"  # anything else
+
+
+@dataclass(frozen=True)
+class EvictionResult:
+    outcome: Outcome
+    status: int
+    message: str = ""
+    pdbs: list[str] = field(default_factory=list)
+    retry_after: float | None = None
+    grace: int | None = None  # grace period sent with the request (None: the pod's own)
+
+
+def _retry_after(resp: Response) -> float | None:
+    value = resp.headers.get("Retry-After") or resp.headers.get("retry-after")
+    if value:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    seconds = (resp.body.get("details") or {}).get("retryAfterSeconds")
+    return float(seconds) if seconds else None
+
+
+def classify_response(resp: Response) -> EvictionResult:
+    """Map an eviction/delete response to an outcome (the table in reference §1.9)."""
+    status, message = resp.status, resp.message
+    if resp.ok:
+        return EvictionResult(Outcome.EVICTED, status)
+    if status == 404:
+        return EvictionResult(Outcome.GONE, status, message)
+    if status == 409:
+        return EvictionResult(Outcome.REPLACED, status, message)
+    causes = resp.causes()
+    reasons = {c.get("reason") for c in causes}
+    pdbs = [m.group(1) for c in causes if (m := _PDB_NAME.search(str(c.get("message", ""))))]
+    cause_text = "; ".join(str(c.get("message", "")) for c in causes if c.get("message"))
+    if status == 429 and "DisruptionBudget" in reasons:
+        return EvictionResult(Outcome.BLOCKED, status, cause_text or message, pdbs, _retry_after(resp))
+    if status in {429, 504}:
+        return EvictionResult(Outcome.THROTTLED, status, message, retry_after=_retry_after(resp))
+    if status == 500 and message == MULTIPLE_PDBS:
+        return EvictionResult(Outcome.BLOCKED, status, message)
+    if status == 403 and "NamespaceTerminating" in reasons:
+        return EvictionResult(Outcome.NAMESPACE_TERMINATING, status, message)
+    if status == 403 and ("DisruptionBudget" in reasons or "poddisruptionbudget" in message):
+        # "pdb disruptions allowed is negative" / "DisruptedPods map too big": the PDB controller catches up.
+        return EvictionResult(Outcome.BLOCKED, status, message, pdbs)
+    return EvictionResult(Outcome.FAILED, status, message or f"HTTP {status}")
+
+
+def _delete_options(uid: str, grace: int | None, dry_run: bool) -> dict[str, object]:
+    opts: dict[str, object] = {"preconditions": {"uid": uid}}
+    if grace is not None:
+        opts["gracePeriodSeconds"] = grace
+    if dry_run:
+        opts["dryRun"] = ["All"]
+    return opts
+
+
+def evict_pod(
+    kube: Kube, namespace: str, name: str, uid: str, *, grace: int | None = None, dry_run: bool = False
+) -> EvictionResult:
+    """POST the pod's eviction subresource. The UID precondition makes a same-name successor (StatefulSet)
+    answer 409 instead of being evicted by mistake."""
+    body = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+        "deleteOptions": _delete_options(uid, grace, dry_run),
+    }
+    query = {"dryRun": "All"} if dry_run else None
+    resp = kube.request(
+        "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", query=query, body=body
+    )
+    return classify_response(resp)
+
+
+def delete_pod(
+    kube: Kube, namespace: str, name: str, uid: str, *, grace: int, dry_run: bool = False
+) -> EvictionResult:
+    """DELETE the pod, bypassing PDBs (the deadline policy). ``grace`` ≥ 1 keeps at-most-one-pod semantics."""
+    body = {"apiVersion": "v1", "kind": "DeleteOptions", **_delete_options(uid, max(1, grace), dry_run)}
+    query = {"dryRun": "All"} if dry_run else None
+    resp = kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", query=query, body=body)
+    return classify_response(resp)

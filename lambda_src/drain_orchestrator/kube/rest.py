@@ -1,0 +1,125 @@
+"""Thin JSON-over-HTTP access to the apiserver through a ``kubernetes.client.ApiClient``.
+
+The generated client deserialises every response into pydantic models, which costs more CPU than the
+request itself for a node's pod list; the drain only needs a few fields, so it reads raw JSON. Auth,
+TLS, impersonation and default headers still come from the ApiClient. Every request is counted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+JSON = "application/json"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: dict[str, Any]
+    headers: Mapping[str, str]
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def message(self) -> str:
+        return str(self.body.get("message", "")) if self.body else ""
+
+    def causes(self) -> list[dict[str, Any]]:
+        details = self.body.get("details") or {}
+        return list(details.get("causes") or [])
+
+
+class Kube:
+    """An ApiClient plus a thread-safe request counter."""
+
+    def __init__(self, api_client: Any, pool_size: int | None = None) -> None:
+        self.api_client = api_client
+        self._lock = threading.Lock()
+        self.calls = 0
+        if pool_size is not None:
+            ensure_pool_size(api_client, pool_size)
+
+    def _count(self) -> None:
+        with self._lock:
+            self.calls += 1
+
+    def _prepare(
+        self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str
+    ) -> tuple[str, dict[str, str], Any]:
+        headers = {"Accept": JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        _, url, headers, body, _ = self.api_client.param_serialize(
+            method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
+        )
+        if query:
+            url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
+        return url, headers, body
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        timeout: float | None = 30.0,
+    ) -> Response:
+        url, headers, payload = self._prepare(method, path, query, body, content_type)
+        self._count()
+        raw = self.api_client.rest_client.pool_manager.request(
+            method,
+            url,
+            body=json.dumps(payload) if payload is not None else None,
+            headers=headers,
+            timeout=timeout,
+            retries=False,
+        )
+        data = raw.data
+        parsed: dict[str, Any] = {}
+        if data:
+            try:
+                loaded = json.loads(data)
+                parsed = loaded if isinstance(loaded, dict) else {}
+            except ValueError:
+                parsed = {"message": data.decode("utf-8", "replace")[:500]}
+        return Response(raw.status, parsed, dict(raw.headers))
+
+    def stream_lines(self, path: str, query: Mapping[str, Any], timeout: float) -> Iterator[dict[str, Any]]:
+        """A watch: yields decoded events until the server ends it (timeoutSeconds) or the timeout."""
+        url, headers, _ = self._prepare("GET", path, query, None, JSON)
+        self._count()
+        raw = self.api_client.rest_client.pool_manager.request(
+            "GET", url, headers=headers, preload_content=False, timeout=timeout, retries=False
+        )
+        try:
+            if raw.status != 200:
+                return
+            buf = b""
+            for chunk in raw.stream(4096, decode_content=True):
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            # The caller may stop reading mid-stream: close instead of returning a dirty connection.
+            raw.close()
+            raw.release_conn()
+
+
+def ensure_pool_size(api_client: Any, size: int) -> None:
+    """Let ``size`` requests share keep-alive connections instead of reopening TLS for each one."""
+    manager = api_client.rest_client.pool_manager
+    if manager.connection_pool_kw.get("maxsize", 1) < size:
+        manager.connection_pool_kw["maxsize"] = size
+        manager.clear()  # pools are per host and created lazily; the next request makes a larger one
