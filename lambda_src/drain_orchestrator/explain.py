@@ -1,0 +1,104 @@
+"""`drain-orchestrator explain EVENT_FILE`: what the product would decide for an event, changing nothing.
+
+Reads the same environment variables as the Lambda (CLUSTER_NAMES, OWNERSHIP_TAG, ACTION_*; AWS endpoints from
+AWS_ENDPOINT_URL). Only read-only calls: DescribeInstances, DescribeTags, DescribeCluster, GET/LIST nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from drain_orchestrator.aws.clients import autoscaling_client, ec2_client
+from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locate_node
+from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
+from drain_orchestrator.ownership import decide_ignored
+from drain_orchestrator.settings import Settings, SettingsError
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+
+
+def add_explain_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "explain",
+        help="print the decision for each instance of an EventBridge event, changing nothing",
+        description=__doc__,
+    )
+    parser.add_argument("event_file", metavar="EVENT_FILE", help="EventBridge event JSON ('-' for stdin)")
+    parser.add_argument(
+        "--kubeconfig", help="find nodes through this kubeconfig instead of EKS (DescribeCluster + IAM token)"
+    )
+    parser.add_argument("--no-node-lookup", action="store_true", help="do not look nodes up in Kubernetes")
+    parser.set_defaults(func=run_explain)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    try:
+        settings = Settings.from_env(os.environ)
+        raw = _read_json(args.event_file)
+        event = parse_event(raw)
+    except (SettingsError, MalformedEvent, OSError, ValueError) as exc:
+        print(f"drain-orchestrator explain: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(
+        json.dumps(
+            explain(event, settings, kubeconfig=args.kubeconfig, nodes=not args.no_node_lookup), indent=2
+        )
+    )
+    return EXIT_OK
+
+
+def explain(
+    event: Interruption | Ignored, settings: Settings, *, kubeconfig: str | None = None, nodes: bool = True
+) -> dict[str, Any]:
+    if isinstance(event, Ignored):
+        return {
+            "event": {
+                "kind": None,
+                "instance_ids": list(event.instance_ids),
+                "deadline": None,
+                "ignored": event.reason,
+                "message": event.message,
+            },
+            "decisions": [d.to_dict() for d in decide_ignored(event)],
+        }
+    assessments = decide_event(event, settings, BotoFacts(ec2_client(), autoscaling_client()))
+    decisions = [_with_node(a, event, kubeconfig) if nodes else a.decision.to_dict() for a in assessments]
+    return {
+        "event": {"kind": event.kind, "instance_ids": list(event.instance_ids), "deadline": event.deadline},
+        "decisions": decisions,
+    }
+
+
+_connectors: dict[str, Any] = {}
+
+
+def _with_node(assessment: Assessment, event: Interruption, kubeconfig: str | None) -> dict[str, Any]:
+    decision = assessment.decision
+    if not decision.owned or decision.cluster is None:
+        return decision.to_dict()
+    # Lazy: only owned instances need the kubernetes client.
+    from kubernetes import client as k8s  # noqa: PLC0415
+
+    from drain_orchestrator.kube.client import ClusterConnector, api_client_from_kubeconfig  # noqa: PLC0415
+
+    try:
+        if kubeconfig:
+            api = api_client_from_kubeconfig(kubeconfig)
+        else:
+            connector = _connectors.setdefault("eks", ClusterConnector())
+            api = connector.api_client(decision.cluster)
+        return locate_node(k8s.CoreV1Api(api), assessment, event).to_dict()
+    except Exception as exc:  # explain reports what it could not see instead of failing
+        return {**decision.to_dict(), "node_error": f"{type(exc).__name__}: {exc}"}
+
+
+def _read_json(path: str) -> object:
+    if path == "-":
+        return json.load(sys.stdin)
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
