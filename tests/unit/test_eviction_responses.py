@@ -1,0 +1,64 @@
+"""The eviction answer → outcome table (reference §1.9), on the Status bodies the apiserver sends.
+
+The real apiserver paths are exercised in tests/integration/test_drain_*.py; this pins the mapping for the
+answers a small control plane cannot easily produce (API priority & fairness 429, 504 conflicts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drain_orchestrator.kube.evict import MULTIPLE_PDBS, Outcome, classify_response
+from drain_orchestrator.kube.rest import Response
+
+
+def status(
+    code: int, message: str = "", causes: list[dict[str, Any]] | None = None, **details: Any
+) -> Response:
+    body: dict[str, Any] = {"kind": "Status", "status": "Failure", "message": message, "code": code}
+    if causes is not None or details:
+        body["details"] = {**details, **({"causes": causes} if causes else {})}
+    return Response(code, body, {})
+
+
+def test_success_gone_replaced() -> None:
+    assert classify_response(Response(201, {"status": "Success"}, {})).outcome is Outcome.EVICTED
+    assert classify_response(status(404, "not found")).outcome is Outcome.GONE
+    assert classify_response(status(409, "the UID in the precondition")).outcome is Outcome.REPLACED
+
+
+def test_pdb_429_keeps_the_budget_name_and_message() -> None:
+    msg = "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"
+    r = classify_response(
+        status(
+            429,
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+            [{"reason": "DisruptionBudget", "message": msg}],
+        )
+    )
+    assert (r.outcome, r.pdbs, r.message) == (Outcome.BLOCKED, ["web-pdb"], msg)
+
+
+def test_pdb_still_processing_429_is_blocked_with_retry_after() -> None:
+    msg = "The disruption budget db is still being processed by the server."
+    resp = status(429, "x", [{"reason": "DisruptionBudget", "message": msg}], retryAfterSeconds=10)
+    r = classify_response(Response(429, resp.body, {"Retry-After": "10"}))
+    assert (r.outcome, r.pdbs, r.retry_after) == (Outcome.BLOCKED, ["db"], 10.0)
+
+
+def test_429_without_pdb_cause_is_throttling_honouring_retry_after() -> None:
+    r = classify_response(Response(429, {"message": "Too many requests"}, {"Retry-After": "3"}))
+    assert (r.outcome, r.retry_after) == (Outcome.THROTTLED, 3.0)
+    assert classify_response(status(504, "couldn't update PodDisruptionBudget")).outcome is Outcome.THROTTLED
+
+
+def test_multiple_pdbs_500_is_blocked_other_500_failed() -> None:
+    r = classify_response(status(500, MULTIPLE_PDBS))
+    assert (r.outcome, r.message) == (Outcome.BLOCKED, MULTIPLE_PDBS)
+    assert classify_response(status(500, "etcdserver: timeout")).outcome is Outcome.FAILED
+
+
+def test_403_namespace_terminating_vs_rbac() -> None:
+    r = classify_response(status(403, "unable to create new content", [{"reason": "NamespaceTerminating"}]))
+    assert r.outcome is Outcome.NAMESPACE_TERMINATING
+    rbac = classify_response(status(403, 'pods "x" is forbidden: User "u" cannot create resource'))
+    assert rbac.outcome is Outcome.FAILED

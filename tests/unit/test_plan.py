@@ -1,0 +1,114 @@
+"""Tiers, grace clipping to a deadline, force-delete timing, backoff and poll cadence."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
+from drain_orchestrator.drain.plan import (
+    TIER_CRITICAL,
+    TIER_CRITICAL_DAEMONSET,
+    TIER_DAEMONSET,
+    TIER_WORKLOAD,
+    active_tier,
+    backoff_delay,
+    force_delete_due,
+    grace_for,
+    next_poll,
+    tier_of,
+    to_evict_now,
+)
+
+
+def pod(name: str, *, ds: bool = False, critical: bool = False, deleting: bool = False) -> PodInfo:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": name,
+        "ownerReferences": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet" if ds else "ReplicaSet",
+                "name": "o",
+                "controller": True,
+            }
+        ],
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2030-01-01T00:00:00Z"
+    spec = {"priorityClassName": "system-cluster-critical"} if critical else {}
+    return PodInfo.from_dict({"metadata": meta, "spec": spec, "status": {"phase": "Running"}})
+
+
+def test_tiers() -> None:
+    assert tier_of(pod("a")) == TIER_WORKLOAD
+    assert tier_of(pod("b", critical=True)) == TIER_CRITICAL
+    assert tier_of(pod("c", ds=True)) == TIER_DAEMONSET
+    assert tier_of(pod("d", ds=True, critical=True)) == TIER_CRITICAL_DAEMONSET
+
+
+def test_critical_pods_wait_until_workloads_are_gone() -> None:
+    work, crit = pod("w"), pod("c", critical=True)
+    vs = [PodVerdict(work, Verdict.EVICT), PodVerdict(crit, Verdict.EVICT)]
+    assert [v.pod.name for v in to_evict_now(vs)] == ["w"]
+    # a workload pod still terminating holds the critical tier back
+    vs = [PodVerdict(pod("w", deleting=True), Verdict.WAIT), PodVerdict(crit, Verdict.EVICT)]
+    assert to_evict_now(vs) == [] and active_tier(vs) == TIER_WORKLOAD
+    vs = [PodVerdict(crit, Verdict.EVICT), PodVerdict(pod("x", ds=True), Verdict.EVICT)]
+    assert [v.pod.name for v in to_evict_now(vs)] == ["c"]
+
+
+def test_skipped_pods_do_not_hold_tiers() -> None:
+    vs = [PodVerdict(pod("w"), Verdict.SKIP), PodVerdict(pod("c", critical=True), Verdict.EVICT)]
+    assert [v.pod.name for v in to_evict_now(vs)] == ["c"]
+
+
+def test_a_refusal_blocks_every_eviction_like_kubectl() -> None:
+    vs = [PodVerdict(pod("w"), Verdict.EVICT), PodVerdict(pod("bad"), Verdict.REFUSE, "no controller")]
+    assert to_evict_now(vs) == []
+
+
+def test_grace_without_deadline_is_the_option_or_the_pods_own() -> None:
+    assert grace_for(30, None, 0.0, None, 2.0) is None
+    assert grace_for(30, 5, 0.0, None, 2.0) == 5
+
+
+def test_grace_clipped_to_the_time_left_before_the_deadline() -> None:
+    now = 1000.0
+    # a 2-minute Spot window: a 300 s grace must shrink to what is left minus the margin
+    assert grace_for(300, None, now, now + 120, 2.0) == 118
+    # a pod that fits keeps its own value (None = not sent)
+    assert grace_for(30, None, now, now + 120, 2.0) is None
+    assert grace_for(None, None, now, now + 20, 2.0) == 18  # unspecified = API default 30 s
+    assert grace_for(300, 60, now, now + 120, 2.0) == 60
+
+
+def test_grace_never_below_one_second() -> None:
+    assert grace_for(30, None, 1000.0, 1000.5, 2.0) == 1
+    assert grace_for(30, None, 1000.0, 900.0, 2.0) == 1
+
+
+def test_force_delete_due_leaves_the_pod_its_grace_before_the_deadline() -> None:
+    deadline = 1000.0
+    assert not force_delete_due(10, 980.0, deadline, 2.0)
+    assert force_delete_due(10, 988.0, deadline, 2.0)
+    assert force_delete_due(0, 997.0, deadline, 2.0)  # at least 1 s of grace
+    assert not force_delete_due(10, 1e12, None, 2.0)
+
+
+def test_backoff_grows_is_capped_and_jittered() -> None:
+    rng = random.Random(7)
+    delays = [backoff_delay(a, 0.25, 5.0, rng) for a in range(10)]
+    assert 0.125 <= delays[0] <= 0.25
+    assert all(d <= 5.0 for d in delays)
+    assert delays[8] >= 2.5
+    assert len({round(d, 6) for d in delays}) == len(delays)
+
+
+def test_next_poll_waits_for_the_earliest_grace_expiry_then_polls_fast() -> None:
+    now = 100.0
+    assert next_poll(now, [110.0], 0.2, 0.2, 1.0) == 0.2  # interval grows separately
+    assert next_poll(now, [110.0], 5.0, 0.2, 1.0) == 1.0  # capped at poll_max
+    assert next_poll(now, [100.5], 5.0, 0.2, 1.0) == 0.5  # wake up right when the grace runs out
+    assert next_poll(now, [], 0.5, 0.2, 1.0) == 0.5
