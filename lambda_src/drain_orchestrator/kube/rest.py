@@ -76,15 +76,11 @@ class Kube:
     ) -> Response:
         url, headers, payload = self._prepare(method, path, query, body, content_type)
         self._count()
-        raw = self.api_client.rest_client.pool_manager.request(
-            method,
-            url,
-            body=json.dumps(payload) if payload is not None else None,
-            headers=headers,
-            timeout=timeout,
-            retries=False,
+        # Through call_api so ApiClient subclasses (e.g. the EKS client's re-auth on 401) still apply.
+        raw = self.api_client.call_api(
+            method, url, header_params=headers, body=payload, _request_timeout=timeout
         )
-        data = raw.data
+        data = raw.read()
         parsed: dict[str, Any] = {}
         if data:
             try:

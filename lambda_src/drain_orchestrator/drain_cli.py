@@ -1,0 +1,142 @@
+"""`drain-orchestrator drain NODE` / `uncordon NODE`: the drain engine from a terminal, kubectl-style."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from drain_orchestrator.drain.options import DEFAULT_DRAIN_TAINT_KEY, DrainOptions
+from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.kube.client import api_client_from_kubeconfig
+from drain_orchestrator.kube.cordon import uncordon
+from drain_orchestrator.kube.drainer import drain_node
+from drain_orchestrator.kube.rest import Kube
+
+
+def add_drain_parser(subparsers: Any) -> None:
+    """Register the ``drain`` and ``uncordon`` subcommands."""
+    p = subparsers.add_parser("drain", help="cordon a node and evict its pods like `kubectl drain`")
+    p.add_argument("node")
+    _connection_args(p)
+    p.add_argument(
+        "--timeout", type=float, default=0, help="give up after S seconds (0 = never, like kubectl)"
+    )
+    p.add_argument("--grace-period", type=int, default=-1, help="seconds per pod; -1 = each pod's own")
+    p.add_argument("--delete-emptydir-data", action="store_true", help="evict pods using emptyDir volumes")
+    p.add_argument("--force", action="store_true", help="evict pods without a controller, orphaned DS pods")
+    p.add_argument(
+        "--evict-daemonsets", action="store_true", help="evict DaemonSet pods last (taints the node)"
+    )
+    p.add_argument(
+        "--skip-wait-for-delete-timeout", type=float, default=0, help="skip pods terminating > S s"
+    )
+    p.add_argument(
+        "--deadline-in", type=float, default=None, help="the node must be empty S seconds from now"
+    )
+    p.add_argument(
+        "--force-on-deadline", action="store_true", help="near the deadline, delete PDB-blocked pods"
+    )
+    p.add_argument("--pod-selector", default=None)
+    p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
+    p.add_argument("--json", action="store_true", help="print the DrainReport as JSON at the end")
+    p.set_defaults(func=run_drain)
+
+    u = subparsers.add_parser("uncordon", help="make a node schedulable again and remove the drain marks")
+    u.add_argument("node")
+    _connection_args(u)
+    u.add_argument("--dry-run", action="store_true")
+    u.set_defaults(func=run_uncordon)
+
+
+def _connection_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube/config")
+    p.add_argument("--context", default=None)
+
+
+def _api_client(args: argparse.Namespace) -> Any:
+    path = args.kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    return api_client_from_kubeconfig(path, context=args.context)
+
+
+def options_from_args(args: argparse.Namespace) -> DrainOptions:
+    return DrainOptions(
+        grace_period=None if args.grace_period < 0 else args.grace_period,
+        delete_emptydir_data=args.delete_emptydir_data,
+        force=args.force,
+        evict_daemonsets=args.evict_daemonsets,
+        skip_wait_for_delete_timeout=args.skip_wait_for_delete_timeout,
+        deadline=time.time() + args.deadline_in if args.deadline_in is not None else None,
+        force_delete_on_deadline=args.force_on_deadline,
+        concurrency=args.concurrency,
+        dry_run=args.dry_run,
+        pod_selector=args.pod_selector,
+        reason="manual drain (drain-orchestrator CLI)",
+    )
+
+
+def summary(report: DrainReport) -> str:
+    head = "drained" if report.drained else ("dry run of" if report.dry_run else "NOT drained:")
+    parts = [
+        f"{len(report.evicted)} {'would be ' if report.dry_run else ''}evicted",
+        f"{len(report.skipped)} skipped",
+    ]
+    for label, items in (
+        ("forced", report.forced),
+        ("blocked by PDBs", report.blocked),
+        ("refused", report.refused),
+        ("failed", report.failed),
+        ("remaining", report.remaining if not report.drained else []),
+    ):
+        if items:
+            parts.append(f"{len(items)} {label}")
+    return (
+        f"{head} node/{report.node}: {', '.join(parts)}; {report.api_calls} API requests, "
+        f"{report.passes} passes, {report.elapsed:.1f} s"
+    )
+
+
+def exit_code(report: DrainReport) -> int:
+    if report.dry_run:
+        return 0 if not (report.refused or report.blocked or report.failed) else 1
+    return 0 if report.drained else 1
+
+
+def run_drain(args: argparse.Namespace) -> int:
+    options = options_from_args(args)
+    api = _api_client(args)
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        report = drain_node(api, args.node, options, timeout=args.timeout or None, progress=say)
+    except Exception as exc:  # one line for the operator, not a traceback
+        print(f"error: unable to drain node {args.node!r}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        api.close()
+    for b in report.blocked:
+        print(f"blocked: {b.pod} by {', '.join(b.pdbs) or 'a PodDisruptionBudget'}: {b.message}")
+    for r in report.refused:
+        print(f"refused: {r.pod}: {r.reason}")
+    for f in report.failed:
+        print(f"failed: {f.pod}: {f.reason}")
+    print(summary(report))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    return exit_code(report)
+
+
+def run_uncordon(args: argparse.Namespace) -> int:
+    api = _api_client(args)
+    try:
+        result = uncordon(Kube(api), args.node, taint_key=DEFAULT_DRAIN_TAINT_KEY, dry_run=args.dry_run)
+    finally:
+        api.close()
+    print(f"node/{args.node} uncordoned" if result.changed else f"node/{args.node} already uncordoned")
+    return 0
