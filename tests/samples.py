@@ -1,0 +1,48 @@
+"""Load the event samples in events/ and substitute ids, so tests and docs share one set of shapes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
+SAMPLE_INSTANCE = "i-0123456789abcdef0"
+
+
+def names(prefix: str = "") -> list[str]:
+    return sorted(p.name for p in EVENTS_DIR.glob(f"{prefix}*.json"))
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((EVENTS_DIR / name).read_text())
+    return data
+
+
+def lifecycle_event(
+    name: str, *, instance_id: str, asg: str, hook: str, token: str | None, region: str = "us-east-1"
+) -> dict[str, Any]:
+    event = copy.deepcopy(load(name))
+    event["region"] = region
+    detail = event["detail"]
+    detail.update(EC2InstanceId=instance_id, AutoScalingGroupName=asg, LifecycleHookName=hook)
+    if token is None:
+        detail.pop("LifecycleActionToken", None)
+    else:
+        detail["LifecycleActionToken"] = token
+    return event
+
+
+def ec2_event(name: str, *, instance_id: str) -> dict[str, Any]:
+    event = copy.deepcopy(load(name))
+    event["detail"]["instance-id"] = instance_id
+    event["resources"] = [f"arn:aws:ec2:{event['region']}:{event['account']}:instance/{instance_id}"]
+    return event
+
+
+def health_event(instance_ids: list[str]) -> dict[str, Any]:
+    event = copy.deepcopy(load("health-scheduled-change.json"))
+    event["resources"] = list(instance_ids)
+    event["detail"]["affectedEntities"] = [{"entityValue": i, "tags": {}} for i in instance_ids]
+    return event
