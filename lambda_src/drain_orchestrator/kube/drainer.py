@@ -275,10 +275,9 @@ def _force(
         options.deadline,
         options.deadline_margin,
     )
-    if grace is None:
-        grace = (
-            options.grace_period if options.grace_period is not None else pod.termination_grace_period or 30
-        )
+    if grace is None:  # the pod's own grace fits before the deadline
+        own = pod.termination_grace_period
+        grace = options.grace_period if options.grace_period is not None else (30 if own is None else own)
     deleted = delete_pod(kube, pod.namespace, pod.name, pod.uid, grace=grace, dry_run=options.dry_run)
     pdbs = ", ".join(state.pdbs_of.get(_ident(pod), [])) or "its PodDisruptionBudget"
     if deleted.outcome is Outcome.EVICTED:

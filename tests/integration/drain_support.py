@@ -1,0 +1,85 @@
+"""Helpers for the drain integration tests: the product's identity (impersonated, shipped RBAC), node
+cordoning for fixtures, and small pod/workload builders on top of tests.testbed.kube.KubeScenario."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.kube.drainer import drain_node
+from drain_orchestrator.kube.rest import Kube
+
+DRAIN_USER = "drain-test"
+DRAIN_GROUP = "drain-orchestrator"  # bound to the ClusterRole of infra/k8s/rbac.yaml
+
+
+def drainer_client(testbed: Any) -> Any:
+    """An ApiClient acting as the product: only what infra/k8s/rbac.yaml grants the group allows."""
+    api = testbed.admin_api_client()
+    api.set_default_header("Impersonate-User", DRAIN_USER)
+    api.set_default_header("Impersonate-Group", DRAIN_GROUP)
+    return api
+
+
+@contextmanager
+def drainer(testbed: Any, concurrency: int = 32) -> Iterator[Kube]:
+    api = drainer_client(testbed)
+    try:
+        yield Kube(api, pool_size=concurrency)
+    finally:
+        api.close()
+
+
+def set_unschedulable(k8s: Any, node: str, value: bool) -> None:
+    k8s.core.patch_node(node, {"spec": {"unschedulable": value}})
+
+
+def pods_on(k8s: Any, node: str, selector: str = "") -> list[Any]:
+    return [p for p in k8s.pods(selector, node=node)]
+
+
+def ready_pods_on(k8s: Any, nodes: list[str], selector: str) -> list[Any]:
+    return [p for p in k8s.pods(selector) if p.spec.node_name in nodes and k8s.pod_ready(p)]
+
+
+def hold(k8s: Any, name: str) -> None:
+    """A finalizer keeps the pod in Terminating until :func:`release`."""
+    k8s.core.patch_namespaced_pod(name, k8s.ns, {"metadata": {"finalizers": ["drain-test/hold"]}})
+
+
+def release(k8s: Any, name: str) -> None:
+    k8s.core.patch_namespaced_pod(name, k8s.ns, {"metadata": {"finalizers": None}})
+
+
+class Lines:
+    """Collects the drain's progress lines (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, line: str) -> None:
+        with self._lock:
+            self.lines.append(line)
+
+    def matching(self, text: str) -> list[str]:
+        with self._lock:
+            return [x for x in self.lines if text in x]
+
+
+def drain(
+    kube: Kube, node: str, timeout: float = 60, progress: Lines | None = None, **opts: Any
+) -> DrainReport:
+    return drain_node(kube, node, DrainOptions(**opts), timeout=timeout, progress=progress)
+
+
+def pods_with_workloads_on(k8s: Any, target: str, spare: str, build: Any) -> None:
+    """Create workloads while only ``target`` is schedulable, so every replica lands there; then open
+    ``spare`` for the replacements the drain will cause."""
+    set_unschedulable(k8s, spare, True)
+    build()
+    set_unschedulable(k8s, spare, False)

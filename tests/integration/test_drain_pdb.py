@@ -1,0 +1,93 @@
+"""PodDisruptionBudgets on the real control plane: a budget that frees up when the replacement is Ready,
+one that never does (deadline, with and without the force policy), and two budgets on one pod."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from drain_orchestrator.kube.evict import MULTIPLE_PDBS
+from tests.integration.drain_support import Lines, drain, drainer, pods_on, ready_pods_on, set_unschedulable
+
+pytestmark = pytest.mark.integration
+
+
+def _web_on(k8s: Any, target: str, spare: str, replicas: int, *, grace: int = 0) -> None:
+    set_unschedulable(k8s, spare, True)
+    k8s.deployment("web", replicas, grace=grace)
+    k8s.wait_pods_ready("app=web", replicas)
+    set_unschedulable(k8s, spare, False)
+
+
+def test_pdb_blocks_until_the_replacement_is_ready(testbed: Any, k8s: Any) -> None:
+    a, b = k8s.add_nodes(2)
+    _web_on(k8s, a, b, 3)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=1)
+    k8s.wait_pdb("web", disruptions_allowed=1)
+    lines = Lines()
+    with drainer(testbed) as kube:
+        report = drain(kube, a, timeout=90, progress=lines)
+    assert report.drained, report
+    assert len(report.evicted) == 3
+    # the budget refused at least once, named in the progress line, and the drain still finished
+    refused = lines.matching("error when evicting")
+    assert refused and all("web" in line for line in refused)
+    assert pods_on(k8s, a) == []
+    assert len(ready_pods_on(k8s, [b], "app=web")) == 3
+    assert lines.lines[0] == f"node/{a} cordoned" and lines.lines[-1] == f"node/{a} drained"
+
+
+def test_pdb_never_satisfied_stops_at_the_deadline_without_force(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    k8s.deployment("web", 2, grace=5)
+    k8s.wait_pods_ready("app=web", 2)
+    k8s.pdb("web", {"app": "web"}, min_available=2)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    with drainer(testbed) as kube:
+        start = time.time()
+        report = drain(kube, a, timeout=60, deadline=start + 6)
+    assert not report.drained
+    assert 5 <= time.time() - start < 12
+    assert "deadline reached" in report.warnings
+    assert {b.pod for b in report.blocked} == {f"{k8s.ns}/{p.metadata.name}" for p in pods_on(k8s, a)}
+    assert all(b.pdbs == ["web"] and "needs 2 healthy pods" in b.message for b in report.blocked)
+    assert report.forced == []
+    assert len([p for p in pods_on(k8s, a) if p.metadata.deletion_timestamp is None]) == 2
+
+
+def test_pdb_never_satisfied_is_forced_before_the_deadline_with_force(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    k8s.deployment("web", 2, grace=5)
+    k8s.wait_pods_ready("app=web", 2)
+    k8s.pdb("web", {"app": "web"}, min_available=2)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    with drainer(testbed) as kube:
+        start = time.time()
+        deadline = start + 14
+        report = drain(kube, a, timeout=60, deadline=deadline, force_delete_on_deadline=True)
+        finished = time.time()
+    assert report.drained, report
+    assert finished <= deadline
+    assert len(report.forced) == 2 and report.evicted == []
+    for f in report.forced:
+        # deleted no earlier than deadline - margin - grace, with the pod's whole 5 s grace
+        assert f.grace_seconds == 5 and "web" in f.reason and "before the deadline" in f.reason
+    assert finished - start >= 14 - 2 - 5
+
+
+def test_two_pdbs_on_one_pod_are_reported_not_evicted(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    k8s.deployment("web", 1)
+    k8s.wait_pods_ready("app=web", 1)
+    k8s.pdb("web-1", {"app": "web"}, max_unavailable=1)
+    k8s.pdb("web-2", {"app": "web"}, max_unavailable=1)
+    k8s.wait_pdb("web-1", disruptions_allowed=1)
+    k8s.wait_pdb("web-2", disruptions_allowed=1)
+    with drainer(testbed) as kube:
+        report = drain(kube, a, timeout=3)
+    assert not report.drained
+    assert [b.message for b in report.blocked] == [MULTIPLE_PDBS]
+    assert "timed out" in report.warnings
+    assert len(pods_on(k8s, a)) == 1
