@@ -72,9 +72,9 @@ def test_pdb_never_satisfied_is_forced_before_the_deadline_with_force(testbed: A
     assert finished <= deadline
     assert len(report.forced) == 2 and report.evicted == []
     for f in report.forced:
-        # deleted no earlier than deadline - margin - grace, with the pod's whole 5 s grace
+        # deleted no earlier than deadline - margin - grace - 1 s, with the pod's whole 5 s grace
         assert f.grace_seconds == 5 and "web" in f.reason and "before the deadline" in f.reason
-    assert finished - start >= 14 - 2 - 5
+    assert finished - start >= 14 - 2 - 5 - 1
 
 
 def test_two_pdbs_on_one_pod_are_reported_not_evicted(testbed: Any, k8s: Any) -> None:

@@ -13,6 +13,7 @@ from drain_orchestrator.drain.plan import (
     TIER_WORKLOAD,
     active_tier,
     backoff_delay,
+    force_delete_at,
     force_delete_due,
     grace_for,
     next_poll,
@@ -89,11 +90,15 @@ def test_grace_never_below_one_second() -> None:
     assert grace_for(30, None, 1000.0, 900.0, 2.0) == 1
 
 
-def test_force_delete_due_leaves_the_pod_its_grace_before_the_deadline() -> None:
+def test_force_delete_due_leaves_the_pod_its_whole_grace_before_the_deadline() -> None:
     deadline = 1000.0
+    assert force_delete_at(10, deadline, 2.0) == 987.0  # deadline - margin - grace - 1 s of slack
     assert not force_delete_due(10, 980.0, deadline, 2.0)
-    assert force_delete_due(10, 988.0, deadline, 2.0)
-    assert force_delete_due(0, 997.0, deadline, 2.0)  # at least 1 s of grace
+    assert force_delete_due(10, 987.0, deadline, 2.0)
+    # and at that moment the pod's own grace still fits, so it is not clipped
+    assert grace_for(10, None, 987.0, deadline, 2.0) is None
+    assert force_delete_at(0, deadline, 2.0) == 996.0  # at least 1 s of grace
+    assert force_delete_at(None, deadline, 2.0) == 967.0  # API default 30 s
     assert not force_delete_due(10, 1e12, None, 2.0)
 
 

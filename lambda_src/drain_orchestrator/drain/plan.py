@@ -62,16 +62,21 @@ def grace_for(
     return max(MIN_GRACE_SECONDS, left)
 
 
-def force_delete_due(pod_grace: int | None, now: float, deadline: float | None, margin: float) -> bool:
-    """True once a pod still refused by its PDB must be deleted to be gone by the deadline.
+def force_delete_at(pod_grace: int | None, deadline: float | None, margin: float) -> float | None:
+    """When a pod still refused by its PDB must be deleted to be gone by the deadline (None: never).
 
-    Like Karpenter's terminationGracePeriod: delete at ``deadline - margin - grace``, with the pod's grace
-    counted at most up to the time that is left.
+    Like Karpenter's terminationGracePeriod: ``deadline - margin - grace``, one second earlier so that the
+    whole grace period still fits when the delete is sent.
     """
     if deadline is None:
-        return False
+        return None
     grace = 30 if pod_grace is None else pod_grace
-    return now >= deadline - margin - max(grace, MIN_GRACE_SECONDS)
+    return deadline - margin - max(grace, MIN_GRACE_SECONDS) - 1
+
+
+def force_delete_due(pod_grace: int | None, now: float, deadline: float | None, margin: float) -> bool:
+    at = force_delete_at(pod_grace, deadline, margin)
+    return at is not None and now >= at
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:

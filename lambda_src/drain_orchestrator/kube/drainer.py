@@ -26,6 +26,7 @@ from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import (
     active_tier,
     backoff_delay,
+    force_delete_at,
     force_delete_due,
     grace_for,
     next_poll,
@@ -104,10 +105,17 @@ def drain_pass(
     verdicts = classify(pods, options, now, state.daemonsets, options.drain_taint)
     _record_verdicts(report, verdicts, say)
 
-    batch = [] if report.refused else _due(kube, to_evict_now(verdicts), options, state)
+    candidates = [] if report.refused else to_evict_now(verdicts)
+    batch = _due(kube, candidates, options, state)
     results = _evict_all(kube, batch, options, say)
     for v, res in zip(batch, results, strict=True):
         _apply_outcome(kube, report, state=state, v=v, res=res, options=options, say=say)
+    for v in candidates:  # waiting for their retry time: still blocked, as last reported
+        ident = _ident(v.pod)
+        if v not in batch and ident in state.last_block:
+            report.blocked.append(
+                BlockedPod(v.pod.key, state.pdbs_of.get(ident, []), state.last_block[ident])
+            )
 
     state.deletion_times = [
         v.pod.deletion_timestamp
@@ -230,10 +238,10 @@ def _apply_outcome(
         delay = backoff_delay(attempt, options.retry_base, options.retry_cap)
         state.attempts[ident] = attempt + 1
         state.not_before[ident] = time.monotonic() + delay
-        if options.force_delete_on_deadline and options.deadline is not None:
-            grace = pod.termination_grace_period if pod.termination_grace_period is not None else 30
-            due = options.deadline - options.deadline_margin - max(1, grace)
+        due = force_delete_at(pod.termination_grace_period, options.deadline, options.deadline_margin)
+        if options.force_delete_on_deadline and due is not None:
             state.force_at[ident] = time.monotonic() + (due - now)
+        state.last_block[ident] = res.message
         state.blocked_pdbs.update((pod.namespace, n) for n in pdbs)
         report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
         say(
