@@ -1,0 +1,64 @@
+"""Cordon/uncordon on the real apiserver, as the product's RBAC identity: idempotent, marks the node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from drain_orchestrator.kube.cordon import (
+    ANN_DEADLINE,
+    ANN_EVENT_ID,
+    ANN_REASON,
+    ANN_STARTED_AT,
+    cordon,
+    uncordon,
+)
+from tests.integration.drain_support import drainer
+
+pytestmark = pytest.mark.integration
+
+EXCLUDE_LB = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+
+def test_cordon_marks_the_node_once_and_uncordon_removes_only_our_marks(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    k8s.core.patch_node(a, {"spec": {"taints": [{"key": "other", "value": "x", "effect": "NoSchedule"}]}})
+    with drainer(testbed) as kube:
+        first = cordon(
+            kube,
+            a,
+            reason="spot-interruption",
+            event_id="ev-1",
+            deadline=1_900_000_000.0,
+            taint=("drain-orchestrator.io/draining", "NoSchedule"),
+            exclude_from_load_balancers=True,
+            now=1_899_999_880.0,
+        )
+        second = cordon(kube, a, reason="asg-terminate", event_id="ev-2", now=1_899_999_999.0)
+        node = k8s.core.read_node(a)
+        assert (first.changed, second.changed) == (True, False)
+        assert node.spec.unschedulable is True
+        ann = node.metadata.annotations
+        # the first drain's marks stay: a second drain of the same node does not overwrite them
+        assert ann[ANN_REASON] == "spot-interruption" and ann[ANN_EVENT_ID] == "ev-1"
+        assert ann[ANN_STARTED_AT] == "2030-03-17T17:44:40Z" and ann[ANN_DEADLINE] == "2030-03-17T17:46:40Z"
+        assert node.metadata.labels[EXCLUDE_LB] == "drain-orchestrator"
+        assert sorted(t.key for t in node.spec.taints) == ["drain-orchestrator.io/draining", "other"]
+
+        assert uncordon(kube, a, taint_key="drain-orchestrator.io/draining").changed
+        assert not uncordon(kube, a, taint_key="drain-orchestrator.io/draining").changed
+    node = k8s.core.read_node(a)
+    assert not node.spec.unschedulable
+    assert not any(k.startswith("drain-orchestrator.io/") for k in node.metadata.annotations or {})
+    assert EXCLUDE_LB not in (node.metadata.labels or {})
+    assert [t.key for t in node.spec.taints] == ["other"]
+
+
+def test_dry_run_cordon_changes_nothing(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    with drainer(testbed) as kube:
+        assert cordon(kube, a, reason="x", dry_run=True).changed
+    node = k8s.core.read_node(a)
+    assert not node.spec.unschedulable
+    assert "drain-orchestrator.io/reason" not in (node.metadata.annotations or {})
