@@ -21,13 +21,19 @@ def _settings(names: str = "prod", **env: str) -> Settings:
     return Settings.from_env({"CLUSTER_NAMES": names, **env})
 
 
-def _facts(tags: dict[str, str], asg_tags: dict[str, str] | None = None, asg: str | None = "prod-nodes") -> InstanceFacts:
+def _facts(
+    tags: dict[str, str], asg_tags: dict[str, str] | None = None, asg: str | None = "prod-nodes"
+) -> InstanceFacts:
     return InstanceFacts(IID, "running", "ip-10-0-1-23.ec2.internal", "us-east-1a", tags, asg, asg_tags)
 
 
 @pytest.mark.parametrize(
     "tags",
-    [{"kubernetes.io/cluster/prod": "owned"}, {"kubernetes.io/cluster/prod": "shared"}, {"eks:cluster-name": "prod"}],
+    [
+        {"kubernetes.io/cluster/prod": "owned"},
+        {"kubernetes.io/cluster/prod": "shared"},
+        {"eks:cluster-name": "prod"},
+    ],
 )
 def test_built_in_instance_tags_make_an_instance_owned(tags: dict[str, str]) -> None:
     d = decide(IID, _facts(tags), _settings(), _event())
@@ -40,7 +46,9 @@ def test_another_clusters_instance_is_skipped_and_names_that_cluster() -> None:
 
 
 def test_unknown_instance() -> None:
-    assert decide(IID, None, _settings(), _event()) == Decision(IID, False, None, Reason.UNKNOWN_INSTANCE, "skip")
+    assert decide(IID, None, _settings(), _event()) == Decision(
+        IID, False, None, Reason.UNKNOWN_INSTANCE, "skip"
+    )
 
 
 def test_asg_tags_decide_only_when_instance_tags_do_not() -> None:
@@ -50,7 +58,9 @@ def test_asg_tags_decide_only_when_instance_tags_do_not() -> None:
     assert not needs_asg_tags(with_asg, _settings())
     assert decide(IID, with_asg, _settings(), _event()).reason == Reason.OWNED_ASG_TAG
     # instance tags naming another cluster decide: the ASG's tags are neither needed nor consulted
-    other = _facts({"kubernetes.io/cluster/staging": "owned"}, asg_tags={"kubernetes.io/cluster/prod": "owned"})
+    other = _facts(
+        {"kubernetes.io/cluster/staging": "owned"}, asg_tags={"kubernetes.io/cluster/prod": "owned"}
+    )
     assert not needs_asg_tags(_facts({"kubernetes.io/cluster/staging": "owned"}), _settings())
     assert decide(IID, other, _settings(), _event()).reason == Reason.OTHER_CLUSTER
 
@@ -133,9 +143,9 @@ def test_owned_without_node_completes_the_hook_or_skips_without_one() -> None:
     no_node = with_node(owned, None, _event())
     assert (no_node.reason, no_node.action) == (Reason.NO_NODE, "complete-lifecycle")
     spot = _event("spot-interruption-terminate.json")
-    assert with_node(decide(IID, _facts({"eks:cluster-name": "prod"}), _settings(), spot), None, spot).action == (
-        "skip"
-    )
+    assert with_node(
+        decide(IID, _facts({"eks:cluster-name": "prod"}), _settings(), spot), None, spot
+    ).action == ("skip")
 
 
 def test_launch_waits_for_a_node_that_does_not_exist_yet() -> None:

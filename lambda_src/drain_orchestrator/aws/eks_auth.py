@@ -8,6 +8,7 @@ after X-Amz-Date, so a cached token is renewed before 14. Tokens are credentials
 from __future__ import annotations
 
 import base64
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -73,8 +74,31 @@ class ClusterDescriber:
             self._cache.pop(name, None)
 
 
+class _HideSigning(logging.Filter):
+    """botocore.auth logs the canonical request and the signature at DEBUG: together they are the token."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.minting = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.minting, "active", False)
+
+
+_hide_signing = _HideSigning()
+logging.getLogger("botocore.auth").addFilter(_hide_signing)
+
+
 def generate_token(cluster: str, sts: STSClient) -> str:
     """A fresh `k8s-aws-v1.` token for `cluster`, signed with the STS client's credentials and endpoint."""
+    _hide_signing.minting.active = True
+    try:
+        return _presign(cluster, sts)
+    finally:
+        _hide_signing.minting.active = False
+
+
+def _presign(cluster: str, sts: STSClient) -> str:
     # aws-cli approach: the extra parameter travels through the request context and becomes a signed header,
     # and the URL uses the client's own (regional) endpoint rather than a hard-coded host.
     events = sts.meta.events

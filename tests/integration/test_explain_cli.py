@@ -1,0 +1,97 @@
+"""`drain-orchestrator explain`: JSON decisions from the same env as the Lambda, read-only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drain_orchestrator.cli import main
+from tests import samples
+from tests.integration.ownership_support import action_state
+
+pytestmark = pytest.mark.integration
+
+
+class Cli:
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+        self.tmp_path, self.monkeypatch, self.capsys = tmp_path, monkeypatch, capsys
+
+    def write(self, name: str, data: object) -> str:
+        path = self.tmp_path / name
+        path.write_text(json.dumps(data))
+        return str(path)
+
+    def out(self) -> Any:
+        return json.loads(self.capsys.readouterr().out)
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> Cli:
+    return Cli(tmp_path, monkeypatch, capsys)
+
+
+def test_explain_prints_decisions_and_changes_nothing(testbed: Any, aws: Any, k8s: Any, cli: Cli) -> None:
+    [blue_iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
+    [node] = aws.nodes_for(k8s, [blue_iid])
+    token = aws.start_lifecycle_action("blue-nodes", "drain", blue_iid)
+    event = samples.lifecycle_event(
+        "asg-terminate.json", instance_id=blue_iid, asg="blue-nodes", hook="drain", token=token
+    )
+    cli.monkeypatch.setenv("CLUSTER_NAMES", "blue")
+
+    code = main(["explain", cli.write("e.json", event), "--kubeconfig", str(testbed.kubeconfig)])
+
+    out = cli.out()
+    assert code == 0
+    assert out["event"]["kind"] == "asg-terminate"
+    assert out["event"]["instance_ids"] == [blue_iid]
+    assert out["event"]["deadline"] is not None
+    assert out["decisions"] == [
+        {
+            "instance_id": blue_iid,
+            "owned": True,
+            "cluster": "blue",
+            "reason": "owned-instance-tag",
+            "action": "drain",
+            "node": node,
+        }
+    ]
+    assert action_state(aws, blue_iid)["state"] == "ACTIVE"
+    assert not k8s.core.read_node(node).spec.unschedulable
+
+
+def test_explain_reports_no_node_and_other_clusters_through_eks_auth(
+    testbed: Any, aws: Any, cli: Cli
+) -> None:
+    # the CLI runs with whatever credentials the environment has: map them like the Lambda's role
+    arn = aws.client("sts").get_caller_identity()["Arn"]
+    aws.eks_cluster("blue")
+    testbed.put_access_entry("blue", arn, "cli-user", ["drain-orchestrator"])
+    [blue_iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
+    green_iid = aws.instance(tags={"eks:cluster-name": "green"})
+    cli.monkeypatch.setenv("CLUSTER_NAMES", "blue")
+
+    code = main(["explain", cli.write("h.json", samples.health_event([blue_iid, green_iid]))])
+
+    out = cli.out()
+    assert code == 0
+    assert out["event"]["kind"] == "scheduled-change"
+    reasons = {d["instance_id"]: (d["reason"], d["action"], d["node"]) for d in out["decisions"]}
+    assert reasons == {blue_iid: ("no-node", "skip", None), green_iid: ("other-cluster", "skip", None)}
+
+
+def test_explain_ignored_and_malformed_events(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setenv("CLUSTER_NAMES", "blue")
+    assert main(["explain", str(samples.EVENTS_DIR / "unsupported-ebs-snapshot.json")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["event"]["ignored"], out["decisions"]) == ("unsupported", [])
+
+    assert main(["explain", str(samples.EVENTS_DIR / "malformed-asg-terminate-missing-instance.json")]) == 2
+    assert "detail.EC2InstanceId: field required" in capsys.readouterr().err
+
+    monkeypatch.setenv("CLUSTER_NAMES", "a,*")
+    assert main(["explain", str(samples.EVENTS_DIR / "asg-terminate.json")]) == 2
+    assert "CLUSTER_NAMES" in capsys.readouterr().err
