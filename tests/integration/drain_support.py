@@ -3,10 +3,13 @@ cordoning for fixtures, and small pod/workload builders on top of tests.testbed.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from kubernetes.client.exceptions import NotFoundException
 
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.report import DrainReport
@@ -52,7 +55,8 @@ def hold(k8s: Any, name: str) -> None:
 
 
 def release(k8s: Any, name: str) -> None:
-    k8s.core.patch_namespaced_pod(name, k8s.ns, {"metadata": {"finalizers": None}})
+    with contextlib.suppress(NotFoundException):  # already gone is released
+        k8s.core.patch_namespaced_pod(name, k8s.ns, {"metadata": {"finalizers": None}})
 
 
 class Lines:
