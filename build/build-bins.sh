@@ -14,15 +14,23 @@ OUT="$CACHE_ROOT/k8s-$KV-etcd-$ETCD_V-kwok-$KWOK_V/bin"
 
 log() { printf '[build-bins] %s\n' "$*" >&2; }
 
+stamp_ok() { [ -x "$OUT/$1" ] && [ -f "$OUT/.$1.stamp" ] && [ "$(cat "$OUT/.$1.stamp")" = "$2" ]; }
+stamp() { printf '%s' "$2" > "$OUT/.$1.stamp"; }
+
+if stamp_ok kube-apiserver "$KV" && stamp_ok kube-controller-manager "$KV" && stamp_ok kube-scheduler "$KV" \
+   && stamp_ok etcd "$ETCD_V" && stamp_ok kwok "$KWOK_V" && [ -d "$OUT/kwok-stages" ]; then
+  log "all binaries cached in $OUT"
+  echo "$OUT"
+  exit 0
+fi
+
 if ! command -v go >/dev/null 2>&1; then
   log "ERROR: Go is not installed or not on PATH. The test bed builds kube-apiserver, etcd and kwok"
-  log "       from Go modules; install Go >= 1.24 (this repo is tested with Go 1.26) and run again."
+  log "       from Go modules (no registry ships kube-apiserver); install Go >= 1.24 (tested with 1.26)"
+  log "       and run again. Binaries are cached in $OUT once built."
   exit 2
 fi
 mkdir -p "$OUT"
-
-stamp_ok() { [ -x "$OUT/$1" ] && [ -f "$OUT/.$1.stamp" ] && [ "$(cat "$OUT/.$1.stamp")" = "$2" ]; }
-stamp() { printf '%s' "$2" > "$OUT/.$1.stamp"; }
 
 export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=mod"
 
@@ -66,12 +74,12 @@ else
 fi
 
 # kwok's stage YAMLs ship in its module (go:embed); copy them from the module cache rather than
-# committing third-party files.
+# committing third-party files. The pod-delete stage is the test bed's own (tests/testbed/bed.py).
 if [ ! -d "$OUT/kwok-stages" ]; then
   KWOK_DIR="$(cd "$HERE/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
   mkdir -p "$OUT/kwok-stages"
   for f in node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
-           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/general/pod-delete.yaml; do
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml; do
     cp "$KWOK_DIR/kustomize/stage/$f" "$OUT/kwok-stages/$(echo "$f" | tr / _)"
   done
   chmod u+w "$OUT/kwok-stages"/*

@@ -14,6 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.testbed")
     p.add_argument("command", choices=["up", "down", "status"])
     p.add_argument("--dir", type=Path, default=REPO / ".local" / "cluster")
+    p.add_argument("--nodes", type=int, default=2, help="Ready kwok nodes to create on `up` (default 2)")
     a = p.parse_args(argv)
     if a.command == "up":
         bed = Testbed.attach(a.dir)
@@ -22,6 +23,12 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         t0 = time.monotonic()
         bed = Testbed.start(a.dir)
+        if a.nodes:
+            from tests.testbed.kube import KubeScenario
+
+            # a namespace and Ready nodes to look at; tests and the demo make their own
+            with bed.admin_api_client() as api:
+                KubeScenario(api, prefix="local").add_nodes(a.nodes)
         print(f"test bed up in {time.monotonic() - t0:.1f} s")
         print(f"  kubeconfig:    {bed.kubeconfig}")
         print(f"  apiserver:     {bed.server}")

@@ -14,6 +14,7 @@ from kubernetes.client.rest import ApiException
 
 T = TypeVar("T")
 RUN_LABEL = "drain-test/run"
+NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
 
 
 class KubeScenario:
@@ -75,6 +76,11 @@ class KubeScenario:
         if wait_ready:
             for name in created:
                 self.wait_for(lambda n=name: self.node_ready(n), timeout=60, what=f"node {name} Ready")
+                # an m5.2xlarge-like node with EKS' usual 110-pod limit (kwok's initializer would say 1M pods);
+                # patched once Ready, because kwok's initializer may still overwrite status until then
+                self.core.patch_node_status(
+                    name, {"status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY}}
+                )
         return created
 
     def node_ready(self, name: str) -> bool:

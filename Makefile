@@ -1,0 +1,75 @@
+# EKS Drain Orchestrator — developer entry points. `make test` is what CI runs (.ci/run).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+CACHE      ?= $(HOME)/.cache/drain-orchestrator
+UV_VERSION := 0.13.8
+UV         := $(CACHE)/uv-$(UV_VERSION)/bin/uv
+# Python 3.13 = the Lambda runtime. Found on PATH or under pyenv; never downloaded.
+PY313      ?= $(shell command -v python3.13 2>/dev/null || ls -d $(HOME)/.pyenv/versions/3.13*/bin/python3.13 2>/dev/null | tail -n 1)
+VENV       := .venv
+PY         := $(VENV)/bin/python
+export UV_PYTHON := $(PY313)
+export UV_PYTHON_DOWNLOADS := never
+# Node 22 from the pinned npm package `node` (jsii needs >= 22; the machine may only have 20)
+export PATH := $(CURDIR)/node_modules/node/bin:$(CURDIR)/node_modules/.bin:$(PATH)
+PYTEST_ARGS ?=
+
+.PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
+        cluster-up cluster-down demo bench clean
+
+help:
+	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
+	@echo "make test          lint + type-check + every test (what CI runs)"
+	@echo "make setup         venv on Python 3.13 with pinned deps, npm deps, test-bed binaries (idempotent)"
+	@echo "make cluster-up    start the local control plane + AWS emulator (kubeconfig: .local/cluster/kubeconfig)"
+	@echo "make cluster-down  stop what cluster-up started"
+	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
+
+setup: setup-python setup-node setup-bins
+
+$(UV):
+	@test -n "$(PY313)" || { echo "error: Python 3.13 not found (looked for python3.13 on PATH and ~/.pyenv/versions/3.13*)." >&2; \
+	  echo "       Install it (e.g. 'pyenv install 3.13.0') and run make again." >&2; exit 2; }
+	$(PY313) -m venv $(CACHE)/uv-$(UV_VERSION)
+	$(CACHE)/uv-$(UV_VERSION)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+setup-python: $(UV)
+	@test -n "$(PY313)" || { echo "error: Python 3.13 not found (see README prerequisites)" >&2; exit 2; }
+	$(UV) sync --frozen --all-groups --quiet
+
+setup-node:
+	@if [ -f package-lock.json ]; then \
+	  if [ ! -x node_modules/node/bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	    npm ci --no-audit --no-fund --loglevel=error; \
+	  fi; \
+	fi
+
+setup-bins:
+	@bash build/build-bins.sh >/dev/null
+
+lint: setup-python
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test-unit: setup-python
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+test-integration: setup-python setup-bins
+	$(PY) -m pytest tests/integration $(PYTEST_ARGS)
+
+test-infra: setup-python setup-node
+	$(PY) -m pytest tests/infra $(PYTEST_ARGS)
+
+test: setup lint
+	$(PY) -m pytest tests $(PYTEST_ARGS)
+
+cluster-up: setup-python setup-bins
+	$(PY) -m tests.testbed up
+
+cluster-down:
+	@if [ -x $(PY) ]; then $(PY) -m tests.testbed down; else echo "nothing to stop"; fi
+
+clean:
+	rm -rf .local cdk.out .pytest_cache .mypy_cache .ruff_cache
