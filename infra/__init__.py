@@ -1,0 +1,1 @@
+"""CDK app and the reusable `DrainOrchestrator` construct for EKS Drain Orchestrator."""

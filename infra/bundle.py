@@ -1,0 +1,292 @@
+"""Build the Lambda bundle locally, without Docker: aarch64 wheels from the uv lock plus our package.
+
+Deterministic by construction: the runtime set comes from `uv.lock` with hashes, wheels are unpacked (no
+bytecode compiled), and the CDK asset hash (`bundle_key`) is derived only from the inputs (lock, pyproject,
+package sources and this module's recipe). The pruned third-party tree is cached outside cdk.out, keyed by
+`dependencies_key`, so a synth after a code change or after `cdk.out` was deleted does not reinstall.
+
+`python -m infra.bundle [--check-imports]` assembles the bundle and prints its unzipped and zipped sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SOURCE_ROOT = REPO_ROOT / "lambda_src"
+PACKAGE_NAME = "drain_orchestrator"
+CACHE_ROOT = REPO_ROOT / ".build" / "lambda-bundle"
+
+PYTHON_VERSION = "3.13"
+PLATFORM = "aarch64-manylinux2014"  # Lambda arm64 (Graviton), glibc 2.17+ wheels
+
+# Whole distributions that only serve `kubernetes.aio` (the asyncio client). The product uses the sync
+# client only (kube/ adapters), so these are dead weight; `unpruned_imports` proves nothing left imports
+# them at module level.
+PRUNED_DISTRIBUTIONS = (
+    "aiohttp",
+    "aiohttp_retry",
+    "aiosignal",
+    "aiohappyeyeballs",
+    "frozenlist",
+    "multidict",
+    "propcache",
+    "yarl",
+)
+# Paths inside the bundle removed after install, with why each is safe.
+PRUNED_PATHS = (
+    "kubernetes/aio",  # 41 MB unzipped: asyncio copy of the generated client, never imported by us
+    "bin",  # console scripts (wsdump, jp.py, ...): not callable in Lambda
+    "websocket/tests",  # test suites shipped inside wheels
+)
+PRUNED_GLOBS = ("**/__pycache__",)
+
+# Bump when the recipe changes in a way the inputs below do not capture.
+RECIPE_VERSION = "1"
+
+
+def _source_files() -> list[Path]:
+    package = SOURCE_ROOT / PACKAGE_NAME
+    return sorted(
+        path
+        for path in package.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo")
+    )
+
+
+class _Digest:
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256()
+
+    def feed(self, label: str, data: bytes) -> None:
+        self._sha.update(f"{label}\0{len(data)}\0".encode())
+        self._sha.update(data)
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+def dependencies_key() -> str:
+    """Hash of what decides the third-party part: the lock, pyproject and the install/prune recipe."""
+    digest = _Digest()
+    recipe = "|".join(
+        (RECIPE_VERSION, PYTHON_VERSION, PLATFORM, *PRUNED_DISTRIBUTIONS, *PRUNED_PATHS, *PRUNED_GLOBS)
+    )
+    digest.feed("recipe", recipe.encode())
+    digest.feed("uv.lock", (REPO_ROOT / "uv.lock").read_bytes())
+    digest.feed("pyproject.toml", (REPO_ROOT / "pyproject.toml").read_bytes())
+    return digest.hexdigest()
+
+
+def bundle_key() -> str:
+    """Hash of every input of the bundle (dependencies + our sources); the CDK asset hash."""
+    digest = _Digest()
+    digest.feed("dependencies", dependencies_key().encode())
+    for path in _source_files():
+        digest.feed(path.relative_to(SOURCE_ROOT).as_posix(), path.read_bytes())
+    return digest.hexdigest()
+
+
+def _run(cmd: list[str]) -> None:
+    result = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"bundling step failed: {' '.join(cmd)}\n{result.stdout}\n{result.stderr}")
+
+
+def _uv() -> str:
+    uv = shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("bundling needs `uv` on PATH (it exports the runtime requirements from uv.lock)")
+    return uv
+
+
+def _install_dependencies(target: Path, work: Path) -> None:
+    requirements = work / "requirements.txt"
+    uv = _uv()
+    _run(
+        [
+            uv, "export", "--frozen", "--no-dev", "--no-default-groups", "--no-emit-project",
+            "--format", "requirements-txt", "--output-file", str(requirements),
+        ]
+    )  # fmt: skip
+    _run(
+        [
+            uv, "pip", "install", "--quiet", "--no-config", "--target", str(target),
+            "--python-platform", PLATFORM, "--python-version", PYTHON_VERSION,
+            "--only-binary", ":all:", "--no-deps", "--require-hashes", "--no-compile",
+            "--link-mode", "copy", "-r", str(requirements),
+        ]
+    )  # fmt: skip
+
+
+def _prune(target: Path) -> None:
+    for dist in PRUNED_DISTRIBUTIONS:
+        shutil.rmtree(target / dist, ignore_errors=True)
+        for info in target.glob("*.dist-info"):
+            if info.name.split("-")[0].lower().replace("-", "_") == dist:
+                shutil.rmtree(info)
+    for rel in PRUNED_PATHS:
+        shutil.rmtree(target / rel, ignore_errors=True)
+    for pattern in PRUNED_GLOBS:
+        for path in sorted(target.glob(pattern), reverse=True):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def cached_dependencies() -> Path:
+    """The pruned third-party tree for the current lock, installed once and reused by every synth.
+
+    Our own package is not part of it, so editing the code costs a copy, not a reinstall.
+    """
+    key = dependencies_key()
+    final = CACHE_ROOT / key
+    if (final / ".complete").exists():
+        return final
+    CACHE_ROOT.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=CACHE_ROOT))
+    try:
+        tree = staging / "tree"
+        with tempfile.TemporaryDirectory(prefix="bundle-reqs-") as work:
+            _install_dependencies(tree, Path(work))
+        _prune(tree)
+        (tree / ".complete").write_text(key)
+        try:
+            tree.rename(final)
+        except OSError:
+            if not (final / ".complete").exists():  # lost a race to a concurrent synth: theirs is as good
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _drop_stale(keep=key)
+    return final
+
+
+def _drop_stale(keep: str) -> None:
+    """Keep the cache to the current dependency set: each one is ~70 MB."""
+    for entry in CACHE_ROOT.iterdir():
+        if entry.name != keep and len(entry.name) == 64 and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def assemble(output_dir: Path) -> None:
+    """Fill `output_dir` (CDK's bundling output) with dependencies and our package.
+
+    Dependencies are hard-linked where possible: the cache is never modified in place, and linking ~70 MB
+    is far cheaper than copying it.
+    """
+
+    def link_or_copy(src: str, dst: str) -> object:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+        return dst
+
+    shutil.copytree(
+        cached_dependencies(),
+        output_dir,
+        dirs_exist_ok=True,
+        copy_function=link_or_copy,
+        ignore=shutil.ignore_patterns(".complete"),
+    )
+    shutil.copytree(
+        SOURCE_ROOT / PACKAGE_NAME,
+        output_dir / PACKAGE_NAME,
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo"),
+    )
+
+
+def zip_size(tree: Path) -> int:
+    """Size of a deterministic zip of `tree` (sorted entries, fixed timestamps, deflate level 9)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "bundle.zip"
+        with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+            for path in sorted(p for p in tree.rglob("*") if p.is_file() and p.name != ".complete"):
+                info = zipfile.ZipInfo(path.relative_to(tree).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+                info.external_attr = 0o644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, path.read_bytes(), compresslevel=9)
+        return archive.stat().st_size
+
+
+def tree_size(tree: Path) -> int:
+    return sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
+
+
+def unpruned_imports(tree: Path) -> list[str]:
+    """Module-level imports, anywhere in the bundle, of something the pruning removed (must be empty).
+
+    Imports inside functions are allowed: they only run when called (e.g. Powertools' optional aiohttp
+    tracing helper). Module-level ones, including under `if`/`try`, run at import time.
+    """
+    pruned = {*PRUNED_DISTRIBUTIONS, "kubernetes.aio"}
+    needles = [name.encode() for name in PRUNED_DISTRIBUTIONS]
+    offenders: list[str] = []
+    for path in sorted(tree.rglob("*.py")):
+        rel = path.relative_to(tree).as_posix()
+        data = path.read_bytes()
+        # `from . import aio` inside kubernetes/ does not spell "kubernetes.aio"; look closer there.
+        watch = [*needles, b"aio"] if rel.startswith("kubernetes/") else needles
+        if not any(needle in data for needle in watch):
+            continue
+        for module in _module_level_imports(ast.parse(data, filename=rel), rel):
+            if any(module == name or module.startswith(name + ".") for name in pruned):
+                offenders.append(f"{rel}: {module}")
+    return offenders
+
+
+def _module_level_imports(tree: ast.Module, rel: str) -> list[str]:
+    # The package a relative import starts from: the file's directory, for modules and __init__ alike.
+    package = rel.split("/")[:-1]
+    found: list[str] = []
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = ".".join(package[: len(package) - node.level + 1])
+                base = f"{anchor}.{base}" if base else anchor
+            found.append(base)
+            found.extend(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.If | ast.Try | ast.With):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.stmt):
+                    pending.append(child)
+                elif isinstance(child, ast.ExceptHandler):
+                    pending.extend(child.body)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--check-imports", action="store_true", help="fail if pruned modules are imported")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
+        tree = Path(tmp) / "asset"
+        assemble(tree)
+        print(f"bundle {bundle_key()[:16]} (dependencies {dependencies_key()[:16]})")
+        print(f"unzipped: {tree_size(tree) / 1e6:.1f} MB")
+        print(f"zipped:   {zip_size(tree) / 1e6:.1f} MB (deflate level 9)")
+        if args.check_imports:
+            offenders = unpruned_imports(tree)
+            for offender in offenders:
+                print(f"pruned module imported: {offender}", file=sys.stderr)
+            print(f"module-level imports of pruned modules: {len(offenders)}")
+            return 1 if offenders else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

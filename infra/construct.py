@@ -1,0 +1,280 @@
+"""`DrainOrchestrator`: everything one deployment needs - rules, function, permissions, cluster access,
+dead letters, dashboard and alarms - as one reusable construct."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import OrchestratorConfig, VpcPlacement
+from infra.environment import lambda_environment
+from infra.event_rules import rule_specs
+from infra.lambda_code import lambda_code
+from infra.observability import DeadLetterQueue, Observability
+from infra.permissions import function_statements
+
+HANDLER = "drain_orchestrator.handler.handler"
+KUBERNETES_GROUP = "drain-orchestrator"  # bound by infra/k8s/rbac.yaml
+ALIAS_NAME = "live"
+DEAD_LETTER_RETENTION = cdk.Duration.days(14)
+
+# EventBridge -> Lambda delivery (only fails when the Invoke call itself fails, e.g. throttled).
+TARGET_RETRY_ATTEMPTS = 20
+TARGET_MAX_EVENT_AGE = cdk.Duration.hours(6)
+# Lambda async invocation of the alias: function errors are retried twice, then sent to the on-failure queue.
+ASYNC_RETRY_ATTEMPTS = 2
+ASYNC_MAX_EVENT_AGE = cdk.Duration.hours(6)
+DURABLE_RETENTION = cdk.Duration.days(14)
+
+_APPLICATION_LOG_LEVEL = {
+    "DEBUG": lambda_.ApplicationLogLevel.DEBUG,
+    "INFO": lambda_.ApplicationLogLevel.INFO,
+    "WARNING": lambda_.ApplicationLogLevel.WARN,
+    "ERROR": lambda_.ApplicationLogLevel.ERROR,
+}
+
+
+@dataclass(frozen=True)
+class _Network:
+    vpc: ec2.IVpc
+    subnets: ec2.SubnetSelection
+    security_groups: list[ec2.ISecurityGroup]
+
+
+class DrainOrchestrator(Construct):
+    """Pass `code` to deploy a prebuilt asset; by default the code is bundled locally (infra.lambda_code)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: OrchestratorConfig,
+        code: lambda_.Code | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.config = config
+
+        self.delivery_dead_letters = self._queue("DeliveryDeadLetterQueue")
+        self.failed_invocations = self._queue("FailedInvocationQueue")
+        self.notification_topic = sns.Topic(
+            self, "NotificationTopic", display_name="EKS Drain Orchestrator notifications", enforce_ssl=True
+        )
+        self.alarm_topic = sns.Topic(
+            self, "AlarmTopic", display_name="EKS Drain Orchestrator alarms", enforce_ssl=True
+        )
+        if config.alarm_email:
+            self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+
+        self.log_group = logs.LogGroup(self, "LogGroup", removal_policy=cdk.RemovalPolicy.RETAIN)
+        # RetentionDays' Python members carry names, not day counts; the validated number goes in directly.
+        log_group_resource = self.log_group.node.default_child
+        assert isinstance(log_group_resource, logs.CfnLogGroup)
+        log_group_resource.retention_in_days = config.log_retention_days
+        network = self._network(config.vpc)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description="EKS Drain Orchestrator: cordons and drains nodes before their EC2 instances go away",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=HANDLER,
+            code=code if code is not None else lambda_code(),
+            memory_size=config.memory_size,
+            timeout=cdk.Duration.seconds(config.timeout_seconds),
+            reserved_concurrent_executions=config.reserved_concurrency,
+            durable_config=lambda_.DurableConfig(
+                execution_timeout=cdk.Duration.hours(config.execution_timeout_hours),
+                retention_period=DURABLE_RETENTION,
+            ),
+            environment=lambda_environment(config, notification_topic_arn=self.notification_topic.topic_arn),
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=_APPLICATION_LOG_LEVEL[config.log_level],
+            system_log_level_v2=lambda_.SystemLogLevel.INFO,
+            log_group=self.log_group,
+            vpc=network.vpc if network else None,
+            vpc_subnets=network.subnets if network else None,
+            security_groups=network.security_groups if network else None,
+        )
+        cdk.Annotations.of(self.function).acknowledge_info(
+            "aws-lambda:Function.DurableConfig",
+            "The function is durable from its first deployment, so no replacement of a running function.",
+        )
+        for statement in function_statements(config):
+            self.function.add_to_role_policy(statement)
+        self.notification_topic.grant_publish(self.function)
+
+        # Durable functions reject unqualified ARNs: the alias is the only invoke target, and the async
+        # invoke config lives on it (on the Function it would be written for $LATEST).
+        self.alias = lambda_.Alias(
+            self,
+            "LiveAlias",
+            alias_name=ALIAS_NAME,
+            version=self.function.current_version,
+            retry_attempts=ASYNC_RETRY_ATTEMPTS,
+            max_event_age=ASYNC_MAX_EVENT_AGE,
+            on_failure=destinations.SqsDestination(self.failed_invocations),
+        )
+
+        self.rules: dict[str, events.Rule] = {}
+        for spec in rule_specs(config):
+            rule = events.Rule(
+                self,
+                spec.construct_id,
+                description=spec.description,
+                event_pattern=events.EventPattern(
+                    source=spec.pattern["source"],
+                    detail_type=spec.pattern["detail-type"],
+                    detail=spec.pattern.get("detail"),
+                ),
+            )
+            rule.add_target(
+                targets.LambdaFunction(
+                    self.alias,
+                    retry_attempts=TARGET_RETRY_ATTEMPTS,
+                    max_event_age=TARGET_MAX_EVENT_AGE,
+                    dead_letter_queue=self.delivery_dead_letters,
+                )
+            )
+            self.rules[spec.kind] = rule
+
+        self.access_entries: list[eks.CfnAccessEntry] = []
+        if config.create_access_entries:
+            for cluster in config.clusters:
+                self.access_entries.append(
+                    eks.CfnAccessEntry(
+                        self,
+                        f"AccessEntry-{cluster}",
+                        cluster_name=cluster,
+                        principal_arn=self.role_arn,
+                        type="STANDARD",
+                        kubernetes_groups=[KUBERNETES_GROUP],
+                    )
+                )
+
+        self.lifecycle_hooks = [
+            autoscaling.CfnLifecycleHook(
+                self,
+                f"TerminateHook-{asg}",
+                auto_scaling_group_name=asg,
+                lifecycle_hook_name=config.created_hook_name,
+                lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
+                heartbeat_timeout=config.heartbeat_timeout_seconds,
+                # If the function never answers, let the instance go: draining is best effort.
+                default_result="CONTINUE",
+            )
+            for asg in config.create_lifecycle_hooks
+        ]
+
+        self.observability = Observability(
+            self,
+            "Observability",
+            alias=self.alias,
+            clusters=config.clusters,
+            dead_letter_queues=[
+                DeadLetterQueue("Delivery dead letters", self.delivery_dead_letters),
+                DeadLetterQueue("Failed invocations", self.failed_invocations),
+            ],
+            alarm_topic=self.alarm_topic,
+        )
+        self._acknowledge_findings()
+
+    @property
+    def role_arn(self) -> str:
+        role = self.function.role
+        assert role is not None  # Function always creates one when none is passed
+        return role.role_arn
+
+    def _queue(self, construct_id: str) -> sqs.Queue:
+        return sqs.Queue(
+            self,
+            construct_id,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=DEAD_LETTER_RETENTION,
+        )
+
+    def _network(self, placement: VpcPlacement | None) -> _Network | None:
+        if placement is None:
+            return None
+        vpc = ec2.Vpc.from_vpc_attributes(
+            self, "Vpc", vpc_id=placement.vpc_id, availability_zones=cdk.Fn.get_azs()
+        )
+        subnets = [
+            ec2.Subnet.from_subnet_id(self, f"Subnet-{subnet}", subnet) for subnet in placement.subnet_ids
+        ]
+        groups: list[ec2.ISecurityGroup]
+        if placement.security_group_ids:
+            groups = [
+                ec2.SecurityGroup.from_security_group_id(self, f"SecurityGroup-{group}", group)
+                for group in placement.security_group_ids
+            ]
+        else:
+            groups = [
+                ec2.SecurityGroup(
+                    self,
+                    "SecurityGroup",
+                    vpc=vpc,
+                    description="EKS Drain Orchestrator: egress to the EKS API and AWS endpoints",
+                    allow_all_outbound=True,
+                )
+            ]
+        return _Network(vpc, ec2.SubnetSelection(subnets=subnets), groups)
+
+    def _acknowledge_findings(self) -> None:
+        """cdk-nag findings that are deliberate, each with its reason."""
+        reasons = {
+            "AwsSolutions::AwsSolutions-SQS3": (
+                "Both queues are dead-letter queues themselves (EventBridge target DLQ and the Lambda "
+                "on-failure destination); a DLQ for a DLQ would only move the problem."
+            ),
+            "AwsSolutions::AwsSolutions-SNS2": (
+                "Topics carry instance ids, node and cluster names, no secrets. CloudWatch alarms cannot "
+                "publish to a topic encrypted with the AWS-managed SNS key, and a customer key per "
+                "deployment adds cost and key-policy surface for no confidentiality gain."
+            ),
+            "AwsSolutions::AwsSolutions-L1": (
+                "Python 3.13 is pinned by the project (requires-python and the uv lock the bundle is built "
+                "from); durable functions support it. Moving to 3.14 is a deliberate lock change."
+            ),
+            "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AWSLambdaBasicDurableExecutionRolePolicy]": (
+                "AWS-managed policy required by durable functions (logs plus "
+                "lambda:CheckpointDurableExecution/GetDurableExecutionState on this function)."
+            ),
+            "AwsSolutions::AwsSolutions-IAM5[Resource::*]": (
+                "ec2:DescribeInstances and autoscaling:DescribeAutoScalingGroups/DescribeLifecycleHooks/"
+                "DescribeTags support no resource-level permissions; they are read-only."
+            ),
+            "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:"
+            "<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/*]": (
+                "Lifecycle calls on any ASG are restricted by a condition to groups tagged for a served "
+                "cluster (kubernetes.io/cluster/<name> or eks:cluster-name); set asgNames to narrow further."
+            ),
+        }
+        for name in self.config.served_asg_names:
+            reasons[
+                "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:"
+                f"<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/{name}]"
+            ] = "The `*` is the ASG's UUID, unknown at synth time; the group name is fixed."
+        if self.config.vpc is not None:
+            reasons[
+                "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AWSLambdaVPCAccessExecutionRole]"
+            ] = "AWS-managed policy Lambda needs to create and delete its network interfaces in the VPC."
+        validations = cdk.Validations.of(self)
+        for finding, reason in reasons.items():
+            validations.acknowledge(cdk.Acknowledgment(id=finding, reason=reason))

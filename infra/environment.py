@@ -1,0 +1,25 @@
+"""The Lambda's environment, in one place: the names must match `drain_orchestrator.settings`."""
+
+from __future__ import annotations
+
+from infra.config import OrchestratorConfig
+
+SERVICE_NAME = "drain-orchestrator"
+METRICS_NAMESPACE = "DrainOrchestrator"
+
+
+def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: str) -> dict[str, str]:
+    env = {
+        "CLUSTER_NAMES": ",".join(config.clusters),
+        "ACTION_REBALANCE": config.actions.rebalance,
+        "ACTION_SPOT_INTERRUPTION": config.actions.spot_interruption,
+        "ACTION_STATE_CHANGE": config.actions.state_change,
+        "ACTION_SCHEDULED_CHANGE": config.actions.scheduled_change,
+        "NOTIFICATION_TOPIC_ARN": notification_topic_arn,
+        "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        "LOG_LEVEL": config.log_level,
+    }
+    if config.ownership_tag:
+        env["OWNERSHIP_TAG"] = config.ownership_tag
+    return env

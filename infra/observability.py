@@ -1,0 +1,148 @@
+"""Dashboard and alarms for the orchestrator's EMF metrics (namespace DrainOrchestrator).
+
+Dashboard graphs use SEARCH expressions, so they show every dimension combination the function emits
+(cluster, kind, reason, service) without this module having to know them. Alarms cannot use SEARCH; they
+watch exact series: the function's own Lambda metrics, the queues, and `DrainDeadlineMissed` per served
+cluster with dimensions {cluster, service} - the function must emit that metric with exactly that set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.environment import METRICS_NAMESPACE, SERVICE_NAME
+
+PERIOD = cdk.Duration.minutes(5)
+
+# (widget title, [(metric name, statistic)]) for the custom metrics, in dashboard order.
+METRIC_WIDGETS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Events by kind", (("EventsReceived", "Sum"),)),
+    ("Events ignored (by reason)", (("EventsIgnored", "Sum"),)),
+    (
+        "Drains",
+        (("NodesCordoned", "Sum"), ("NodesDrained", "Sum"), ("LifecycleActionsCompleted", "Sum")),
+    ),
+    ("Pods evicted", (("PodsEvicted", "Sum"),)),
+    ("Drain duration (s)", (("DrainDurationSeconds", "p50"), ("DrainDurationSeconds", "Maximum"))),
+    ("Evictions blocked by PodDisruptionBudgets", (("EvictionsBlockedByPDB", "Sum"),)),
+    ("Pods force-deleted", (("PodsForceDeleted", "Sum"),)),
+    ("Deadlines missed", (("DrainDeadlineMissed", "Sum"),)),
+    ("Errors (function-reported)", (("Errors", "Sum"),)),
+)
+
+
+def search(metric_name: str, statistic: str) -> cw.MathExpression:
+    return cw.MathExpression(
+        expression=(
+            f'SEARCH(\'Namespace="{METRICS_NAMESPACE}" MetricName="{metric_name}"\', '
+            f"'{statistic}', {int(PERIOD.to_seconds())})"
+        ),
+        using_metrics={},
+        label="",
+        period=PERIOD,
+    )
+
+
+def deadline_missed(cluster: str) -> cw.Metric:
+    return cw.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name="DrainDeadlineMissed",
+        dimensions_map={"cluster": cluster, "service": SERVICE_NAME},
+        statistic="Sum",
+        period=PERIOD,
+    )
+
+
+@dataclass(frozen=True)
+class DeadLetterQueue:
+    title: str
+    queue: sqs.IQueue
+
+
+class Observability(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        alias: lambda_.Alias,
+        clusters: Sequence[str],
+        dead_letter_queues: Sequence[DeadLetterQueue],
+        alarm_topic: sns.ITopic,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        action = cw_actions.SnsAction(alarm_topic)
+        self.alarms: list[cw.Alarm] = []
+
+        def alarm(alarm_id: str, metric: cw.IMetric, description: str) -> None:
+            created = cw.Alarm(
+                self,
+                alarm_id,
+                metric=metric,
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+                alarm_description=description,
+            )
+            created.add_alarm_action(action)
+            self.alarms.append(created)
+
+        alarm(
+            "FunctionErrors",
+            alias.metric_errors(period=PERIOD, statistic="Sum"),
+            "The drain orchestrator function failed (see its log group); a node may not have been drained.",
+        )
+        for dlq in dead_letter_queues:
+            alarm(
+                f"{dlq.title.replace(' ', '')}NotEmpty",
+                dlq.queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+                f"{dlq.title}: events that were never handled. Inspect, fix, then redrive.",
+            )
+        for cluster in clusters:
+            alarm(
+                f"DeadlineMissed-{cluster}",
+                deadline_missed(cluster),
+                f"A drain in cluster {cluster} missed its deadline (the instance went away first).",
+            )
+
+        graphs: list[cw.IWidget] = [
+            cw.GraphWidget(title=title, left=[search(name, stat) for name, stat in metrics], width=8)
+            for title, metrics in METRIC_WIDGETS
+        ]
+        graphs.append(
+            cw.GraphWidget(
+                title="Function (live alias)",
+                left=[
+                    alias.metric_invocations(period=PERIOD, statistic="Sum"),
+                    alias.metric_errors(period=PERIOD, statistic="Sum"),
+                    alias.metric_throttles(period=PERIOD, statistic="Sum"),
+                ],
+                width=12,
+            )
+        )
+        graphs.append(
+            cw.GraphWidget(
+                title="Dead letters",
+                left=[
+                    dlq.queue.metric_approximate_number_of_messages_visible(
+                        period=PERIOD, statistic="Maximum", label=dlq.title
+                    )
+                    for dlq in dead_letter_queues
+                ],
+                width=12,
+            )
+        )
+        self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=cdk.Duration.hours(6))
+        self.dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24))
+        for start in range(0, len(graphs), 3):  # one add_widgets call = one row
+            self.dashboard.add_widgets(*graphs[start : start + 3])

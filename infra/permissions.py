@@ -1,0 +1,75 @@
+"""The function's IAM permissions: exactly the calls the product makes, scoped as tightly as IAM allows."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+
+from infra.config import OrchestratorConfig
+
+# Why `autoscaling:ResourceTag/...` and not `aws:ResourceTag/...`: the Service Authorization Reference lists
+# `autoscaling:ResourceTag/${TagKey}` as the condition key of CompleteLifecycleAction and
+# RecordLifecycleActionHeartbeat (resource type autoScalingGroup), and the Auto Scaling guide's "Tags for
+# security" page uses it for actions on groups. It is evaluated against the group's tags.
+ASG_TAG_CONDITION = "autoscaling:ResourceTag"
+CLUSTER_TAG_VALUES = ["owned", "shared"]
+LIFECYCLE_ACTIONS = ["autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"]
+AUTOSCALING_DESCRIBE = [
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeLifecycleHooks",
+    "autoscaling:DescribeTags",
+]
+
+
+def _asg_arns(config: OrchestratorConfig) -> list[str]:
+    # The group id in an ASG ARN is a UUID unknown at synth time, hence the `*` in that position.
+    prefix = f"arn:{cdk.Aws.PARTITION}:autoscaling:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:autoScalingGroup:*"
+    names = config.served_asg_names or ("*",)
+    return [f"{prefix}:autoScalingGroupName/{name}" for name in names]
+
+
+def cluster_arn(name: str) -> str:
+    return f"arn:{cdk.Aws.PARTITION}:eks:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:cluster/{name}"
+
+
+def function_statements(config: OrchestratorConfig) -> list[iam.PolicyStatement]:
+    """Statements added to the function's role (SNS publish and the SQS destination are granted where
+    those resources are created)."""
+    statements = [
+        iam.PolicyStatement(
+            sid="DescribeInstances",
+            actions=["ec2:DescribeInstances"],
+            resources=["*"],  # DescribeInstances supports no resource-level permissions
+        ),
+        iam.PolicyStatement(
+            sid="DescribeAutoScaling",
+            actions=AUTOSCALING_DESCRIBE,
+            resources=["*"],  # Auto Scaling Describe* calls support no resource-level permissions
+        ),
+        iam.PolicyStatement(
+            sid="DescribeServedClusters",
+            actions=["eks:DescribeCluster"],
+            resources=[cluster_arn(name) for name in config.clusters],
+        ),
+    ]
+    # Conditions on different keys are ANDed, so each cluster tag key needs its own statement.
+    for index, name in enumerate(config.clusters):
+        statements.append(
+            iam.PolicyStatement(
+                sid=f"LifecycleClusterTag{index}",
+                actions=LIFECYCLE_ACTIONS,
+                resources=_asg_arns(config),
+                conditions={
+                    "StringEquals": {f"{ASG_TAG_CONDITION}/kubernetes.io/cluster/{name}": CLUSTER_TAG_VALUES}
+                },
+            )
+        )
+    statements.append(
+        iam.PolicyStatement(
+            sid="LifecycleEksClusterName",
+            actions=LIFECYCLE_ACTIONS,
+            resources=_asg_arns(config),
+            conditions={"StringEquals": {f"{ASG_TAG_CONDITION}/eks:cluster-name": list(config.clusters)}},
+        )
+    )
+    return statements
