@@ -7,7 +7,7 @@ from typing import Any
 
 import botocore.auth
 import pytest
-from kubernetes import client as k8s
+from kubernetes import client as kclient
 from kubernetes.client.exceptions import ApiException
 
 from drain_orchestrator.aws.clients import eks_client, sts_client
@@ -44,8 +44,8 @@ def test_allowed_calls_with_the_lambda_role_and_shipped_rbac(testbed: Any, aws: 
     assert GROUP in last["groups"]
 
 
-def k8s_core(connector: ClusterConnector, cluster: str) -> k8s.CoreV1Api:
-    return k8s.CoreV1Api(connector.api_client(cluster))
+def k8s_core(connector: ClusterConnector, cluster: str) -> kclient.CoreV1Api:
+    return kclient.CoreV1Api(connector.api_client(cluster))
 
 
 def test_mapped_role_without_a_binding_gets_403(testbed: Any, aws: Any, k8s: Any) -> None:
@@ -74,16 +74,16 @@ def test_token_older_than_15_minutes_is_rejected(testbed: Any, aws: Any, k8s: An
     monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda *a, **k: past)
     stale = generate_token("blue", sts)
     monkeypatch.undo()
-    cfg = k8s.Configuration(host=testbed.server)
+    cfg = kclient.Configuration(host=testbed.server)
     cfg.ca_cert_data = testbed.ca_pem.decode()
     cfg.api_key = {"BearerToken": stale}
     cfg.api_key_prefix = {"BearerToken": "Bearer"}
     with pytest.raises(ApiException) as caught:
-        k8s.CoreV1Api(k8s.ApiClient(cfg)).read_node(node)
+        kclient.CoreV1Api(kclient.ApiClient(cfg)).read_node(node)
     assert caught.value.status == 401
     fresh = generate_token("blue", sts)
     cfg.api_key = {"BearerToken": fresh}
-    assert k8s.CoreV1Api(k8s.ApiClient(cfg)).read_node(node).metadata.name == node
+    assert kclient.CoreV1Api(kclient.ApiClient(cfg)).read_node(node).metadata.name == node
 
 
 def test_8_expired_token_is_renewed_transparently(testbed: Any, aws: Any, k8s: Any) -> None:
@@ -112,7 +112,7 @@ def test_a_rejected_token_is_refreshed_once_and_the_call_retried(
     api = connector.api_client("blue")  # its first token is signed 20 minutes ago: the server says 401
     monkeypatch.undo()
     before = len(testbed.authentications())
-    assert k8s.CoreV1Api(api).read_node(node).metadata.name == node
+    assert kclient.CoreV1Api(api).read_node(node).metadata.name == node
     assert connector.tokens.generated == 2
     allowed = [a["allowed"] for a in testbed.authentications()[before:]]
     assert allowed == [False, True]

@@ -10,7 +10,7 @@ import pytest
 
 from drain_orchestrator.cli import main
 from tests import samples
-from tests.integration.ownership_support import action_state
+from tests.integration.ownership_support import action_state, grant
 
 pytestmark = pytest.mark.integration
 
@@ -66,10 +66,12 @@ def test_explain_prints_decisions_and_changes_nothing(testbed: Any, aws: Any, k8
 def test_explain_reports_no_node_and_other_clusters_through_eks_auth(
     testbed: Any, aws: Any, cli: Cli
 ) -> None:
-    # the CLI runs with whatever credentials the environment has: map them like the Lambda's role
-    arn = aws.client("sts").get_caller_identity()["Arn"]
-    aws.eks_cluster("blue")
-    testbed.put_access_entry("blue", arn, "cli-user", ["drain-orchestrator"])
+    # the CLI runs with whatever credentials the environment has: here the Lambda role's, mapped as in EKS
+    creds = aws.lambda_session().get_credentials().get_frozen_credentials()
+    cli.monkeypatch.setenv("AWS_ACCESS_KEY_ID", creds.access_key)
+    cli.monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", creds.secret_key)
+    cli.monkeypatch.setenv("AWS_SESSION_TOKEN", creds.token)
+    grant(testbed, aws, "blue")
     [blue_iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
     green_iid = aws.instance(tags={"eks:cluster-name": "green"})
     cli.monkeypatch.setenv("CLUSTER_NAMES", "blue")
