@@ -12,11 +12,12 @@ import sys
 import aws_cdk as cdk
 import cdk_nag
 
-from infra.config import CONTEXT_KEYS, ConfigError, config_from_context
+from infra.config import CONTEXT_KEYS, ConfigError, check_no_unknown_keys, config_from_context
 from infra.stack import STACK_NAME, DrainOrchestratorStack
 
 
 def build_app(app: cdk.App) -> DrainOrchestratorStack:
+    check_no_unknown_keys(app.node.get_all_context())
     config = config_from_context(app.node.try_get_context)
     account = os.environ.get("CDK_DEFAULT_ACCOUNT")
     region = os.environ.get("CDK_DEFAULT_REGION")

@@ -6,6 +6,7 @@ context key (`ConfigError.key`) so `cdk synth -c clusters=...` tells the user ex
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ _TAG_KEY = re.compile(r"^[^=,]{1,128}$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _SG_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
+_OUR_KEY_SHAPE = re.compile(r"^[a-z][A-Za-z0-9]*$")
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 
 
@@ -167,8 +169,18 @@ def config_from_mapping(context: Mapping[str, object]) -> OrchestratorConfig:
 
 
 def unknown_keys(context: Mapping[str, object]) -> list[str]:
-    """Context keys that look like ours (camelCase, no ':') but are not read: most likely typos."""
-    return sorted(k for k in context if ":" not in k and "/" not in k and k not in CONTEXT_KEYS)
+    """Context keys shaped like ours (camelCase) that we do not read: most likely typos. CDK's own keys
+    contain ':' or '-' (`aws:cdk:...`, `@aws-cdk/...`, `acknowledged-issue-numbers`)."""
+    return sorted(k for k in context if _OUR_KEY_SHAPE.match(k) and k not in CONTEXT_KEYS)
+
+
+def check_no_unknown_keys(context: Mapping[str, object]) -> None:
+    unknown = unknown_keys(context)
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, CONTEXT_KEYS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise ConfigError(key, f"unknown key{hint}")
 
 
 def _unique(items: Sequence[str]) -> tuple[str, ...]:

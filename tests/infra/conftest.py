@@ -1,0 +1,103 @@
+"""Fixtures for the CDK tests: synthesized stacks per configuration, without bundling.
+
+jsii starts its Node process on the first `aws_cdk` import and runs whatever `node` is first on PATH, so
+the pinned Node 22 from node_modules goes first before any test module imports aws_cdk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NODE_BIN = REPO_ROOT / "node_modules" / "node" / "bin"
+
+if (NODE_BIN / "node").exists() and not os.environ.get("PATH", "").startswith(str(NODE_BIN)):
+    os.environ["PATH"] = f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+
+# One cluster, everything else default.
+SINGLE: dict[str, Any] = {"clusters": "prod"}
+# Several clusters in a VPC, every option set (context values as the CLI passes them: strings).
+MULTI_VPC: dict[str, Any] = {
+    "clusters": "prod,staging,batch",
+    "asgNames": "prod-workers,staging-workers",
+    "lifecycleHookNames": "node-drainer",
+    "createLifecycleHooks": "prod-workers,batch-spot",
+    "createdHookName": "drain-orchestrator",
+    "heartbeatTimeoutSeconds": "900",
+    "ownershipTag": "team=platform",
+    "actionRebalance": "ignore",
+    "actionSpotInterruption": "drain",
+    "actionStateChange": "cordon",
+    "actionScheduledChange": "cordon",
+    "vpcId": "vpc-0123456789abcdef0",
+    "subnetIds": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
+    "securityGroupIds": "sg-0ccccccccccccccc3",
+    "alarmEmail": "oncall@example.com",
+    "reservedConcurrency": "20",
+    "memorySize": "1024",
+    "timeoutSeconds": "900",
+    "executionTimeoutHours": "48",
+    "logRetentionDays": "90",
+    "logLevel": "debug",
+}
+
+
+@dataclass
+class Synthesized:
+    template: Any  # aws_cdk.assertions.Template
+    raw: dict[str, Any]
+    stack: Any  # infra.stack.DrainOrchestratorStack
+    outdir: Path
+
+    def resources(self, type_name: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.raw["Resources"].items() if v["Type"] == type_name}
+
+    def only(self, type_name: str) -> dict[str, Any]:
+        found = list(self.resources(type_name).values())
+        assert len(found) == 1, f"expected one {type_name}, found {len(found)}"
+        props: dict[str, Any] = found[0].get("Properties", {})
+        return props
+
+
+def synthesize(context: Mapping[str, Any], outdir: Path) -> Synthesized:
+    """Synthesize the app as `cdk synth` would (cdk-nag included), but without bundling the asset."""
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+    from infra.app import build_app
+
+    app = cdk.App(context={"aws:cdk:bundling-stacks": [], **context}, outdir=str(outdir))
+    stack = build_app(app)
+    assembly = app.synth()
+    raw = json.loads(Path(assembly.get_stack_by_name(stack.stack_name).template_full_path).read_text())
+    return Synthesized(template=Template.from_json(raw), raw=raw, stack=stack, outdir=outdir)
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Mapping[str, Any]], Synthesized]:
+    """Synthesize once per distinct context and share the result across tests."""
+    cache: dict[str, Synthesized] = {}
+
+    def get(context: Mapping[str, Any]) -> Synthesized:
+        key = json.dumps(context, sort_keys=True)
+        if key not in cache:
+            cache[key] = synthesize(context, tmp_path_factory.mktemp("cdk-out"))
+        return cache[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def single(synth: Callable[[Mapping[str, Any]], Synthesized]) -> Synthesized:
+    return synth(SINGLE)
+
+
+@pytest.fixture(scope="session")
+def multi(synth: Callable[[Mapping[str, Any]], Synthesized]) -> Synthesized:
+    return synth(MULTI_VPC)

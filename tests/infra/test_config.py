@@ -1,0 +1,142 @@
+"""CDK context validation: pure, no jsii. Every bad value must name its key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from infra.config import (
+    DEFAULT_EXECUTION_TIMEOUT_HOURS,
+    ConfigError,
+    KindActions,
+    check_no_unknown_keys,
+    config_from_mapping,
+    unknown_keys,
+)
+from infra.environment import lambda_environment
+
+from tests.infra.conftest import MULTI_VPC
+
+
+def test_defaults_for_one_cluster() -> None:
+    config = config_from_mapping({"clusters": "prod"})
+    assert config.clusters == ("prod",)
+    assert config.actions == KindActions("cordon", "drain", "drain", "drain")
+    assert config.vpc is None
+    assert config.create_access_entries is True
+    assert config.execution_timeout_hours == DEFAULT_EXECUTION_TIMEOUT_HOURS >= 48
+    assert (config.memory_size, config.timeout_seconds, config.log_retention_days) == (512, 600, 30)
+    assert config.served_asg_names == () and config.served_hook_names == ()
+
+
+def test_every_option_parsed_from_cli_strings() -> None:
+    config = config_from_mapping(MULTI_VPC)
+    assert config.clusters == ("prod", "staging", "batch")
+    assert config.asg_names == ("prod-workers", "staging-workers")
+    # lifecycle rules and IAM cover the ASGs we put hooks on, and the hook we create
+    assert config.served_asg_names == ("prod-workers", "staging-workers", "batch-spot")
+    assert config.served_hook_names == ("node-drainer", "drain-orchestrator")
+    assert config.ownership_tag == "team=platform"
+    assert config.actions == KindActions("ignore", "drain", "cordon", "cordon")
+    assert config.vpc is not None
+    assert config.vpc.subnet_ids == ("subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2")
+    assert config.vpc.security_group_ids == ("sg-0ccccccccccccccc3",)
+    assert config.alarm_email == "oncall@example.com"
+    assert (config.reserved_concurrency, config.memory_size, config.timeout_seconds) == (20, 1024, 900)
+    assert (config.execution_timeout_hours, config.log_retention_days, config.log_level) == (48, 90, "DEBUG")
+    assert config.heartbeat_timeout_seconds == 900
+
+
+def test_cdk_json_style_values() -> None:
+    config = config_from_mapping(
+        {
+            "clusters": ["a", "b", "a"],
+            "createAccessEntries": False,
+            "memorySize": 256,
+            "reservedConcurrency": 5,
+        }
+    )
+    assert config.clusters == ("a", "b")  # duplicates dropped, order kept
+    assert config.create_access_entries is False
+    assert (config.memory_size, config.reserved_concurrency) == (256, 5)
+
+
+@pytest.mark.parametrize(
+    ("context", "key"),
+    [
+        ({}, "clusters"),
+        ({"clusters": ""}, "clusters"),
+        ({"clusters": "*"}, "clusters"),
+        ({"clusters": "prod,,dev"}, "clusters"),
+        ({"clusters": "bad name"}, "clusters"),
+        ({"clusters": 3}, "clusters"),
+        ({"asgNames": "arn:aws:autoscaling:x"}, "asgNames"),
+        ({"lifecycleHookNames": "bad hook!"}, "lifecycleHookNames"),
+        ({"createLifecycleHooks": "a:b"}, "createLifecycleHooks"),
+        ({"createdHookName": "no spaces"}, "createdHookName"),
+        ({"ownershipTag": "=x"}, "ownershipTag"),
+        ({"ownershipTag": "key="}, "ownershipTag"),
+        ({"ownershipTag": "a=b=c"}, "ownershipTag"),
+        ({"actionRebalance": "evict"}, "actionRebalance"),
+        ({"actionSpotInterruption": "wait"}, "actionSpotInterruption"),
+        ({"actionStateChange": "DRAIN"}, "actionStateChange"),
+        ({"actionScheduledChange": ""}, "actionScheduledChange"),
+        ({"vpcId": "vpc-123"}, "vpcId"),
+        ({"vpcId": "vpc-0123456789abcdef0"}, "subnetIds"),
+        ({"subnetIds": "subnet-0aaaaaaaaaaaaaaa1"}, "vpcId"),
+        ({"securityGroupIds": "sg-0ccccccccccccccc3"}, "vpcId"),
+        ({"vpcId": "vpc-0123456789abcdef0", "subnetIds": "sn-1"}, "subnetIds"),
+        ({"vpcId": "vpc-0123456789abcdef0", "subnetIds": "subnet-0aaaaaaaaaaaaaaa1", "securityGroupIds": "x"},
+         "securityGroupIds"),
+        ({"alarmEmail": "not-an-email"}, "alarmEmail"),
+        ({"heartbeatTimeoutSeconds": "29"}, "heartbeatTimeoutSeconds"),
+        ({"createAccessEntries": "yes"}, "createAccessEntries"),
+        ({"reservedConcurrency": "0"}, "reservedConcurrency"),
+        ({"reservedConcurrency": "ten"}, "reservedConcurrency"),
+        ({"memorySize": "64"}, "memorySize"),
+        ({"memorySize": True}, "memorySize"),
+        ({"timeoutSeconds": "901"}, "timeoutSeconds"),
+        ({"executionTimeoutHours": "47"}, "executionTimeoutHours"),
+        ({"logRetentionDays": "31"}, "logRetentionDays"),
+        ({"logLevel": "TRACE"}, "logLevel"),
+    ],
+)  # fmt: skip
+def test_bad_context_names_the_key(context: dict[str, Any], key: str) -> None:
+    full = {"clusters": "prod", **context} if "clusters" not in context and context else dict(context)
+    with pytest.raises(ConfigError) as raised:
+        config_from_mapping(full)
+    assert raised.value.key == key
+    assert f"'{key}'" in str(raised.value)
+
+
+def test_unknown_keys_are_reported_but_cdk_keys_are_not() -> None:
+    context = {
+        "clusters": "a",
+        "alarmEmali": "typo",
+        "aws:cdk:bundling-stacks": [],
+        "@aws-cdk/x:flag": True,
+        "acknowledged-issue-numbers": [1],
+    }
+    assert unknown_keys(context) == ["alarmEmali"]
+    with pytest.raises(ConfigError, match="did you mean 'alarmEmail'") as raised:
+        check_no_unknown_keys(context)
+    assert raised.value.key == "alarmEmali"
+
+
+def test_lambda_environment_matches_the_settings_names() -> None:
+    env = lambda_environment(config_from_mapping(MULTI_VPC), notification_topic_arn="arn:topic")
+    assert env == {
+        "CLUSTER_NAMES": "prod,staging,batch",
+        "OWNERSHIP_TAG": "team=platform",
+        "ACTION_REBALANCE": "ignore",
+        "ACTION_SPOT_INTERRUPTION": "drain",
+        "ACTION_STATE_CHANGE": "cordon",
+        "ACTION_SCHEDULED_CHANGE": "cordon",
+        "NOTIFICATION_TOPIC_ARN": "arn:topic",
+        "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
+        "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
+        "LOG_LEVEL": "DEBUG",
+    }
+    assert "OWNERSHIP_TAG" not in lambda_environment(
+        config_from_mapping({"clusters": "a"}), notification_topic_arn="t"
+    )

@@ -1,0 +1,482 @@
+"""Template assertions for every resource and property issue 6 lists, in two configurations (plus a third
+for the VPC-without-security-groups and no-access-entries branches)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+from infra.construct import KUBERNETES_GROUP
+from infra.observability import METRIC_WIDGETS
+
+from tests.infra.conftest import Synthesized
+
+DURABLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy"
+VPC_POLICY = "service-role/AWSLambdaVPCAccessExecutionRole"
+DRAIN_STATES = ["stopping", "stopped", "shutting-down", "terminated"]
+
+
+def logical_id(synth: Synthesized, type_name: str, contains: str) -> str:
+    matches = [k for k in synth.resources(type_name) if contains in k]
+    assert len(matches) == 1, f"{type_name} *{contains}*: {matches}"
+    return matches[0]
+
+
+def alias_ref(synth: Synthesized) -> dict[str, str]:
+    return {"Ref": logical_id(synth, "AWS::Lambda::Alias", "LiveAlias")}
+
+
+def queue_arn(synth: Synthesized, name: str) -> dict[str, list[str]]:
+    return {"Fn::GetAtt": [logical_id(synth, "AWS::SQS::Queue", name), "Arn"]}
+
+
+def statements(synth: Synthesized) -> list[dict[str, Any]]:
+    policy = synth.only("AWS::IAM::Policy")
+    result: list[dict[str, Any]] = policy["PolicyDocument"]["Statement"]
+    return result
+
+
+def by_sid(synth: Synthesized) -> dict[str, dict[str, Any]]:
+    return {s["Sid"]: s for s in statements(synth) if "Sid" in s}
+
+
+def managed_policies(synth: Synthesized) -> list[str]:
+    role = synth.only("AWS::IAM::Role")
+    return [json.dumps(arn) for arn in role.get("ManagedPolicyArns", [])]
+
+
+def rule_patterns(synth: Synthesized) -> dict[str, dict[str, Any]]:
+    return {k: v["Properties"]["EventPattern"] for k, v in synth.resources("AWS::Events::Rule").items()}
+
+
+def pattern_for(synth: Synthesized, detail_type: str) -> dict[str, Any] | None:
+    found = [p for p in rule_patterns(synth).values() if p["detail-type"] == [detail_type]]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def arn_text(value: object) -> str:
+    """A Fn::Join ARN flattened to text, pseudo parameters as <AWS::...>."""
+    if isinstance(value, dict) and "Fn::Join" in value:
+        return "".join(arn_text(part) for part in value["Fn::Join"][1])
+    if isinstance(value, dict) and "Ref" in value:
+        return f"<{value['Ref']}>"
+    return str(value)
+
+
+# --- function -----------------------------------------------------------------------------------------------
+
+
+def test_function_runtime_architecture_durable_logging(single: Synthesized) -> None:
+    fn = single.only("AWS::Lambda::Function")
+    assert fn["Runtime"] == "python3.13"
+    assert fn["Architectures"] == ["arm64"]
+    assert fn["Handler"] == "drain_orchestrator.handler.handler"
+    assert fn["DurableConfig"]["ExecutionTimeout"] >= 48 * 3600  # the lifecycle hook's global limit
+    assert fn["DurableConfig"]["RetentionPeriodInDays"] == 14
+    assert fn["Timeout"] == 600 and fn["MemorySize"] == 512
+    assert "ReservedConcurrentExecutions" not in fn
+    assert "VpcConfig" not in fn
+    log_group = logical_id(single, "AWS::Logs::LogGroup", "LogGroup")
+    assert fn["LoggingConfig"] == {
+        "LogFormat": "JSON",
+        "ApplicationLogLevel": "INFO",
+        "SystemLogLevel": "INFO",
+        "LogGroup": {"Ref": log_group},
+    }
+    group = single.raw["Resources"][log_group]
+    assert group["Properties"]["RetentionInDays"] == 30
+    assert group["DeletionPolicy"] == "Retain"
+
+
+def test_function_environment(single: Synthesized) -> None:
+    env = single.only("AWS::Lambda::Function")["Environment"]["Variables"]
+    topic = logical_id(single, "AWS::SNS::Topic", "NotificationTopic")
+    assert env == {
+        "CLUSTER_NAMES": "prod",
+        "ACTION_REBALANCE": "cordon",
+        "ACTION_SPOT_INTERRUPTION": "drain",
+        "ACTION_STATE_CHANGE": "drain",
+        "ACTION_SCHEDULED_CHANGE": "drain",
+        "NOTIFICATION_TOPIC_ARN": {"Ref": topic},
+        "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
+        "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
+        "LOG_LEVEL": "INFO",
+    }
+
+
+def test_function_options_from_context(multi: Synthesized) -> None:
+    fn = multi.only("AWS::Lambda::Function")
+    assert fn["ReservedConcurrentExecutions"] == 20
+    assert (fn["MemorySize"], fn["Timeout"]) == (1024, 900)
+    assert fn["DurableConfig"]["ExecutionTimeout"] == 48 * 3600
+    assert fn["LoggingConfig"]["ApplicationLogLevel"] == "DEBUG"
+    assert fn["Environment"]["Variables"]["CLUSTER_NAMES"] == "prod,staging,batch"
+    assert fn["Environment"]["Variables"]["OWNERSHIP_TAG"] == "team=platform"
+    assert fn["Environment"]["Variables"]["ACTION_STATE_CHANGE"] == "cordon"
+    assert multi.only("AWS::Logs::LogGroup")["RetentionInDays"] == 90
+
+
+def test_vpc_placement(multi: Synthesized) -> None:
+    vpc_config = multi.only("AWS::Lambda::Function")["VpcConfig"]
+    assert vpc_config["SubnetIds"] == ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"]
+    assert vpc_config["SecurityGroupIds"] == ["sg-0ccccccccccccccc3"]
+    assert multi.resources("AWS::EC2::SecurityGroup") == {}  # given groups are used, none created
+    assert any(VPC_POLICY in arn for arn in managed_policies(multi))
+
+
+def test_vpc_without_security_groups_creates_one(
+    synth: Callable[[Mapping[str, Any]], Synthesized],
+) -> None:
+    result = synth(
+        {
+            "clusters": "prod",
+            "vpcId": "vpc-0123456789abcdef0",
+            "subnetIds": "subnet-0aaaaaaaaaaaaaaa1",
+            "createAccessEntries": "false",
+        }
+    )
+    group = result.only("AWS::EC2::SecurityGroup")
+    assert group["VpcId"] == "vpc-0123456789abcdef0"
+    assert group["SecurityGroupEgress"][0]["CidrIp"] == "0.0.0.0/0"
+    assert "SecurityGroupIngress" not in group
+    sg_id = logical_id(result, "AWS::EC2::SecurityGroup", "SecurityGroup")
+    vpc_config = result.only("AWS::Lambda::Function")["VpcConfig"]
+    assert vpc_config["SecurityGroupIds"] == [{"Fn::GetAtt": [sg_id, "GroupId"]}]
+    # CONFIG_MAP clusters: no access entries, the aws-auth route is used instead
+    assert result.resources("AWS::EKS::AccessEntry") == {}
+
+
+# --- alias and async invoke ---------------------------------------------------------------------------------
+
+
+def test_alias_is_the_only_invoke_target(single: Synthesized) -> None:
+    alias = single.only("AWS::Lambda::Alias")
+    assert alias["Name"] == "live"
+    assert alias["FunctionVersion"]["Fn::GetAtt"][1] == "Version"
+    permissions = single.resources("AWS::Lambda::Permission")
+    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 6
+    for permission in permissions.values():
+        props = permission["Properties"]
+        assert props["FunctionName"] == alias_ref(single)  # never the unqualified function
+        assert props["Principal"] == "events.amazonaws.com"
+        assert props["SourceArn"]["Fn::GetAtt"][1] == "Arn"
+
+
+def test_async_invoke_config_on_the_alias(single: Synthesized) -> None:
+    config = single.only("AWS::Lambda::EventInvokeConfig")
+    assert config["Qualifier"] != "$LATEST"
+    assert config["Qualifier"]["Fn::Select"][1]["Fn::Split"][1] == alias_ref(single)
+    assert config["MaximumRetryAttempts"] == 2
+    assert config["MaximumEventAgeInSeconds"] == 6 * 3600
+    assert config["DestinationConfig"]["OnFailure"]["Destination"] == queue_arn(
+        single, "FailedInvocationQueue"
+    )
+
+
+# --- EventBridge --------------------------------------------------------------------------------------------
+
+
+def test_one_rule_per_kind_with_reference_patterns(single: Synthesized) -> None:
+    assert pattern_for(single, "EC2 Instance-terminate Lifecycle Action") == {
+        "source": ["aws.autoscaling"],
+        "detail-type": ["EC2 Instance-terminate Lifecycle Action"],
+    }
+    assert pattern_for(single, "EC2 Instance-launch Lifecycle Action") == {
+        "source": ["aws.autoscaling"],
+        "detail-type": ["EC2 Instance-launch Lifecycle Action"],
+    }
+    assert pattern_for(single, "EC2 Spot Instance Interruption Warning") == {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Spot Instance Interruption Warning"],
+    }
+    assert pattern_for(single, "EC2 Instance Rebalance Recommendation") == {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Instance Rebalance Recommendation"],
+    }
+    assert pattern_for(single, "EC2 Instance State-change Notification") == {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Instance State-change Notification"],
+        "detail": {"state": DRAIN_STATES},
+    }
+    assert pattern_for(single, "AWS Health Event") == {
+        "source": ["aws.health"],
+        "detail-type": ["AWS Health Event"],
+        "detail": {"service": ["EC2"], "eventTypeCategory": ["scheduledChange"]},
+    }
+
+
+def test_rule_targets_alias_with_retry_policy_and_dead_letter_queue(single: Synthesized) -> None:
+    dlq = queue_arn(single, "DeliveryDeadLetterQueue")
+    for rule in single.resources("AWS::Events::Rule").values():
+        (target,) = rule["Properties"]["Targets"]
+        assert target["Arn"] == alias_ref(single)
+        assert target["RetryPolicy"] == {"MaximumRetryAttempts": 20, "MaximumEventAgeInSeconds": 6 * 3600}
+        assert target["DeadLetterConfig"] == {"Arn": dlq}
+    # EventBridge may write to the DLQ only on behalf of our rules
+    policy = next(
+        p["Properties"]["PolicyDocument"]
+        for p in single.resources("AWS::SQS::QueuePolicy").values()
+        if p["Properties"]["Queues"]
+        == [{"Ref": logical_id(single, "AWS::SQS::Queue", "DeliveryDeadLetterQueue")}]
+    )
+    senders = [s for s in policy["Statement"] if s.get("Principal") == {"Service": "events.amazonaws.com"}]
+    assert len(senders) == 6
+    assert all(s["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::GetAtt"][1] == "Arn" for s in senders)
+
+
+def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> None:
+    scope = {
+        "AutoScalingGroupName": ["prod-workers", "staging-workers", "batch-spot"],
+        "LifecycleHookName": ["node-drainer", "drain-orchestrator"],
+    }
+    for detail_type in ("EC2 Instance-terminate Lifecycle Action", "EC2 Instance-launch Lifecycle Action"):
+        pattern = pattern_for(multi, detail_type)
+        assert pattern is not None
+        assert pattern["detail"] == scope
+
+
+def test_ignored_kind_gets_no_rule(multi: Synthesized) -> None:
+    assert pattern_for(multi, "EC2 Instance Rebalance Recommendation") is None  # actionRebalance=ignore
+    assert len(multi.resources("AWS::Events::Rule")) == 5
+    assert multi.only("AWS::Lambda::Function")["Environment"]["Variables"]["ACTION_REBALANCE"] == "ignore"
+
+
+# --- queues and topics --------------------------------------------------------------------------------------
+
+
+def test_queues_encrypted_tls_only_14_days(single: Synthesized) -> None:
+    queues = single.resources("AWS::SQS::Queue")
+    assert len(queues) == 2
+    for queue in queues.values():
+        assert queue["Properties"]["SqsManagedSseEnabled"] is True
+        assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
+    for policy in single.resources("AWS::SQS::QueuePolicy").values():
+        deny = policy["Properties"]["PolicyDocument"]["Statement"][0]
+        assert deny["Effect"] == "Deny"
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_topics_and_alarm_email(single: Synthesized, multi: Synthesized) -> None:
+    assert len(single.resources("AWS::SNS::Topic")) == 2
+    assert single.resources("AWS::SNS::Subscription") == {}
+    subscription = multi.only("AWS::SNS::Subscription")
+    assert subscription["Protocol"] == "email"
+    assert subscription["Endpoint"] == "oncall@example.com"
+    assert subscription["TopicArn"] == {"Ref": logical_id(multi, "AWS::SNS::Topic", "AlarmTopic")}
+
+
+# --- IAM ----------------------------------------------------------------------------------------------------
+
+
+def test_least_privilege_actions(single: Synthesized) -> None:
+    actions: set[str] = set()
+    for statement in statements(single):
+        assert statement["Effect"] == "Allow"
+        found = statement["Action"]
+        actions.update([found] if isinstance(found, str) else found)
+    assert actions == {
+        "ec2:DescribeInstances",
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeLifecycleHooks",
+        "autoscaling:DescribeTags",
+        "autoscaling:CompleteLifecycleAction",
+        "autoscaling:RecordLifecycleActionHeartbeat",
+        "eks:DescribeCluster",
+        "sns:Publish",
+        # the on-failure destination is written with the function's role
+        "sqs:SendMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:GetQueueUrl",
+    }
+    assert not any("*" in action for action in actions)
+    assert managed_policies(single) == [
+        json.dumps(
+            {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{DURABLE_POLICY}"]]}
+        )
+    ]
+
+
+def test_scoped_resources(single: Synthesized) -> None:
+    sids = by_sid(single)
+    assert arn_text(sids["DescribeServedClusters"]["Resource"]) == (
+        "arn:<AWS::Partition>:eks:<AWS::Region>:<AWS::AccountId>:cluster/prod"
+    )
+    publish = next(s for s in statements(single) if s["Action"] == "sns:Publish")
+    assert publish["Resource"] == {"Ref": logical_id(single, "AWS::SNS::Topic", "NotificationTopic")}
+    send = next(s for s in statements(single) if "sqs:SendMessage" in s["Action"])
+    assert send["Resource"] == queue_arn(single, "FailedInvocationQueue")
+
+
+def test_lifecycle_actions_conditioned_on_cluster_tags(single: Synthesized) -> None:
+    sids = by_sid(single)
+    tag = sids["LifecycleClusterTag0"]
+    assert tag["Condition"] == {
+        "StringEquals": {"autoscaling:ResourceTag/kubernetes.io/cluster/prod": ["owned", "shared"]}
+    }
+    assert sids["LifecycleEksClusterName"]["Condition"] == {
+        "StringEquals": {"autoscaling:ResourceTag/eks:cluster-name": ["prod"]}
+    }
+    for sid in ("LifecycleClusterTag0", "LifecycleEksClusterName"):
+        assert arn_text(sids[sid]["Resource"]).endswith(":autoScalingGroup:*:autoScalingGroupName/*")
+        assert sorted(sids[sid]["Action"]) == [
+            "autoscaling:CompleteLifecycleAction",
+            "autoscaling:RecordLifecycleActionHeartbeat",
+        ]
+
+
+def test_multi_cluster_permissions(multi: Synthesized) -> None:
+    sids = by_sid(multi)
+    assert sorted(arn_text(r).rsplit("/", 1)[1] for r in sids["DescribeServedClusters"]["Resource"]) == [
+        "batch",
+        "prod",
+        "staging",
+    ]
+    for index, cluster in enumerate(("prod", "staging", "batch")):
+        condition = sids[f"LifecycleClusterTag{index}"]["Condition"]["StringEquals"]
+        assert condition == {f"autoscaling:ResourceTag/kubernetes.io/cluster/{cluster}": ["owned", "shared"]}
+        # scoped to the served ASG names as well
+        assert [arn_text(r).rsplit("/", 1)[1] for r in sids[f"LifecycleClusterTag{index}"]["Resource"]] == [
+            "prod-workers",
+            "staging-workers",
+            "batch-spot",
+        ]
+    assert sids["LifecycleEksClusterName"]["Condition"]["StringEquals"] == {
+        "autoscaling:ResourceTag/eks:cluster-name": ["prod", "staging", "batch"]
+    }
+
+
+# --- cluster access -----------------------------------------------------------------------------------------
+
+
+def test_access_entry_per_cluster(single: Synthesized, multi: Synthesized) -> None:
+    role = logical_id(single, "AWS::IAM::Role", "ServiceRole")
+    assert single.only("AWS::EKS::AccessEntry") == {
+        "ClusterName": "prod",
+        "PrincipalArn": {"Fn::GetAtt": [role, "Arn"]},
+        "Type": "STANDARD",
+        "KubernetesGroups": [KUBERNETES_GROUP],
+    }
+    entries = multi.resources("AWS::EKS::AccessEntry").values()
+    assert sorted(e["Properties"]["ClusterName"] for e in entries) == ["batch", "prod", "staging"]
+    assert all(e["Properties"]["KubernetesGroups"] == ["drain-orchestrator"] for e in entries)
+
+
+# --- lifecycle hooks ----------------------------------------------------------------------------------------
+
+
+def test_lifecycle_hooks_created_on_named_asgs(single: Synthesized, multi: Synthesized) -> None:
+    assert single.resources("AWS::AutoScaling::LifecycleHook") == {}
+    hooks = sorted(
+        (h["Properties"] for h in multi.resources("AWS::AutoScaling::LifecycleHook").values()),
+        key=lambda h: h["AutoScalingGroupName"],
+    )
+    assert hooks == [
+        {
+            "AutoScalingGroupName": asg,
+            "LifecycleHookName": "drain-orchestrator",
+            "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+            "HeartbeatTimeout": 900,
+            "DefaultResult": "CONTINUE",
+        }
+        for asg in ("batch-spot", "prod-workers")
+    ]
+
+
+# --- dashboard and alarms -----------------------------------------------------------------------------------
+
+
+def dashboard(synth: Synthesized) -> dict[str, Any]:
+    """The dashboard body as JSON; CloudFormation tokens (always inside JSON strings) become TOKEN."""
+    body = synth.only("AWS::CloudWatch::Dashboard")["DashboardBody"]
+    parsed: dict[str, Any] = json.loads(
+        "".join(part if isinstance(part, str) else "TOKEN" for part in body["Fn::Join"][1])
+    )
+    return parsed
+
+
+def test_dashboard_shows_every_metric(single: Synthesized) -> None:
+    widgets = dashboard(single)["widgets"]
+    titles = [w["properties"]["title"] for w in widgets]
+    assert titles == [
+        "Alarms",
+        *(title for title, _ in METRIC_WIDGETS),
+        "Function (live alias)",
+        "Dead letters",
+    ]
+    expressions = {
+        line[0]["expression"]
+        for w in widgets
+        for line in w["properties"].get("metrics", [])
+        if isinstance(line[0], dict)
+    }
+    names = {
+        "EventsReceived", "EventsIgnored", "NodesCordoned", "NodesDrained", "LifecycleActionsCompleted",
+        "PodsEvicted", "DrainDurationSeconds", "EvictionsBlockedByPDB", "PodsForceDeleted",
+        "DrainDeadlineMissed", "Errors",
+    }  # fmt: skip
+
+    def expected(name: str, stat: str) -> str:
+        return "SEARCH('Namespace=" + '"DrainOrchestrator" MetricName="' + name + '"' + f"', '{stat}', 300)"
+
+    for name in names - {"DrainDurationSeconds"}:
+        assert expected(name, "Sum") in expressions, name
+    assert expected("DrainDurationSeconds", "p50") in expressions
+    assert expected("DrainDurationSeconds", "Maximum") in expressions
+    dead_letters = widgets[-1]["properties"]["metrics"]
+    assert [m[:2] for m in dead_letters] == [["AWS/SQS", "ApproximateNumberOfMessagesVisible"]] * 2
+    assert len(widgets[0]["properties"]["alarms"]) == 4
+
+
+def alarms(synth: Synthesized) -> dict[str, dict[str, Any]]:
+    return {k: v["Properties"] for k, v in synth.resources("AWS::CloudWatch::Alarm").items()}
+
+
+def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
+    found = alarms(single)
+    topic = {"Ref": logical_id(single, "AWS::SNS::Topic", "AlarmTopic")}
+    assert len(found) == 4  # errors, two dead-letter queues, deadline missed (one cluster)
+    for alarm in found.values():
+        assert alarm["AlarmActions"] == [topic]
+        assert alarm["Threshold"] == 1
+        assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+        assert alarm["TreatMissingData"] == "notBreaching"
+    errors = next(a for a in found.values() if a["MetricName"] == "Errors")
+    assert errors["Namespace"] == "AWS/Lambda"
+    function = {"Ref": logical_id(single, "AWS::Lambda::Function", "Function")}
+    assert {"Name": "Resource", "Value": {"Fn::Join": ["", [function, ":live"]]}} in errors["Dimensions"]
+    queues = sorted(
+        a["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+        for a in found.values()
+        if a["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    )
+    assert queues == sorted(single.resources("AWS::SQS::Queue"))
+    deadline = next(a for a in found.values() if a["MetricName"] == "DrainDeadlineMissed")
+    assert deadline["Namespace"] == "DrainOrchestrator"
+    assert deadline["Dimensions"] == [
+        {"Name": "cluster", "Value": "prod"},
+        {"Name": "service", "Value": "drain-orchestrator"},
+    ]
+
+
+def test_deadline_alarm_per_cluster(multi: Synthesized) -> None:
+    clusters = sorted(
+        a["Dimensions"][0]["Value"]
+        for a in alarms(multi).values()
+        if a["MetricName"] == "DrainDeadlineMissed"
+    )
+    assert clusters == ["batch", "prod", "staging"]
+
+
+@pytest.mark.parametrize("config", ["single", "multi"])
+def test_outputs(config: str, request: pytest.FixtureRequest) -> None:
+    synth: Synthesized = request.getfixturevalue(config)
+    assert set(synth.raw["Outputs"]) == {
+        "FunctionAliasArn",
+        "FunctionRoleArn",
+        "NotificationTopicArn",
+        "AlarmTopicArn",
+        "DashboardName",
+    }
