@@ -11,9 +11,9 @@ from typing import Any
 
 from drain_orchestrator.drain.options import DEFAULT_DRAIN_TAINT_KEY, DrainOptions
 from drain_orchestrator.drain.report import DrainReport
-from drain_orchestrator.kube.client import api_client_from_kubeconfig
 from drain_orchestrator.kube.cordon import uncordon
 from drain_orchestrator.kube.drainer import drain_node
+from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig
 from drain_orchestrator.kube.rest import Kube
 
 
@@ -58,9 +58,15 @@ def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", default=None)
 
 
-def _api_client(args: argparse.Namespace) -> Any:
+def _kube(args: argparse.Namespace, pool_size: int = 32) -> Kube:
     path = args.kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    return api_client_from_kubeconfig(path, context=args.context)
+    connection = connection_from_kubeconfig(path, args.context, pool_size)
+    if connection is not None:
+        return Kube(connection=connection)
+    # exec plugins / auth providers: the generated client handles them (imported lazily: it costs > 1 s)
+    from drain_orchestrator.kube.client import api_client_from_kubeconfig  # noqa: PLC0415
+
+    return Kube(api_client_from_kubeconfig(path, context=args.context), pool_size=pool_size)
 
 
 def options_from_args(args: argparse.Namespace) -> DrainOptions:
@@ -108,18 +114,18 @@ def exit_code(report: DrainReport) -> int:
 
 def run_drain(args: argparse.Namespace) -> int:
     options = options_from_args(args)
-    api = _api_client(args)
+    kube = _kube(args, options.concurrency)
 
     def say(line: str) -> None:
         print(line, flush=True)
 
     try:
-        report = drain_node(api, args.node, options, timeout=args.timeout or None, progress=say)
+        report = drain_node(kube, args.node, options, timeout=args.timeout or None, progress=say)
     except Exception as exc:  # one line for the operator, not a traceback
         print(f"error: unable to drain node {args.node!r}: {exc}", file=sys.stderr)
         return 1
     finally:
-        api.close()
+        kube.close()
     for b in report.blocked:
         print(f"blocked: {b.pod} by {', '.join(b.pdbs) or 'a PodDisruptionBudget'}: {b.message}")
     for r in report.refused:
@@ -133,10 +139,27 @@ def run_drain(args: argparse.Namespace) -> int:
 
 
 def run_uncordon(args: argparse.Namespace) -> int:
-    api = _api_client(args)
+    kube = _kube(args, 1)
     try:
-        result = uncordon(Kube(api), args.node, taint_key=DEFAULT_DRAIN_TAINT_KEY, dry_run=args.dry_run)
+        result = uncordon(kube, args.node, taint_key=DEFAULT_DRAIN_TAINT_KEY, dry_run=args.dry_run)
+    except Exception as exc:
+        print(f"error: unable to uncordon node {args.node!r}: {exc}", file=sys.stderr)
+        return 1
     finally:
-        api.close()
+        kube.close()
     print(f"node/{args.node} uncordoned" if result.changed else f"node/{args.node} already uncordoned")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Just the drain/uncordon subcommands: ``python -m drain_orchestrator.drain_cli drain NODE`` starts in
+    about a tenth of a second, without the event-parsing and AWS imports of the full CLI."""
+    parser = argparse.ArgumentParser(prog="drain-orchestrator")
+    add_drain_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

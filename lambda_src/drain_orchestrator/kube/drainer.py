@@ -60,6 +60,7 @@ class DrainState:
     deletion_times: list[float] = field(default_factory=list)  # epoch deletionTimestamps still pending
     blocked_pdbs: set[tuple[str, str]] = field(default_factory=set)
     force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
+    expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
 
 
 def _ident(p: PodInfo) -> str:
@@ -136,6 +137,7 @@ def _announce_gone(state: DrainState, pods: list[PodInfo], say: Progress) -> Non
         if present.get(key) != uid:  # 404 or a new pod under the same name: ours is gone
             say(f"pod/{key.split('/', 1)[1]} evicted")
             del state.sent[key]
+            state.expected_gone.pop(key, None)
 
 
 def _record_verdicts(report: DrainReport, verdicts: list[PodVerdict], say: Progress) -> None:
@@ -219,6 +221,7 @@ def _apply_outcome(
             report.grace_sent[pod.key] = res.grace
         if not options.dry_run:
             state.sent[pod.key] = pod.uid
+            state.expected_gone[pod.key] = time.time() + _effective_grace(res.grace, pod, options)
         _forget(state, ident)
     elif res.outcome in (Outcome.GONE, Outcome.REPLACED):
         _forget(state, ident)
@@ -294,10 +297,19 @@ def _force(
         report.forced.append(ForcedPod(pod.key, max(1, grace), reason))
         if not options.dry_run:
             state.sent[pod.key] = pod.uid
+            state.expected_gone[pod.key] = time.time() + max(1, grace)
         say(f"deleting pod {pod.key} (grace {max(1, grace)}s): {reason}")
     elif deleted.outcome not in (Outcome.GONE, Outcome.REPLACED):
         report.failed.append(PodReason(pod.key, f"force delete: HTTP {deleted.status}: {deleted.message}"))
     _forget(state, _ident(pod))
+
+
+def _effective_grace(sent: int | None, pod: PodInfo, options: DrainOptions) -> int:
+    if sent is not None:
+        return sent
+    if options.grace_period is not None:
+        return options.grace_period
+    return 30 if pod.termination_grace_period is None else pod.termination_grace_period
 
 
 def _forget(state: DrainState, ident: str) -> None:
@@ -353,8 +365,16 @@ def _wait(kube: Kube, state: DrainState, options: DrainOptions, interval: float,
     mono, now = time.monotonic(), time.time()
     retry_at = min([*state.not_before.values(), *state.force_at.values()], default=float("inf"))
     budget = max(0.0, min(end, retry_at) - mono)
+    overdue = [k for k, t in state.expected_gone.items() if t <= now]
+    if overdue:
+        # pods whose grace has run out (0 s: deleted at once): look again right away, once per pod
+        for k in overdue:
+            del state.expected_gone[k]
+        time.sleep(min(0.02, budget) if budget > 0 else 0.0)
+        return
     if state.deletion_times or state.sent:
-        delay = next_poll(now, state.deletion_times, interval, options.poll_min, options.poll_max)
+        times = [*state.deletion_times, *state.expected_gone.values()]
+        delay = next_poll(now, times, interval, options.poll_min, options.poll_max)
         time.sleep(min(delay, budget) if budget > 0 else options.poll_min)
         return
     pdbs, state.blocked_pdbs = state.blocked_pdbs, set()

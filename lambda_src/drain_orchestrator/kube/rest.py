@@ -38,14 +38,28 @@ class Response:
 
 
 class Kube:
-    """An ApiClient plus a thread-safe request counter."""
+    """An ApiClient (or a direct kubeconfig Connection, see kube/kubeconfig.py) plus a request counter."""
 
-    def __init__(self, api_client: Any, pool_size: int | None = None) -> None:
+    def __init__(
+        self, api_client: Any = None, pool_size: int | None = None, *, connection: Any = None
+    ) -> None:
+        if (api_client is None) == (connection is None):
+            raise ValueError("give exactly one of api_client and connection")
         self.api_client = api_client
+        self.connection = connection
         self._lock = threading.Lock()
         self.calls = 0
-        if pool_size is not None:
+        if pool_size is not None and api_client is not None:
             ensure_pool_size(api_client, pool_size)
+
+    def close(self) -> None:
+        (self.connection or self.api_client).close()
+
+    @property
+    def _pool(self) -> Any:
+        return (
+            self.connection.pool if self.connection is not None else self.api_client.rest_client.pool_manager
+        )
 
     def _count(self) -> None:
         with self._lock:
@@ -57,6 +71,11 @@ class Kube:
         headers = {"Accept": JSON}
         if body is not None:
             headers["Content-Type"] = content_type
+        if self.connection is not None:
+            url = self.connection.host + path
+            if query:
+                url += "?" + urlencode({k: v for k, v in query.items() if v is not None})
+            return url, {**self.connection.headers, **headers}, body
         _, url, headers, body, _ = self.api_client.param_serialize(
             method, path, header_params=headers, body=body, auth_settings=["BearerToken"]
         )
@@ -76,11 +95,22 @@ class Kube:
     ) -> Response:
         url, headers, payload = self._prepare(method, path, query, body, content_type)
         self._count()
-        # Through call_api so ApiClient subclasses (e.g. the EKS client's re-auth on 401) still apply.
-        raw = self.api_client.call_api(
-            method, url, header_params=headers, body=payload, _request_timeout=timeout
-        )
-        data = raw.read()
+        if self.connection is not None:
+            raw = self.connection.pool.request(
+                method,
+                url,
+                body=json.dumps(payload) if payload is not None else None,
+                headers=headers,
+                timeout=timeout,
+                retries=False,
+            )
+            data = raw.data
+        else:
+            # Through call_api so ApiClient subclasses (e.g. the EKS client's re-auth on 401) still apply.
+            raw = self.api_client.call_api(
+                method, url, header_params=headers, body=payload, _request_timeout=timeout
+            )
+            data = raw.read()
         parsed: dict[str, Any] = {}
         if data:
             try:
@@ -94,7 +124,7 @@ class Kube:
         """A watch: yields decoded events until the server ends it (timeoutSeconds) or the timeout."""
         url, headers, _ = self._prepare("GET", path, query, None, JSON)
         self._count()
-        raw = self.api_client.rest_client.pool_manager.request(
+        raw = self._pool.request(
             "GET", url, headers=headers, preload_content=False, timeout=timeout, retries=False
         )
         try:
