@@ -96,6 +96,17 @@ def locate_node(core: Any, assessment: Assessment, event: Interruption) -> Decis
     return with_node(decision, node, event)
 
 
+def with_hook_deadline(event: Interruption, autoscaling: AutoScalingClient) -> Interruption:
+    """Narrow a lifecycle event's deadline (parsed as the 48 h upper bound) to its hook's global timeout."""
+    ref = event.lifecycle
+    if ref is None:
+        return event
+    hook = asg_api.describe_hook(autoscaling, ref.asg_name, ref.hook_name)
+    if hook is None:
+        return event
+    return event.with_deadline(event.event_time + hook.global_timeout)
+
+
 def settle_lifecycle_without_node(
     event: Interruption,
     decision: Decision,

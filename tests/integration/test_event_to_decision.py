@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from drain_orchestrator.decide import with_hook_deadline
+from drain_orchestrator.events import Interruption, parse_event
 from drain_orchestrator.ownership import Reason
 from tests import samples
 from tests.integration.ownership_support import Product, action_state, grant, settings
@@ -201,7 +203,15 @@ def test_9_hook_already_completed_is_success(testbed: Any, aws: Any) -> None:
 
     hook = describe_hook(asc, "blue-nodes", "drain")
     assert hook is not None and (hook.heartbeat_timeout, hook.default_result) == (300, "ABANDON")
+    assert hook.global_timeout == 100 * 300  # smaller than 48 h
     assert describe_hook(asc, "blue-nodes", "no-such-hook") is None
+    event = parse_event(
+        samples.lifecycle_event(
+            "asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=token
+        )
+    )
+    assert isinstance(event, Interruption)
+    assert with_hook_deadline(event, asc).deadline == event.event_time + 30000
 
 
 def test_9b_completion_by_instance_id_when_the_event_has_no_token(testbed: Any, aws: Any) -> None:

@@ -14,6 +14,7 @@ LifecycleResult = Literal["CONTINUE", "ABANDON"]
 # AWS answers ValidationError "No active Lifecycle Action found with token …" / "… with instance ID …" when
 # the action was already completed, timed out or moved on: the work is done, retrying would loop forever.
 _NOT_ACTIVE = "No active Lifecycle Action found"
+_GLOBAL_TIMEOUT_MAX = 48 * 3600
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,17 @@ def describe_hook(autoscaling: AutoScalingClient, asg_name: str, hook_name: str)
         raise
     for hook in hooks:
         if hook.get("LifecycleHookName") == hook_name:
+            heartbeat = int(hook.get("HeartbeatTimeout", 3600))
+            # AWS: the global timeout is 48 h or 100 x the heartbeat timeout, whichever is smaller (some
+            # emulators report 48 h regardless, so apply the rule rather than trust the field alone).
+            reported = int(hook.get("GlobalTimeout") or _GLOBAL_TIMEOUT_MAX)
+            global_timeout = min(reported, _GLOBAL_TIMEOUT_MAX, 100 * heartbeat)
             return HookInfo(
                 asg_name=asg_name,
                 hook_name=hook_name,
                 transition=hook.get("LifecycleTransition", ""),
-                heartbeat_timeout=int(hook.get("HeartbeatTimeout", 3600)),
-                global_timeout=int(hook.get("GlobalTimeout", 172800)),
+                heartbeat_timeout=heartbeat,
+                global_timeout=global_timeout,
                 default_result=hook.get("DefaultResult", "ABANDON"),
             )
     return None
