@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from drain_orchestrator.aws.clients import autoscaling_client, ec2_client
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locate_node
 from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
@@ -19,6 +21,7 @@ from drain_orchestrator.ownership import decide_ignored
 from drain_orchestrator.settings import Settings, SettingsError
 
 EXIT_OK = 0
+EXIT_AWS_ERROR = 1
 EXIT_BAD_INPUT = 2
 
 
@@ -44,11 +47,12 @@ def run_explain(args: argparse.Namespace) -> int:
     except (SettingsError, MalformedEvent, OSError, ValueError) as exc:
         print(f"drain-orchestrator explain: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    print(
-        json.dumps(
-            explain(event, settings, kubeconfig=args.kubeconfig, nodes=not args.no_node_lookup), indent=2
-        )
-    )
+    try:
+        report = explain(event, settings, kubeconfig=args.kubeconfig, nodes=not args.no_node_lookup)
+    except (BotoCoreError, ClientError) as exc:
+        print(f"drain-orchestrator explain: cannot read instance facts from AWS: {exc}", file=sys.stderr)
+        return EXIT_AWS_ERROR
+    print(json.dumps(report, indent=2))
     return EXIT_OK
 
 
