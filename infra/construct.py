@@ -23,6 +23,7 @@ from infra.config import OrchestratorConfig, VpcPlacement
 from infra.environment import lambda_environment
 from infra.event_rules import rule_specs
 from infra.lambda_code import lambda_code
+from infra.nag import nag_acknowledgements
 from infra.observability import DeadLetterQueue, Observability
 from infra.permissions import function_statements
 
@@ -179,6 +180,7 @@ class DrainOrchestrator(Construct):
             for asg in config.create_lifecycle_hooks
         ]
 
+        self._drop_redundant_role_dependency()
         self.observability = Observability(
             self,
             "Observability",
@@ -234,47 +236,18 @@ class DrainOrchestrator(Construct):
             ]
         return _Network(vpc, ec2.SubnetSelection(subnets=subnets), groups)
 
+    def _drop_redundant_role_dependency(self) -> None:
+        """CDK makes the function DependsOn both its role and the role's policy; the role is already a
+        GetAtt in Properties.Role (cfn-lint W3005). Keep only the policy: the function must not run before
+        its permissions exist."""
+        role = self.function.role
+        policy = role.node.try_find_child("DefaultPolicy") if role is not None else None
+        policy_resource = policy.node.default_child if policy is not None else None
+        function_resource = self.function.node.default_child
+        if isinstance(policy_resource, cdk.CfnResource) and isinstance(function_resource, cdk.CfnResource):
+            function_resource.add_override("DependsOn", [cdk.Stack.of(self).get_logical_id(policy_resource)])
+
     def _acknowledge_findings(self) -> None:
-        """cdk-nag findings that are deliberate, each with its reason."""
-        reasons = {
-            "AwsSolutions::AwsSolutions-SQS3": (
-                "Both queues are dead-letter queues themselves (EventBridge target DLQ and the Lambda "
-                "on-failure destination); a DLQ for a DLQ would only move the problem."
-            ),
-            "AwsSolutions::AwsSolutions-SNS2": (
-                "Topics carry instance ids, node and cluster names, no secrets. CloudWatch alarms cannot "
-                "publish to a topic encrypted with the AWS-managed SNS key, and a customer key per "
-                "deployment adds cost and key-policy surface for no confidentiality gain."
-            ),
-            "AwsSolutions::AwsSolutions-L1": (
-                "Python 3.13 is pinned by the project (requires-python and the uv lock the bundle is built "
-                "from); durable functions support it. Moving to 3.14 is a deliberate lock change."
-            ),
-            "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-            "AWSLambdaBasicDurableExecutionRolePolicy]": (
-                "AWS-managed policy required by durable functions (logs plus "
-                "lambda:CheckpointDurableExecution/GetDurableExecutionState on this function)."
-            ),
-            "AwsSolutions::AwsSolutions-IAM5[Resource::*]": (
-                "ec2:DescribeInstances and autoscaling:DescribeAutoScalingGroups/DescribeLifecycleHooks/"
-                "DescribeTags support no resource-level permissions; they are read-only."
-            ),
-            "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:"
-            "<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/*]": (
-                "Lifecycle calls on any ASG are restricted by a condition to groups tagged for a served "
-                "cluster (kubernetes.io/cluster/<name> or eks:cluster-name); set asgNames to narrow further."
-            ),
-        }
-        for name in self.config.served_asg_names:
-            reasons[
-                "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:"
-                f"<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/{name}]"
-            ] = "The `*` is the ASG's UUID, unknown at synth time; the group name is fixed."
-        if self.config.vpc is not None:
-            reasons[
-                "AwsSolutions::AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                "AWSLambdaVPCAccessExecutionRole]"
-            ] = "AWS-managed policy Lambda needs to create and delete its network interfaces in the VPC."
         validations = cdk.Validations.of(self)
-        for finding, reason in reasons.items():
+        for finding, reason in nag_acknowledgements(self.config).items():
             validations.acknowledge(cdk.Acknowledgment(id=finding, reason=reason))

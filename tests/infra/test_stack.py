@@ -91,6 +91,11 @@ def test_function_runtime_architecture_durable_logging(single: Synthesized) -> N
     assert group["DeletionPolicy"] == "Retain"
 
 
+def test_function_waits_for_its_policy(single: Synthesized) -> None:
+    function = single.raw["Resources"][logical_id(single, "AWS::Lambda::Function", "Function")]
+    assert function["DependsOn"] == [logical_id(single, "AWS::IAM::Policy", "DefaultPolicy")]
+
+
 def test_function_environment(single: Synthesized) -> None:
     env = single.only("AWS::Lambda::Function")["Environment"]["Variables"]
     topic = logical_id(single, "AWS::SNS::Topic", "NotificationTopic")
