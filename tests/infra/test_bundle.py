@@ -1,0 +1,87 @@
+"""The Docker-free bundle recipe: asset hash from inputs only, pruning safety check, deterministic zip."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from infra.construct import KUBERNETES_GROUP
+
+from infra import bundle
+
+
+@pytest.fixture
+def fake_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of lambda_src the test may edit; bundle_key reads it instead of the real one."""
+    root = tmp_path / "lambda_src"
+    package = root / bundle.PACKAGE_NAME
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""pkg"""\n')
+    (package / "handler.py").write_text("def handler(event, context):\n    return None\n")
+    monkeypatch.setattr(bundle, "SOURCE_ROOT", root)
+    return package
+
+
+def test_bundle_key_depends_on_sources_only(fake_sources: Path) -> None:
+    first = bundle.bundle_key()
+    assert bundle.bundle_key() == first  # stable
+
+    cache = fake_sources / "__pycache__"
+    cache.mkdir()
+    (cache / "handler.cpython-313.pyc").write_bytes(b"\0junk")
+    (fake_sources / "handler.py").touch()  # mtime changes only
+    assert bundle.bundle_key() == first  # bytecode and timestamps are not inputs
+
+    (fake_sources / "handler.py").write_text("def handler(event, context):\n    return 1\n")
+    assert bundle.bundle_key() != first
+
+    (fake_sources / "handler.py").write_text("def handler(event, context):\n    return None\n")
+    assert bundle.bundle_key() == first
+    (fake_sources / "new.py").write_text("")
+    assert bundle.bundle_key() != first  # a new (even empty) module counts
+
+
+def test_bundle_key_changes_with_the_recipe(fake_sources: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = bundle.bundle_key()
+    monkeypatch.setattr(bundle, "PRUNED_PATHS", (*bundle.PRUNED_PATHS, "yaml"))
+    assert bundle.bundle_key() != first
+
+
+def test_unpruned_imports_flags_module_level_use_only(tmp_path: Path) -> None:
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "__init__.py").write_text("def trace():\n    import aiohttp\n    return aiohttp\n")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "__init__.py").write_text("try:\n    import yarl\nexcept ImportError:\n    pass\n")
+    (tmp_path / "kubernetes").mkdir()
+    (tmp_path / "kubernetes" / "__init__.py").write_text("from . import aio\nfrom .client import x\n")
+    assert bundle.unpruned_imports(tmp_path) == [
+        "bad/__init__.py: yarl",
+        "kubernetes/__init__.py: kubernetes.aio",
+    ]
+
+
+def test_zip_is_deterministic(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "a.py").write_text("x = 1\n" * 1000)
+    (tree / "b.txt").write_text("hello")
+    first = bundle.zip_size(tree)
+    copy = tmp_path / "copy"
+    shutil.copytree(tree, copy)  # other mtimes, other inode order
+    assert bundle.zip_size(copy) == first
+    assert first < bundle.tree_size(tree)
+
+
+def test_shipped_rbac_binds_the_access_entry_group() -> None:
+    """The access entry's kubernetesGroups must be the subject infra/k8s/rbac.yaml binds."""
+    documents = list(yaml.safe_load_all((bundle.REPO_ROOT / "infra" / "k8s" / "rbac.yaml").read_text()))
+    binding = next(d for d in documents if d["kind"] == "ClusterRoleBinding")
+    role = next(d for d in documents if d["kind"] == "ClusterRole")
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": KUBERNETES_GROUP}
+    ]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    evict = [r for r in role["rules"] if "pods/eviction" in r["resources"]]
+    assert evict and evict[0]["verbs"] == ["create"]
