@@ -1,0 +1,77 @@
+"""What a drain writes on its node besides the cordon: phase claims and Kubernetes Events.
+
+A *claim* is an annotation ``drain-orchestrator.io/<phase>`` set only if absent, with a resourceVersion
+precondition, so of several executions draining one node (a Spot warning, a state change and a lifecycle hook for
+the same instance, or a duplicate delivery) exactly one announces each phase. The truth stays in the cluster, not
+in a private store. Events make each phase visible with `kubectl describe node`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from typing import Any
+
+from drain_orchestrator.kube.cordon import ANNOTATION_PREFIX
+from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+
+CLAIM_RETRIES = 5
+COMPONENT = "drain-orchestrator"
+
+
+class NodeGone(Exception):
+    """The node no longer exists (the instance went away first)."""
+
+
+def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = False) -> bool:
+    """True if ``owner`` holds the ``phase`` claim on ``node`` (now or from an earlier replay of itself)."""
+    key = ANNOTATION_PREFIX + phase
+    for _ in range(CLAIM_RETRIES):
+        cur = kube.request("GET", f"/api/v1/nodes/{node}")
+        if cur.status == 404:
+            raise NodeGone(node)
+        if not cur.ok:
+            raise RuntimeError(f"get node/{node}: {cur.status} {cur.message}")
+        meta = cur.body.get("metadata") or {}
+        holder = (meta.get("annotations") or {}).get(key)
+        if holder is not None:
+            return bool(holder == owner)
+        if dry_run:
+            return True
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": {key: owner}}}
+        resp = kube.request("PATCH", f"/api/v1/nodes/{node}", body=patch, content_type=STRATEGIC_MERGE)
+        if resp.ok:
+            return True
+        if resp.status == 404:
+            raise NodeGone(node)
+        if resp.status != 409:  # 409: someone else changed the node in between; look again
+            raise RuntimeError(f"patch node/{node}: {resp.status} {resp.message}")
+    return False
+
+
+def node_event(
+    kube: Kube, node: str, reason: str, message: str, *, event_type: str = "Normal", dry_run: bool = False
+) -> None:
+    """A core/v1 Event on the node (best effort: an Event must never fail a drain)."""
+    if dry_run:
+        return
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{node}.{secrets.token_hex(8)}", "namespace": "default"},
+        "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node},
+        "reason": reason,
+        "message": message[:1024],
+        "type": event_type,
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": COMPONENT,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        kube.request("POST", "/api/v1/namespaces/default/events", body=body)
+    except Exception:  # noqa: S110 - best effort by design
+        pass

@@ -1,0 +1,138 @@
+"""How the Lambda drains and reports, from environment variables (pure, validated at cold start).
+
+`settings.py` says *which* instances are ours and what each event kind asks for; this module says *how* a drain
+runs: kubectl-like drain flags, deadlines per kind, lifecycle-hook results, pacing of durable passes. Every
+variable and its default is listed in README.md ("Configuration"). A bad value raises `SettingsError` naming the
+variable and what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from drain_orchestrator.settings import SettingsError
+
+LifecycleResult = Literal["CONTINUE", "ABANDON"]
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class WorkflowSettings:
+    # kubectl drain flags (NTH's defaults for a node that is going away: emptyDir data and unmanaged pods go too)
+    delete_emptydir_data: bool = True
+    force: bool = True
+    evict_daemonsets: bool = False
+    grace_period: int | None = None  # None: each pod's own terminationGracePeriodSeconds
+    skip_wait_for_delete_timeout: int = 120  # a pod terminating longer than this no longer holds the drain
+    force_delete_on_deadline: bool = True  # near the deadline, delete pods a PDB still protects (grace >= 1 s)
+    taint: tuple[str, str] | None = None  # optional NoSchedule-like taint put on cordon
+    exclude_from_load_balancers: bool = True
+    # deadlines (seconds after the event) where the event does not carry one; None = no deadline
+    deadline_state_change: int = 60
+    deadline_rebalance: int = 7200
+    scheduled_change_lead: int = 1800  # start draining this long before a scheduled change's window
+    # lifecycle hooks
+    lifecycle_result_on_failure: LifecycleResult = "CONTINUE"
+    launch_ready_timeout: int = 900
+    launch_timeout_result: LifecycleResult = "ABANDON"
+    # pacing of the durable workflow
+    max_concurrent_nodes: int = 4
+    drain_pass_seconds: int = 120  # one durable step's drain budget; keep well under the Lambda timeout
+    recheck_min_seconds: int = 5
+    recheck_max_seconds: int = 120
+    dry_run: bool = False
+    tracing: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> WorkflowSettings:
+        d = cls()
+        s = cls(
+            delete_emptydir_data=_bool(env, "DRAIN_DELETE_EMPTYDIR_DATA", d.delete_emptydir_data),
+            force=_bool(env, "DRAIN_FORCE", d.force),
+            evict_daemonsets=_bool(env, "DRAIN_EVICT_DAEMONSETS", d.evict_daemonsets),
+            grace_period=_int_or_none(env, "DRAIN_GRACE_PERIOD", minimum=0),
+            skip_wait_for_delete_timeout=_int(
+                env, "DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT", d.skip_wait_for_delete_timeout, 0
+            ),
+            force_delete_on_deadline=_bool(env, "FORCE_DELETE_ON_DEADLINE", d.force_delete_on_deadline),
+            taint=_taint(env.get("DRAIN_TAINT")),
+            exclude_from_load_balancers=_bool(
+                env, "EXCLUDE_FROM_LOAD_BALANCERS", d.exclude_from_load_balancers
+            ),
+            deadline_state_change=_int(env, "DEADLINE_STATE_CHANGE_SECONDS", d.deadline_state_change, 1),
+            deadline_rebalance=_int(env, "DEADLINE_REBALANCE_SECONDS", d.deadline_rebalance, 1),
+            scheduled_change_lead=_int(env, "SCHEDULED_CHANGE_LEAD_SECONDS", d.scheduled_change_lead, 0),
+            lifecycle_result_on_failure=_result(
+                env, "LIFECYCLE_RESULT_ON_FAILURE", d.lifecycle_result_on_failure
+            ),
+            launch_ready_timeout=_int(env, "LAUNCH_READY_TIMEOUT_SECONDS", d.launch_ready_timeout, 1),
+            launch_timeout_result=_result(env, "LAUNCH_TIMEOUT_RESULT", d.launch_timeout_result),
+            max_concurrent_nodes=_int(env, "MAX_CONCURRENT_NODES", d.max_concurrent_nodes, 1, 100),
+            drain_pass_seconds=_int(env, "DRAIN_PASS_SECONDS", d.drain_pass_seconds, 5, 840),
+            recheck_min_seconds=_int(env, "RECHECK_MIN_SECONDS", d.recheck_min_seconds, 1),
+            recheck_max_seconds=_int(env, "RECHECK_MAX_SECONDS", d.recheck_max_seconds, 1),
+            dry_run=_bool(env, "DRY_RUN", d.dry_run),
+            tracing=_bool(env, "TRACING", d.tracing),
+        )
+        if s.recheck_max_seconds < s.recheck_min_seconds:
+            raise SettingsError("RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")
+        return s
+
+
+def _raw(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name)
+    return None if value is None or not value.strip() else value.strip()
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise SettingsError(name, f"{raw!r}: expected true or false")
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int, maximum: int | None = None) -> int:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(name, f"{raw!r}: expected a whole number of seconds") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise SettingsError(name, f"{value}: expected a number {bound}")
+    return value
+
+
+def _int_or_none(env: Mapping[str, str], name: str, minimum: int) -> int | None:
+    return None if _raw(env, name) is None else _int(env, name, 0, minimum)
+
+
+def _result(env: Mapping[str, str], name: str, default: LifecycleResult) -> LifecycleResult:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    if raw.upper() == "CONTINUE":
+        return "CONTINUE"
+    if raw.upper() == "ABANDON":
+        return "ABANDON"
+    raise SettingsError(name, f"{raw!r}: expected CONTINUE or ABANDON")
+
+
+def _taint(raw: str | None) -> tuple[str, str] | None:
+    if raw is None or not raw.strip():
+        return None
+    key, _, effect = raw.strip().partition(":")
+    effect = effect or "NoSchedule"
+    if not key or effect not in _EFFECTS:
+        raise SettingsError("DRAIN_TAINT", f"{raw!r}: expected 'key' or 'key:{'|'.join(_EFFECTS)}'")
+    return key, effect
