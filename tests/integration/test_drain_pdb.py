@@ -91,3 +91,47 @@ def test_two_pdbs_on_one_pod_are_reported_not_evicted(testbed: Any, k8s: Any) ->
     assert [b.message for b in report.blocked] == [MULTIPLE_PDBS]
     assert "timed out" in report.warnings
     assert len(pods_on(k8s, a)) == 1
+
+
+def test_blocked_pod_is_retried_as_soon_as_the_budget_allows_not_after_a_fixed_sleep(testbed: Any, k8s: Any) -> None:
+    a, b = k8s.add_nodes(2)
+    _web_on(k8s, a, b, 2)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=1)
+    k8s.wait_pdb("web", disruptions_allowed=1)
+    lines = Lines()
+    with drainer(testbed) as kube:
+        report = drain(kube, a, timeout=60, progress=lines)
+    assert report.drained and len(report.evicted) == 2
+    assert lines.matching("error when evicting")  # the second pod was refused at first
+    # kubectl sleeps 5 s after a refusal; retrying when the replacement is Ready finishes well before that
+    assert report.elapsed < 4.5, report.elapsed
+
+
+def test_api_call_cap_stops_a_drain_that_cannot_progress(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    k8s.deployment("web", 1)
+    k8s.wait_pods_ready("app=web", 1)
+    k8s.pdb("web", {"app": "web"}, min_available=1)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    with drainer(testbed) as kube:
+        report = drain(kube, a, timeout=60, max_api_calls=12)
+    assert not report.drained
+    assert "stopped: API call cap of 12 reached" in report.warnings
+    assert 12 <= report.api_calls <= 12 + 4  # a pass in flight finishes: LIST + PDB LIST + one eviction
+    assert report.elapsed < 30
+
+
+def test_terminating_pod_whose_grace_ends_after_the_deadline_is_shortened_with_force(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    k8s.bare_pod("slow", node=a, grace=300)
+    k8s.wait_for(lambda: any(k8s.pod_ready(p) for p in pods_on(k8s, a)), what="pod ready")
+    k8s.core.delete_namespaced_pod("slow", k8s.ns)  # someone else started a 300 s graceful deletion
+    with drainer(testbed) as kube:
+        waiting = drain(kube, a, timeout=2, force=True, deadline=time.time() + 60)
+        assert waiting.terminating == [f"{k8s.ns}/slow"] and waiting.forced == []
+        deadline = time.time() + 8
+        report = drain(kube, a, timeout=30, force=True, deadline=deadline, force_delete_on_deadline=True)
+        assert time.time() <= deadline
+    assert report.drained, report
+    assert [f.pod for f in report.forced] == [f"{k8s.ns}/slow"]
+    assert 1 <= report.forced[0].grace_seconds <= 6

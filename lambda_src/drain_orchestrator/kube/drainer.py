@@ -114,14 +114,12 @@ def drain_pass(
     for v in candidates:  # waiting for their retry time: still blocked, as last reported
         ident = _ident(v.pod)
         if v not in batch and ident in state.last_block:
-            report.blocked.append(
-                BlockedPod(v.pod.key, state.pdbs_of.get(ident, []), state.last_block[ident])
-            )
+            report.blocked.append(BlockedPod(v.pod.key, state.pdbs_of.get(ident, []), state.last_block[ident]))
 
+    if options.force_delete_on_deadline and not report.refused:
+        _shorten_past_deadline(kube, report, state, verdicts, options, say)
     state.deletion_times = [
-        v.pod.deletion_timestamp
-        for v in verdicts
-        if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None
+        v.pod.deletion_timestamp for v in verdicts if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None
     ]
     report.active_tier = active_tier(verdicts)
     report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
@@ -129,6 +127,32 @@ def drain_pass(
     report.api_calls = kube.calls - calls0
     report.elapsed = time.monotonic() - started
     return report
+
+
+def _shorten_past_deadline(
+    kube: Kube,
+    report: DrainReport,
+    state: DrainState,
+    verdicts: list[PodVerdict],
+    options: DrainOptions,
+    say: Progress,
+) -> None:
+    """A pod already terminating whose grace runs past the deadline (deleted earlier with a long grace) gets
+    a second DELETE with the time that is left, which the apiserver accepts only to shorten the grace."""
+    if options.deadline is None:
+        return
+    limit = options.deadline - options.deadline_margin
+    for v in verdicts:
+        ts = v.pod.deletion_timestamp
+        if v.verdict is not Verdict.WAIT or ts is None or ts <= limit:
+            continue
+        grace = max(1, int(limit - time.time()))
+        res = delete_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=grace, dry_run=options.dry_run)
+        if res.outcome is Outcome.EVICTED:
+            reason = f"terminating until {ts - options.deadline:.0f}s past the deadline: grace shortened"
+            report.forced.append(ForcedPod(v.pod.key, grace, reason))
+            state.expected_gone[v.pod.key] = time.time() + grace
+            say(f"deleting pod {v.pod.key} (grace {grace}s): {reason}")
 
 
 def _announce_gone(state: DrainState, pods: list[PodInfo], say: Progress) -> None:
@@ -182,9 +206,7 @@ def _due(kube: Kube, batch: list[PodVerdict], options: DrainOptions, state: Drai
     return keep
 
 
-def _evict_all(
-    kube: Kube, batch: list[PodVerdict], options: DrainOptions, say: Progress
-) -> list[EvictionResult]:
+def _evict_all(kube: Kube, batch: list[PodVerdict], options: DrainOptions, say: Progress) -> list[EvictionResult]:
     def one(v: PodVerdict) -> EvictionResult:
         grace = grace_for(
             v.pod.termination_grace_period,
@@ -248,8 +270,7 @@ def _apply_outcome(
         state.blocked_pdbs.update((pod.namespace, n) for n in pdbs)
         report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
         say(
-            f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): '
-            f"{res.message}"
+            f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): {res.message}'
         )
     elif res.outcome is Outcome.THROTTLED:
         attempt = state.attempts.get(ident, 0)
@@ -261,9 +282,7 @@ def _apply_outcome(
     else:
         attempt = state.attempts.get(ident, 0)
         state.attempts[ident] = attempt + 1
-        state.not_before[ident] = time.monotonic() + backoff_delay(
-            attempt, options.retry_base, options.retry_cap
-        )
+        state.not_before[ident] = time.monotonic() + backoff_delay(attempt, options.retry_base, options.retry_cap)
         report.failed.append(PodReason(pod.key, f"HTTP {res.status}: {res.message}"))
         say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": {res.message}')
 
