@@ -127,16 +127,22 @@ def config_from_context(get: ContextGetter) -> OrchestratorConfig:
     """Build the configuration from `node.try_get_context`-like lookups (None = key not given)."""
     clusters = _names(get, "clusters", _CLUSTER_NAME, "EKS cluster names (letters, digits, - and _)")
     if not clusters:
-        raise ConfigError(
-            "clusters", "required: the EKS cluster names this deployment serves, e.g. -c clusters=prod"
-        )
+        raise ConfigError("clusters", "required: the EKS cluster names this deployment serves, e.g. -c clusters=prod")
     create_hooks = _names(get, "createLifecycleHooks", _ASG_NAME, "Auto Scaling group names")
     vpc = _vpc(get)
+    ownership_tag = _ownership_tag(get("ownershipTag"))
+    if ownership_tag and "=" in ownership_tag and len(clusters) != 1:
+        # Same rule as the function's settings: key=value marks "ours" without naming the cluster.
+        raise ConfigError(
+            "ownershipTag",
+            f"{ownership_tag!r} (key=value) needs exactly one cluster; with several clusters use a tag key "
+            "whose value names the cluster",
+        )
     return OrchestratorConfig(
         clusters=clusters,
         asg_names=_names(get, "asgNames", _ASG_NAME, "Auto Scaling group names"),
         lifecycle_hook_names=_names(get, "lifecycleHookNames", _HOOK_NAME, "hook names ([A-Za-z0-9-_/])"),
-        ownership_tag=_ownership_tag(get("ownershipTag")),
+        ownership_tag=ownership_tag,
         actions=KindActions(
             rebalance=_choice(get, "actionRebalance", ACTIONS_REBALANCE, "cordon"),
             spot_interruption=_choice(get, "actionSpotInterruption", ACTIONS_DRAIN_FIRST, "drain"),
@@ -225,9 +231,7 @@ def _single(get: ContextGetter, key: str, pattern: re.Pattern[str], default: str
     return raw
 
 
-def _choice(
-    get: ContextGetter, key: str, allowed: tuple[str, ...], default: str, *, upper: bool = False
-) -> str:
+def _choice(get: ContextGetter, key: str, allowed: tuple[str, ...], default: str, *, upper: bool = False) -> str:
     raw = get(key)
     if raw is None:
         return default

@@ -2,8 +2,9 @@
 
 Dashboard graphs use SEARCH expressions, so they show every dimension combination the function emits
 (cluster, kind, reason, service) without this module having to know them. Alarms cannot use SEARCH; they
-watch exact series: the function's own Lambda metrics, the queues, and `DrainDeadlineMissed` per served
-cluster with dimensions {cluster, service} - the function must emit that metric with exactly that set.
+watch exact series: the function's own Lambda metrics, the queues, and per served cluster the sum of
+`DrainDeadlineMissed` over every event kind, as the workflow emits it with dimensions {cluster, kind,
+service} (drain_orchestrator.observability.metric).
 """
 
 from __future__ import annotations
@@ -52,12 +53,26 @@ def search(metric_name: str, statistic: str) -> cw.MathExpression:
     )
 
 
-def deadline_missed(cluster: str) -> cw.Metric:
-    return cw.Metric(
-        namespace=METRICS_NAMESPACE,
-        metric_name="DrainDeadlineMissed",
-        dimensions_map={"cluster": cluster, "service": SERVICE_NAME},
-        statistic="Sum",
+# Event kinds as the function names them (drain_orchestrator.events): the `kind` dimension's values.
+EVENT_KINDS = ("asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change")
+
+
+def deadline_missed(cluster: str) -> cw.MathExpression:
+    """Missed deadlines in one cluster, whatever the event kind (6 series: within the 10-metric limit)."""
+    series = {
+        f"k{index}": cw.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name="DrainDeadlineMissed",
+            dimensions_map={"cluster": cluster, "kind": kind, "service": SERVICE_NAME},
+            statistic="Sum",
+            period=PERIOD,
+        )
+        for index, kind in enumerate(EVENT_KINDS)
+    }
+    return cw.MathExpression(
+        expression=" + ".join(f"FILL({name}, 0)" for name in series),
+        using_metrics=series,
+        label=f"DrainDeadlineMissed {cluster}",
         period=PERIOD,
     )
 

@@ -31,7 +31,7 @@ MULTI_VPC: dict[str, Any] = {
     "createLifecycleHooks": "prod-workers,batch-spot",
     "createdHookName": "drain-orchestrator",
     "heartbeatTimeoutSeconds": "900",
-    "ownershipTag": "team=platform",
+    "ownershipTag": "example.com/eks-cluster",
     "actionRebalance": "ignore",
     "actionSpotInterruption": "drain",
     "actionStateChange": "cordon",

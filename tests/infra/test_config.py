@@ -36,7 +36,7 @@ def test_every_option_parsed_from_cli_strings() -> None:
     # lifecycle rules and IAM cover the ASGs we put hooks on, and the hook we create
     assert config.served_asg_names == ("prod-workers", "staging-workers", "batch-spot")
     assert config.served_hook_names == ("node-drainer", "drain-orchestrator")
-    assert config.ownership_tag == "team=platform"
+    assert config.ownership_tag == "example.com/eks-cluster"
     assert config.actions == KindActions("ignore", "drain", "cordon", "cordon")
     assert config.vpc is not None
     assert config.vpc.subnet_ids == ("subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2")
@@ -77,6 +77,7 @@ def test_cdk_json_style_values() -> None:
         ({"ownershipTag": "=x"}, "ownershipTag"),
         ({"ownershipTag": "key="}, "ownershipTag"),
         ({"ownershipTag": "a=b=c"}, "ownershipTag"),
+        ({"clusters": "a,b", "ownershipTag": "team=platform"}, "ownershipTag"),
         ({"actionRebalance": "evict"}, "actionRebalance"),
         ({"actionSpotInterruption": "wait"}, "actionSpotInterruption"),
         ({"actionStateChange": "DRAIN"}, "actionStateChange"),
@@ -127,7 +128,7 @@ def test_lambda_environment_matches_the_settings_names() -> None:
     env = lambda_environment(config_from_mapping(MULTI_VPC), notification_topic_arn="arn:topic")
     assert env == {
         "CLUSTER_NAMES": "prod,staging,batch",
-        "OWNERSHIP_TAG": "team=platform",
+        "OWNERSHIP_TAG": "example.com/eks-cluster",
         "ACTION_REBALANCE": "ignore",
         "ACTION_SPOT_INTERRUPTION": "drain",
         "ACTION_STATE_CHANGE": "cordon",
@@ -137,6 +138,20 @@ def test_lambda_environment_matches_the_settings_names() -> None:
         "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
         "LOG_LEVEL": "DEBUG",
     }
-    assert "OWNERSHIP_TAG" not in lambda_environment(
-        config_from_mapping({"clusters": "a"}), notification_topic_arn="t"
+    assert "OWNERSHIP_TAG" not in lambda_environment(config_from_mapping({"clusters": "a"}), notification_topic_arn="t")
+
+
+@pytest.mark.parametrize("context", [{"clusters": "prod"}, MULTI_VPC, {"clusters": "a", "ownershipTag": "team=x"}])
+def test_environment_is_accepted_by_the_function_settings(context: dict[str, Any]) -> None:
+    """The contract with drain_orchestrator.settings: what we deploy is what the function accepts."""
+    from drain_orchestrator.settings import Settings
+
+    config = config_from_mapping(context)
+    topic = "arn:aws:sns:eu-west-1:123456789012:DrainOrchestrator-NotificationTopic"
+    settings = Settings.from_env(lambda_environment(config, notification_topic_arn=topic))
+    assert settings.cluster_names == config.clusters
+    assert settings.notification_topic_arn == topic
+    assert (settings.action_rebalance, settings.action_state_change) == (
+        config.actions.rebalance,
+        config.actions.state_change,
     )

@@ -119,7 +119,7 @@ def test_function_options_from_context(multi: Synthesized) -> None:
     assert fn["DurableConfig"]["ExecutionTimeout"] == 48 * 3600
     assert fn["LoggingConfig"]["ApplicationLogLevel"] == "DEBUG"
     assert fn["Environment"]["Variables"]["CLUSTER_NAMES"] == "prod,staging,batch"
-    assert fn["Environment"]["Variables"]["OWNERSHIP_TAG"] == "team=platform"
+    assert fn["Environment"]["Variables"]["OWNERSHIP_TAG"] == "example.com/eks-cluster"
     assert fn["Environment"]["Variables"]["ACTION_STATE_CHANGE"] == "cordon"
     assert multi.only("AWS::Logs::LogGroup")["RetentionInDays"] == 90
 
@@ -176,9 +176,7 @@ def test_async_invoke_config_on_the_alias(single: Synthesized) -> None:
     assert config["Qualifier"]["Fn::Select"][1]["Fn::Split"][1] == alias_ref(single)
     assert config["MaximumRetryAttempts"] == 2
     assert config["MaximumEventAgeInSeconds"] == 6 * 3600
-    assert config["DestinationConfig"]["OnFailure"]["Destination"] == queue_arn(
-        single, "FailedInvocationQueue"
-    )
+    assert config["DestinationConfig"]["OnFailure"]["Destination"] == queue_arn(single, "FailedInvocationQueue")
 
 
 # --- EventBridge --------------------------------------------------------------------------------------------
@@ -224,8 +222,7 @@ def test_rule_targets_alias_with_retry_policy_and_dead_letter_queue(single: Synt
     policy = next(
         p["Properties"]["PolicyDocument"]
         for p in single.resources("AWS::SQS::QueuePolicy").values()
-        if p["Properties"]["Queues"]
-        == [{"Ref": logical_id(single, "AWS::SQS::Queue", "DeliveryDeadLetterQueue")}]
+        if p["Properties"]["Queues"] == [{"Ref": logical_id(single, "AWS::SQS::Queue", "DeliveryDeadLetterQueue")}]
     )
     senders = [s for s in policy["Statement"] if s.get("Principal") == {"Service": "events.amazonaws.com"}]
     assert len(senders) == 6
@@ -298,9 +295,7 @@ def test_least_privilege_actions(single: Synthesized) -> None:
     }
     assert not any("*" in action for action in actions)
     assert managed_policies(single) == [
-        json.dumps(
-            {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{DURABLE_POLICY}"]]}
-        )
+        json.dumps({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{DURABLE_POLICY}"]]})
     ]
 
 
@@ -448,31 +443,52 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
         assert alarm["Threshold"] == 1
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert alarm["TreatMissingData"] == "notBreaching"
-    errors = next(a for a in found.values() if a["MetricName"] == "Errors")
+    errors = next(a for a in found.values() if a.get("MetricName") == "Errors")
     assert errors["Namespace"] == "AWS/Lambda"
     function = {"Ref": logical_id(single, "AWS::Lambda::Function", "Function")}
     assert {"Name": "Resource", "Value": {"Fn::Join": ["", [function, ":live"]]}} in errors["Dimensions"]
     queues = sorted(
         a["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
         for a in found.values()
-        if a["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"
     )
     assert queues == sorted(single.resources("AWS::SQS::Queue"))
-    deadline = next(a for a in found.values() if a["MetricName"] == "DrainDeadlineMissed")
-    assert deadline["Namespace"] == "DrainOrchestrator"
-    assert deadline["Dimensions"] == [
-        {"Name": "cluster", "Value": "prod"},
-        {"Name": "service", "Value": "drain-orchestrator"},
-    ]
+    (deadline,) = [a for a in found.values() if "Metrics" in a]
+    assert_deadline_alarm(deadline, "prod")
+
+
+KINDS = ["asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change"]
+
+
+def assert_deadline_alarm(alarm: dict[str, Any], cluster: str) -> None:
+    """Sums DrainDeadlineMissed over every kind, with the dimensions the workflow emits."""
+    series = [m for m in alarm["Metrics"] if "MetricStat" in m]
+    (expression,) = [m for m in alarm["Metrics"] if "Expression" in m]
+    assert expression["ReturnData"] is not False
+    assert sorted(f"FILL({m['Id']}, 0)" for m in series) == sorted(expression["Expression"].split(" + "))
+    kinds = []
+    for item in series:
+        stat = item["MetricStat"]
+        assert stat["Metric"]["Namespace"] == "DrainOrchestrator"
+        assert stat["Metric"]["MetricName"] == "DrainDeadlineMissed"
+        dims = {d["Name"]: d["Value"] for d in stat["Metric"]["Dimensions"]}
+        assert (dims["cluster"], dims["service"]) == (cluster, "drain-orchestrator")
+        kinds.append(dims["kind"])
+        assert stat["Stat"] == "Sum" and stat["Period"] == 300
+        assert item["ReturnData"] is False
+    assert sorted(kinds) == sorted(KINDS)
 
 
 def test_deadline_alarm_per_cluster(multi: Synthesized) -> None:
-    clusters = sorted(
-        a["Dimensions"][0]["Value"]
-        for a in alarms(multi).values()
-        if a["MetricName"] == "DrainDeadlineMissed"
-    )
-    assert clusters == ["batch", "prod", "staging"]
+    deadline_alarms = [a for a in alarms(multi).values() if "Metrics" in a]
+    clusters = []
+    for alarm in deadline_alarms:
+        first = next(m for m in alarm["Metrics"] if "MetricStat" in m)
+        dimensions = first["MetricStat"]["Metric"]["Dimensions"]
+        cluster = next(d["Value"] for d in dimensions if d["Name"] == "cluster")
+        assert_deadline_alarm(alarm, cluster)
+        clusters.append(cluster)
+    assert sorted(clusters) == ["batch", "prod", "staging"]
 
 
 @pytest.mark.parametrize("config", ["single", "multi"])
