@@ -3,6 +3,7 @@ one that never does (deadline, with and without the force policy), and two budge
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -95,16 +96,30 @@ def test_two_pdbs_on_one_pod_are_reported_not_evicted(testbed: Any, k8s: Any) ->
 
 def test_blocked_pod_is_retried_as_soon_as_the_budget_allows_not_after_a_fixed_sleep(testbed: Any, k8s: Any) -> None:
     a, b = k8s.add_nodes(2)
-    _web_on(k8s, a, b, 2)
+    set_unschedulable(k8s, b, True)
+    k8s.deployment("web", 2)
+    k8s.wait_pods_ready("app=web", 2)
     k8s.pdb("web", {"app": "web"}, max_unavailable=1)
     k8s.wait_pdb("web", disruptions_allowed=1)
     lines = Lines()
-    with drainer(testbed) as kube:
-        report = drain(kube, a, timeout=60, progress=lines)
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        with drainer(testbed) as kube:
+            done["report"] = drain(kube, a, timeout=60, progress=lines)
+        done["at"] = time.monotonic()
+
+    t = threading.Thread(target=run)
+    t.start()
+    # the first replacement cannot be scheduled yet, so the second pod's eviction is refused
+    k8s.wait_for(lambda: lines.matching("error when evicting"), what="a PDB refusal")
+    opened = time.monotonic()
+    set_unschedulable(k8s, b, False)
+    t.join(60)
+    report = done["report"]
     assert report.drained and len(report.evicted) == 2
-    assert lines.matching("error when evicting")  # the second pod was refused at first
-    # kubectl sleeps 5 s after a refusal; retrying when the replacement is Ready finishes well before that
-    assert report.elapsed < 4.5, report.elapsed
+    # kubectl sleeps 5 s after a refusal; we retry when the PDB watch shows the replacement Ready
+    assert done["at"] - opened < 4.5, done["at"] - opened
 
 
 def test_api_call_cap_stops_a_drain_that_cannot_progress(testbed: Any, k8s: Any) -> None:
