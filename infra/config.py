@@ -7,6 +7,7 @@ context key (`ConfigError.key`) so `cdk synth -c clusters=...` tells the user ex
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,6 +82,7 @@ class OrchestratorConfig:
     execution_timeout_hours: int = DEFAULT_EXECUTION_TIMEOUT_HOURS
     log_retention_days: int = 30
     log_level: str = "INFO"
+    drain_settings: tuple[tuple[str, str], ...] = ()
 
     @property
     def served_asg_names(self) -> tuple[str, ...]:
@@ -120,7 +122,35 @@ CONTEXT_KEYS = (
     "executionTimeoutHours",
     "logRetentionDays",
     "logLevel",
+    "drainSettings",
 )
+
+# How a drain runs (drain_orchestrator/workflow_settings.py reads these; the function validates the values
+# at cold start). TRACING is left out on purpose: it needs aws-xray-sdk, which the bundle does not ship.
+WORKFLOW_VARIABLES = (
+    "DRAIN_DELETE_EMPTYDIR_DATA",
+    "DRAIN_FORCE",
+    "DRAIN_EVICT_DAEMONSETS",
+    "DRAIN_GRACE_PERIOD",
+    "DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT",
+    "FORCE_DELETE_ON_DEADLINE",
+    "DRAIN_TAINT",
+    "EXCLUDE_FROM_LOAD_BALANCERS",
+    "DEADLINE_STATE_CHANGE_SECONDS",
+    "DEADLINE_REBALANCE_SECONDS",
+    "SCHEDULED_CHANGE_LEAD_SECONDS",
+    "LIFECYCLE_RESULT_ON_FAILURE",
+    "LAUNCH_READY_TIMEOUT_SECONDS",
+    "LAUNCH_TIMEOUT_RESULT",
+    "MAX_CONCURRENT_NODES",
+    "DRAIN_PASS_SECONDS",
+    "RECHECK_MIN_SECONDS",
+    "RECHECK_MAX_SECONDS",
+    "DRY_RUN",
+)
+DEFAULT_DRAIN_PASS_SECONDS = 120
+# One durable drain step may run DRAIN_PASS_SECONDS; the invocation needs headroom for the rest of the replay.
+INVOCATION_HEADROOM_SECONDS = 60
 
 
 def config_from_context(get: ContextGetter) -> OrchestratorConfig:
@@ -137,6 +167,15 @@ def config_from_context(get: ContextGetter) -> OrchestratorConfig:
             "ownershipTag",
             f"{ownership_tag!r} (key=value) needs exactly one cluster; with several clusters use a tag key "
             "whose value names the cluster",
+        )
+    drain_settings = _drain_settings(get("drainSettings"))
+    timeout_seconds = _int(get, "timeoutSeconds", 600, 30, 900)
+    pass_seconds = dict(drain_settings).get("DRAIN_PASS_SECONDS", str(DEFAULT_DRAIN_PASS_SECONDS))
+    if pass_seconds.isdigit() and timeout_seconds < int(pass_seconds) + INVOCATION_HEADROOM_SECONDS:
+        raise ConfigError(
+            "timeoutSeconds",
+            f"{timeout_seconds} leaves no headroom for a {pass_seconds} s drain pass (DRAIN_PASS_SECONDS); "
+            f"use at least {int(pass_seconds) + INVOCATION_HEADROOM_SECONDS}",
         )
     return OrchestratorConfig(
         clusters=clusters,
@@ -157,7 +196,7 @@ def config_from_context(get: ContextGetter) -> OrchestratorConfig:
         create_access_entries=_bool(get, "createAccessEntries", default=True),
         reserved_concurrency=_optional_int(get, "reservedConcurrency", 1, 1000),
         memory_size=_int(get, "memorySize", 512, 128, 10240),
-        timeout_seconds=_int(get, "timeoutSeconds", 600, 30, 900),
+        timeout_seconds=timeout_seconds,
         execution_timeout_hours=_int(
             get,
             "executionTimeoutHours",
@@ -167,6 +206,7 @@ def config_from_context(get: ContextGetter) -> OrchestratorConfig:
         ),
         log_retention_days=_retention(get),
         log_level=_choice(get, "logLevel", LOG_LEVELS, "INFO", upper=True),
+        drain_settings=drain_settings,
     )
 
 
@@ -291,6 +331,31 @@ def _retention(get: ContextGetter) -> int:
         allowed = ", ".join(str(d) for d in LOG_RETENTION_DAYS)
         raise ConfigError("logRetentionDays", f"{value} is not a CloudWatch Logs retention ({allowed})")
     return value
+
+
+def _drain_settings(raw: object) -> tuple[tuple[str, str], ...]:
+    """`-c drainSettings='{"DRAIN_GRACE_PERIOD": 30}'` or a JSON object in cdk.json; names are checked here,
+    values by the function (the same validation the CLI and the Lambda use)."""
+    if raw is None or raw == "":
+        return ()
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise ConfigError("drainSettings", f"not a JSON object: {error}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError("drainSettings", f"expected a JSON object of variables, got {raw!r}")
+    settings: list[tuple[str, str]] = []
+    for name, value in sorted(raw.items()):
+        if name not in WORKFLOW_VARIABLES:
+            raise ConfigError("drainSettings", f"{name!r} is not one of {', '.join(WORKFLOW_VARIABLES)}")
+        if isinstance(value, bool):
+            settings.append((name, "true" if value else "false"))
+        elif isinstance(value, int | str):
+            settings.append((name, str(value)))
+        else:
+            raise ConfigError("drainSettings", f"{name}: expected a string, number or boolean, got {value!r}")
+    return tuple(settings)
 
 
 def _ownership_tag(raw: object) -> str | None:

@@ -22,4 +22,5 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
     }
     if config.ownership_tag:
         env["OWNERSHIP_TAG"] = config.ownership_tag
+    env.update(config.drain_settings)  # names restricted to WORKFLOW_VARIABLES: cannot override the above
     return env

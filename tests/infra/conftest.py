@@ -46,6 +46,7 @@ MULTI_VPC: dict[str, Any] = {
     "executionTimeoutHours": "48",
     "logRetentionDays": "90",
     "logLevel": "debug",
+    "drainSettings": '{"DRAIN_GRACE_PERIOD": 30, "MAX_CONCURRENT_NODES": 8}',
 }
 
 

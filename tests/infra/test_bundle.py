@@ -79,9 +79,7 @@ def test_shipped_rbac_binds_the_access_entry_group() -> None:
     documents = list(yaml.safe_load_all((bundle.REPO_ROOT / "infra" / "k8s" / "rbac.yaml").read_text()))
     binding = next(d for d in documents if d["kind"] == "ClusterRoleBinding")
     role = next(d for d in documents if d["kind"] == "ClusterRole")
-    assert binding["subjects"] == [
-        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": KUBERNETES_GROUP}
-    ]
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": KUBERNETES_GROUP}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     evict = [r for r in role["rules"] if "pods/eviction" in r["resources"]]
     assert evict and evict[0]["verbs"] == ["create"]

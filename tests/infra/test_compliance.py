@@ -27,9 +27,7 @@ def nag_report(synth: Synthesized) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_cdk_nag_has_no_unacknowledged_findings(
-    name: str, synth: Callable[[Mapping[str, Any]], Synthesized]
-) -> None:
+def test_cdk_nag_has_no_unacknowledged_findings(name: str, synth: Callable[[Mapping[str, Any]], Synthesized]) -> None:
     report = nag_report(synth(CONFIGS[name]))  # synth itself raises on an unacknowledged finding
     assert report["conclusion"] == "success"
     assert report["violations"] == []

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from infra.config import (
     DEFAULT_EXECUTION_TIMEOUT_HOURS,
+    WORKFLOW_VARIABLES,
     ConfigError,
     KindActions,
     check_no_unknown_keys,
@@ -45,6 +46,7 @@ def test_every_option_parsed_from_cli_strings() -> None:
     assert (config.reserved_concurrency, config.memory_size, config.timeout_seconds) == (20, 1024, 900)
     assert (config.execution_timeout_hours, config.log_retention_days, config.log_level) == (48, 90, "DEBUG")
     assert config.heartbeat_timeout_seconds == 900
+    assert config.drain_settings == (("DRAIN_GRACE_PERIOD", "30"), ("MAX_CONCURRENT_NODES", "8"))
 
 
 def test_cdk_json_style_values() -> None:
@@ -100,6 +102,13 @@ def test_cdk_json_style_values() -> None:
         ({"executionTimeoutHours": "47"}, "executionTimeoutHours"),
         ({"logRetentionDays": "31"}, "logRetentionDays"),
         ({"logLevel": "TRACE"}, "logLevel"),
+        ({"drainSettings": "{not json"}, "drainSettings"),
+        ({"drainSettings": '["DRY_RUN"]'}, "drainSettings"),
+        ({"drainSettings": '{"CLUSTER_NAMES": "other"}'}, "drainSettings"),
+        ({"drainSettings": '{"TRACING": "true"}'}, "drainSettings"),
+        ({"drainSettings": '{"DRAIN_FORCE": [1]}'}, "drainSettings"),
+        ({"timeoutSeconds": "120"}, "timeoutSeconds"),
+        ({"timeoutSeconds": "300", "drainSettings": '{"DRAIN_PASS_SECONDS": 600}'}, "timeoutSeconds"),
     ],
 )  # fmt: skip
 def test_bad_context_names_the_key(context: dict[str, Any], key: str) -> None:
@@ -137,18 +146,66 @@ def test_lambda_environment_matches_the_settings_names() -> None:
         "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
         "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
         "LOG_LEVEL": "DEBUG",
+        "DRAIN_GRACE_PERIOD": "30",
+        "MAX_CONCURRENT_NODES": "8",
     }
     assert "OWNERSHIP_TAG" not in lambda_environment(config_from_mapping({"clusters": "a"}), notification_topic_arn="t")
 
 
-@pytest.mark.parametrize("context", [{"clusters": "prod"}, MULTI_VPC, {"clusters": "a", "ownershipTag": "team=x"}])
+def test_drain_settings_pass_through_as_strings() -> None:
+    config = config_from_mapping(
+        {"clusters": "a", "drainSettings": '{"DRY_RUN": true, "DRAIN_GRACE_PERIOD": 30, "DRAIN_TAINT": "x:NoSchedule"}'}
+    )
+    env = lambda_environment(config, notification_topic_arn="t")
+    assert (env["DRY_RUN"], env["DRAIN_GRACE_PERIOD"], env["DRAIN_TAINT"]) == ("true", "30", "x:NoSchedule")
+    from_json = config_from_mapping(
+        {"clusters": "a", "drainSettings": {"DRAIN_PASS_SECONDS": 60}, "timeoutSeconds": 120}
+    )
+    assert from_json.drain_settings == (("DRAIN_PASS_SECONDS", "60"),)
+
+
+class _Recording(dict[str, str]):
+    """An environment that remembers which variables were looked up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def test_workflow_variables_match_what_the_function_reads() -> None:
+    from drain_orchestrator.workflow_settings import WorkflowSettings
+
+    env = _Recording()
+    WorkflowSettings.from_env(env)
+    assert set(WORKFLOW_VARIABLES) == env.read - {"TRACING"}
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"clusters": "prod"},
+        MULTI_VPC,
+        {"clusters": "a", "ownershipTag": "team=x", "drainSettings": '{"DRAIN_GRACE_PERIOD": 30, "DRY_RUN": true}'},
+    ],
+)
 def test_environment_is_accepted_by_the_function_settings(context: dict[str, Any]) -> None:
     """The contract with drain_orchestrator.settings: what we deploy is what the function accepts."""
     from drain_orchestrator.settings import Settings
+    from drain_orchestrator.workflow_settings import WorkflowSettings
 
     config = config_from_mapping(context)
     topic = "arn:aws:sns:eu-west-1:123456789012:DrainOrchestrator-NotificationTopic"
-    settings = Settings.from_env(lambda_environment(config, notification_topic_arn=topic))
+    env = lambda_environment(config, notification_topic_arn=topic)
+    WorkflowSettings.from_env(env)  # raises SettingsError naming the variable otherwise
+    settings = Settings.from_env(env)
     assert settings.cluster_names == config.clusters
     assert settings.notification_topic_arn == topic
     assert (settings.action_rebalance, settings.action_state_change) == (

@@ -121,6 +121,8 @@ def test_function_options_from_context(multi: Synthesized) -> None:
     assert fn["Environment"]["Variables"]["CLUSTER_NAMES"] == "prod,staging,batch"
     assert fn["Environment"]["Variables"]["OWNERSHIP_TAG"] == "example.com/eks-cluster"
     assert fn["Environment"]["Variables"]["ACTION_STATE_CHANGE"] == "cordon"
+    assert fn["Environment"]["Variables"]["DRAIN_GRACE_PERIOD"] == "30"  # drainSettings pass-through
+    assert fn["Environment"]["Variables"]["MAX_CONCURRENT_NODES"] == "8"
     assert multi.only("AWS::Logs::LogGroup")["RetentionInDays"] == 90
 
 

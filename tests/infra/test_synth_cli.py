@@ -32,9 +32,7 @@ def cdk_synth(outdir: Path, *context: str) -> subprocess.CompletedProcess[str]:
     args = ["npx", "--no-install", "cdk", "synth", "-q", "-o", str(outdir)]
     for item in context:
         args += ["-c", item]
-    return subprocess.run(
-        args, cwd=REPO_ROOT, env=npx_env(), capture_output=True, text=True, timeout=600, check=False
-    )
+    return subprocess.run(args, cwd=REPO_ROOT, env=npx_env(), capture_output=True, text=True, timeout=600, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +54,7 @@ def test_npx_cdk_synth_bundles_locally_on_node_22(
     template = json.loads((outdir / "DrainOrchestrator.template.json").read_text())
     function = next(r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function")
     assets = json.loads((outdir / "DrainOrchestrator.assets.json").read_text())
-    (asset,) = [
-        a["source"]["path"] for a in assets["files"].values() if a["source"].get("packaging") == "zip"
-    ]
+    (asset,) = [a["source"]["path"] for a in assets["files"].values() if a["source"].get("packaging") == "zip"]
     assert function["Properties"]["Code"]["S3Key"].endswith(".zip")
     tree = outdir / asset
     assert (tree / "drain_orchestrator" / "__init__.py").is_file()
