@@ -78,9 +78,7 @@ class _Digest:
 def dependencies_key() -> str:
     """Hash of what decides the third-party part: the lock, pyproject and the install/prune recipe."""
     digest = _Digest()
-    recipe = "|".join(
-        (RECIPE_VERSION, PYTHON_VERSION, PLATFORM, *PRUNED_DISTRIBUTIONS, *PRUNED_PATHS, *PRUNED_GLOBS)
-    )
+    recipe = "|".join((RECIPE_VERSION, PYTHON_VERSION, PLATFORM, *PRUNED_DISTRIBUTIONS, *PRUNED_PATHS, *PRUNED_GLOBS))
     digest.feed("recipe", recipe.encode())
     digest.feed("uv.lock", (REPO_ROOT / "uv.lock").read_bytes())
     digest.feed("pyproject.toml", (REPO_ROOT / "pyproject.toml").read_bytes())
@@ -103,9 +101,12 @@ def _run(cmd: list[str]) -> None:
 
 
 def _uv() -> str:
-    uv = shutil.which("uv")
-    if uv is None:
-        raise RuntimeError("bundling needs `uv` on PATH (it exports the runtime requirements from uv.lock)")
+    """`$UV` if set (the Makefile's pinned uv), else `uv` on PATH."""
+    uv = os.environ.get("UV") or shutil.which("uv")
+    if not uv:
+        raise RuntimeError(
+            "bundling needs uv (it exports the runtime requirements from uv.lock): put it on PATH or set UV"
+        )
     return uv
 
 
