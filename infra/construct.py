@@ -74,9 +74,7 @@ class DrainOrchestrator(Construct):
         self.notification_topic = sns.Topic(
             self, "NotificationTopic", display_name="EKS Drain Orchestrator notifications", enforce_ssl=True
         )
-        self.alarm_topic = sns.Topic(
-            self, "AlarmTopic", display_name="EKS Drain Orchestrator alarms", enforce_ssl=True
-        )
+        self.alarm_topic = sns.Topic(self, "AlarmTopic", display_name="EKS Drain Orchestrator alarms", enforce_ssl=True)
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
 
@@ -212,12 +210,8 @@ class DrainOrchestrator(Construct):
     def _network(self, placement: VpcPlacement | None) -> _Network | None:
         if placement is None:
             return None
-        vpc = ec2.Vpc.from_vpc_attributes(
-            self, "Vpc", vpc_id=placement.vpc_id, availability_zones=cdk.Fn.get_azs()
-        )
-        subnets = [
-            ec2.Subnet.from_subnet_id(self, f"Subnet-{subnet}", subnet) for subnet in placement.subnet_ids
-        ]
+        vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=placement.vpc_id, availability_zones=cdk.Fn.get_azs())
+        subnets = [ec2.Subnet.from_subnet_id(self, f"Subnet-{subnet}", subnet) for subnet in placement.subnet_ids]
         groups: list[ec2.ISecurityGroup]
         if placement.security_group_ids:
             groups = [

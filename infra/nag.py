@@ -9,9 +9,7 @@ from __future__ import annotations
 from infra.config import OrchestratorConfig
 
 _IAM = "AwsSolutions::AwsSolutions-IAM"
-_ASG_ARN = (
-    "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName"
-)
+_ASG_ARN = "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName"
 _MANAGED = "arn:<AWS::Partition>:iam::aws:policy/service-role"
 
 

@@ -59,9 +59,7 @@ def function_statements(config: OrchestratorConfig) -> list[iam.PolicyStatement]
                 sid=f"LifecycleClusterTag{index}",
                 actions=LIFECYCLE_ACTIONS,
                 resources=_asg_arns(config),
-                conditions={
-                    "StringEquals": {f"{ASG_TAG_CONDITION}/kubernetes.io/cluster/{name}": CLUSTER_TAG_VALUES}
-                },
+                conditions={"StringEquals": {f"{ASG_TAG_CONDITION}/kubernetes.io/cluster/{name}": CLUSTER_TAG_VALUES}},
             )
         )
     statements.append(

@@ -14,9 +14,7 @@ STACK_NAME = "DrainOrchestrator"
 
 
 class DrainOrchestratorStack(cdk.Stack):
-    def __init__(
-        self, scope: Construct, construct_id: str, *, config: OrchestratorConfig, **kwargs: Any
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: OrchestratorConfig, **kwargs: Any) -> None:
         super().__init__(
             scope,
             construct_id,
