@@ -10,13 +10,14 @@ PY313      ?= $(shell command -v python3.13 2>/dev/null || ls -d $(HOME)/.pyenv/
 VENV       := .venv
 PY         := $(VENV)/bin/python
 export UV_PYTHON := $(PY313)
+export UV
 export UV_PYTHON_DOWNLOADS := never
 # Node 22 from the pinned npm package `node` (jsii needs >= 22; the machine may only have 20)
 export PATH := $(CURDIR)/node_modules/node/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 PYTEST_ARGS ?=
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        cluster-up cluster-down demo bench clean
+        cluster-up cluster-down demo bench bench-drain bench-lambda clean
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
@@ -71,5 +72,19 @@ cluster-up: setup-python setup-bins
 cluster-down:
 	@if [ -x $(PY) ]; then $(PY) -m tests.testbed down; else echo "nothing to stop"; fi
 
+synth: setup-python setup-node
+	npx cdk synth -q -c clusters=demo
+
+bench: bench-drain bench-lambda
+
+bench-drain: setup-python setup-bins
+	$(PY) -m bench.bench_drain --repeat 3
+
+bench-lambda: setup-python setup-bins
+	$(PY) -m bench.bench_lambda
+
 clean:
 	rm -rf .local cdk.out .pytest_cache .mypy_cache .ruff_cache
+
+demo: setup-python setup-bins
+	@$(PY) -m tests.testbed.demo

@@ -36,7 +36,7 @@ def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
 
 
 @pytest.fixture
-def k8s(testbed: Testbed) -> Iterator["KubeScenario"]:
+def k8s(testbed: Testbed) -> Iterator[KubeScenario]:
     from tests.testbed.kube import KubeScenario
 
     api = testbed.admin_api_client()
@@ -49,7 +49,7 @@ def k8s(testbed: Testbed) -> Iterator["KubeScenario"]:
 
 
 @pytest.fixture
-def aws(testbed: Testbed) -> "AwsSeed":
+def aws(testbed: Testbed) -> AwsSeed:
     from tests.testbed.aws_seed import AwsSeed
 
     seed = AwsSeed(testbed)
@@ -57,6 +57,20 @@ def aws(testbed: Testbed) -> "AwsSeed":
     return seed
 
 
+@pytest.fixture
+def lam(
+    testbed: Testbed, aws: AwsSeed, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> Iterator[LambdaHarness]:
+    """The real Lambda handler run by the durable local runner against the bed (tests/integration/lambda_support.py)."""
+    from drain_orchestrator import workflow
+    from tests.integration.lambda_support import LambdaHarness
+
+    yield LambdaHarness(testbed, aws, monkeypatch, capfd)
+    workflow.fault_injection = None
+    workflow.reset_config()
+
+
 if False:  # for type checkers only
+    from tests.integration.lambda_support import LambdaHarness
     from tests.testbed.aws_seed import AwsSeed
     from tests.testbed.kube import KubeScenario

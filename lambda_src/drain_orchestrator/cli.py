@@ -1,20 +1,35 @@
-"""`drain-orchestrator` command line: each subcommand registers itself through an add_*_parser function."""
+"""`drain-orchestrator` command line: explain, invoke, drain, uncordon.
+
+Each subcommand registers itself through an add_*_parser function; the heavy imports (boto3, Powertools, the
+durable SDK) happen only when a subcommand that needs them runs, so `drain` starts as fast as possible.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import sys
 from collections.abc import Sequence
 
-from drain_orchestrator.drain_cli import add_drain_parser
-from drain_orchestrator.explain import add_explain_parser
+# subcommand → module providing add_<name>_parser
+_SUBCOMMANDS = {
+    "explain": ("drain_orchestrator.explain", "add_explain_parser"),
+    "invoke": ("drain_orchestrator.invoke", "add_invoke_parser"),
+    "drain": ("drain_orchestrator.drain_cli", "add_drain_parser"),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="drain-orchestrator", description=__doc__)
     subparsers = parser.add_subparsers(dest="command", required=True)
-    add_explain_parser(subparsers)
-    add_drain_parser(subparsers)
-    args = parser.parse_args(argv)
+    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    wanted = [_SUBCOMMANDS[chosen]] if chosen in _SUBCOMMANDS else list(dict.fromkeys(_SUBCOMMANDS.values()))
+    if chosen == "uncordon":
+        wanted = [_SUBCOMMANDS["drain"]]  # drain_cli registers both drain and uncordon
+    for module, register in wanted:
+        getattr(importlib.import_module(module), register)(subparsers)
+    args = parser.parse_args(args_list)
     result: int = args.func(args)
     return result
 

@@ -64,9 +64,7 @@ class Assessment:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Assessment:
         facts = data.get("facts")
-        return cls(
-            Decision.from_dict(data["decision"]), None if facts is None else InstanceFacts.from_dict(facts)
-        )
+        return cls(Decision.from_dict(data["decision"]), None if facts is None else InstanceFacts.from_dict(facts))
 
 
 def decide_event(event: Interruption, settings: Settings, source: FactsSource) -> list[Assessment]:

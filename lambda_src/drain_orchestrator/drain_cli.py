@@ -22,24 +22,14 @@ def add_drain_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("drain", help="cordon a node and evict its pods like `kubectl drain`")
     p.add_argument("node")
     _connection_args(p)
-    p.add_argument(
-        "--timeout", type=float, default=0, help="give up after S seconds (0 = never, like kubectl)"
-    )
+    p.add_argument("--timeout", type=float, default=0, help="give up after S seconds (0 = never, like kubectl)")
     p.add_argument("--grace-period", type=int, default=-1, help="seconds per pod; -1 = each pod's own")
     p.add_argument("--delete-emptydir-data", action="store_true", help="evict pods using emptyDir volumes")
     p.add_argument("--force", action="store_true", help="evict pods without a controller, orphaned DS pods")
-    p.add_argument(
-        "--evict-daemonsets", action="store_true", help="evict DaemonSet pods last (taints the node)"
-    )
-    p.add_argument(
-        "--skip-wait-for-delete-timeout", type=float, default=0, help="skip pods terminating > S s"
-    )
-    p.add_argument(
-        "--deadline-in", type=float, default=None, help="the node must be empty S seconds from now"
-    )
-    p.add_argument(
-        "--force-on-deadline", action="store_true", help="near the deadline, delete PDB-blocked pods"
-    )
+    p.add_argument("--evict-daemonsets", action="store_true", help="evict DaemonSet pods last (taints the node)")
+    p.add_argument("--skip-wait-for-delete-timeout", type=float, default=0, help="skip pods terminating > S s")
+    p.add_argument("--deadline-in", type=float, default=None, help="the node must be empty S seconds from now")
+    p.add_argument("--force-on-deadline", action="store_true", help="near the deadline, delete PDB-blocked pods")
     p.add_argument("--pod-selector", default=None)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")

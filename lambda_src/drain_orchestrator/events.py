@@ -16,9 +16,7 @@ from typing import Annotated, Any, Literal, cast, get_args
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-Kind = Literal[
-    "asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change"
-]
+Kind = Literal["asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change"]
 IgnoreReason = Literal["unsupported", "state-not-draining", "test-notification", "no-instances"]
 
 TERMINATE_DETAIL_TYPE = "EC2 Instance-terminate Lifecycle Action"
@@ -231,9 +229,7 @@ def parse_event(raw: object) -> Interruption | Ignored:
     if not isinstance(raw, Mapping):
         raise MalformedEvent("<event>", f"expected a JSON object, got {type(raw).__name__}")
     if raw.get("Event") == TEST_NOTIFICATION:
-        return Ignored(
-            "test-notification", "Auto Scaling test notification", event_id=_str_or_none(raw, "id")
-        )
+        return Ignored("test-notification", "Auto Scaling test notification", event_id=_str_or_none(raw, "id"))
     detail_type = raw.get("detail-type")
     if detail_type is None:
         raise MalformedEvent("detail-type", "field required")

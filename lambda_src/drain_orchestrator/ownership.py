@@ -29,13 +29,9 @@ class Reason(StrEnum):
     OWNED_CUSTOM_TAG = "owned-custom-tag"  # OWNERSHIP_TAG on the instance or its ASG
     OTHER_CLUSTER = "other-cluster"  # tags name only clusters this deployment does not serve
     AMBIGUOUS_CLUSTER = "ambiguous-cluster"  # tags name several served clusters: touch nothing
-    TAG_VALUE_MISMATCH = (
-        "tag-value-mismatch"  # a cluster/ownership tag is present with a value that does not count
-    )
+    TAG_VALUE_MISMATCH = "tag-value-mismatch"  # a cluster/ownership tag is present with a value that does not count
     UNTAGGED = "untagged"  # no cluster tag at all, on the instance nor on its ASG
-    UNKNOWN_INSTANCE = (
-        "unknown-instance"  # EC2 does not know the instance (already gone, other account/region)
-    )
+    UNKNOWN_INSTANCE = "unknown-instance"  # EC2 does not know the instance (already gone, other account/region)
     UNSUPPORTED_KIND = "unsupported-kind"  # the event itself is ignored (see events.Ignored.reason)
     KIND_IGNORED = "kind-ignored"  # owned, but settings say ACTION_<KIND>=ignore
     NO_NODE = "no-node"  # owned, but no Kubernetes node for it (never joined, already gone, warm pool)
@@ -89,9 +85,7 @@ class _Verdict:
         return bool(self.clusters or self.others)
 
 
-def decide(
-    instance_id: str, facts: InstanceFacts | None, settings: Settings, event: Interruption
-) -> Decision:
+def decide(instance_id: str, facts: InstanceFacts | None, settings: Settings, event: Interruption) -> Decision:
     """Decide ownership and the action for one instance of `event` (node lookup comes later: `with_node`)."""
     if facts is None:
         return Decision(instance_id, False, None, Reason.UNKNOWN_INSTANCE, "skip")

@@ -110,9 +110,7 @@ def _parse_ownership_tag(raw: str | None) -> OwnershipTag | None:
     key, sep, value = raw.strip().partition("=")
     key = key.strip()
     if not key or len(key) > 128:
-        raise SettingsError(
-            "OWNERSHIP_TAG", f"{raw!r}: expected 'key' or 'key=value' with a 1-128 character key"
-        )
+        raise SettingsError("OWNERSHIP_TAG", f"{raw!r}: expected 'key' or 'key=value' with a 1-128 character key")
     if len(value) > 256:
         raise SettingsError("OWNERSHIP_TAG", "tag values are at most 256 characters")
     return OwnershipTag(key=key, value=value if sep else None)

@@ -1,10 +1,10 @@
-"""The durable drain workflow: one EventBridge event → per-instance workflows of its kind.
+"""The durable drain workflow: one EventBridge event -> per-instance workflows of its kind.
 
-    parse → decide (one DescribeInstances, ASG tags if needed) → for each owned instance, bounded concurrency:
-      locate node (+ the hook's timeouts) → [scheduled-change: durable wait until window start − lead]
-      → cordon + annotate → drain passes separated by durable waits, heartbeats on the lifecycle hook
-      → finish: CompleteLifecycleAction, metrics, one notification per phase, a Kubernetes Event per phase
-    asg-launch: wait (durably) for the node to register and be Ready, then CONTINUE (timeout → configurable).
+    parse -> decide (one DescribeInstances, ASG tags if needed) -> for each owned instance, bounded concurrency:
+      locate node (+ the hook's timeouts) -> [scheduled-change: durable wait until window start - lead]
+      -> cordon + annotate -> drain passes separated by durable waits, heartbeats on the lifecycle hook
+      -> finish: CompleteLifecycleAction, metrics, one notification per phase, a Kubernetes Event per phase
+    asg-launch: wait (durably) for the node to register and be Ready, then CONTINUE (timeout -> configurable).
 
 Replay rules (aws-durable-execution-sdk-python): the handler body re-runs from the top on every invocation, so
 everything that reads the clock, calls an API or emits a metric happens inside a step; step names are stable
@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_step
+from aws_durable_execution_sdk_python import BatchResult, DurableContext, StepContext, durable_step
 from aws_durable_execution_sdk_python.config import CompletionConfig, Duration, MapConfig, StepConfig
 from aws_durable_execution_sdk_python.retries import RetryPresets
 
@@ -74,7 +75,7 @@ def load_config(env: Any = None) -> Config:
 
 def reset_config() -> None:
     """Forget cached settings and clients (tests and the CLI change the environment between runs)."""
-    global _config, _config_error  # noqa: PLW0603
+    global _config, _config_error
     _config, _config_error = None, None
     _clients.clear()
 
@@ -138,19 +139,20 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     assessments = context.step(_decide_step(event, settings), name="decide")
     decisions = [Assessment.from_dict(a).decision for a in assessments]
     items = [
-        {"event": event.to_dict(), "assessment": a}
+        {"event": event.to_dict(), "assessment": a, "run_id": cfg["run_id"]}
         for a, d in zip(assessments, decisions, strict=True)
         if d.owned and d.action != "skip"
     ]
     others = [d.to_dict() for d in decisions if not (d.owned and d.action != "skip")]
     results: list[dict[str, Any]] = []
     if items:
-        batch = context.map(
+        batch: BatchResult[dict[str, Any]] = context.map(
             items,
             _instance_branch,
             name="instances",
             config=MapConfig(
-                max_concurrency=cfg["max_concurrent_nodes"], completion_config=CompletionConfig.all_completed()
+                max_concurrency=cfg["max_concurrent_nodes"],
+                completion_config=CompletionConfig.all_completed(),  # type: ignore[no-untyped-call]
             ),
         )
         results = [r for r in batch.get_results() if r is not None]
@@ -173,7 +175,12 @@ def _load_config_step(step_ctx: StepContext) -> dict[str, Any]:
         metric("Errors", reason="settings")
         logger.error("invalid settings", extra={"variable": exc.variable, "error": str(exc)})
         raise
-    return {"max_concurrent_nodes": cfg.workflow.max_concurrent_nodes, "dry_run": cfg.workflow.dry_run}
+    # A unique id for this execution, stable across its replays: who announces each phase of a node's drain.
+    return {
+        "max_concurrent_nodes": cfg.workflow.max_concurrent_nodes,
+        "dry_run": cfg.workflow.dry_run,
+        "run_id": uuid.uuid4().hex,
+    }
 
 
 @durable_step
@@ -189,9 +196,7 @@ def _parse_step(step_ctx: StepContext, raw_event: Any) -> dict[str, Any]:
     if isinstance(parsed, Ignored):
         metric("EventsReceived", kind="ignored")
         metric("EventsIgnored", reason=parsed.reason)
-        logger.info(
-            "event ignored", extra={"reason": parsed.reason, "detail_type": detail_type, "message": parsed.message}
-        )
+        logger.info("event ignored", extra={"reason": parsed.reason, "detail_type": detail_type, "why": parsed.message})
         return {"ignored": parsed.reason, "message": parsed.message}
     metric("EventsReceived", kind=parsed.kind)
     logger.info("event received", extra={"kind": parsed.kind, "instance_ids": list(parsed.instance_ids)})
@@ -208,8 +213,12 @@ def _decide_step(step_ctx: StepContext, event: Interruption, settings: Settings)
             metric("EventsIgnored", reason=d.reason.value, kind=event.kind)
             logger.info(
                 "instance not acted on",
-                extra={"instance_id": d.instance_id, "reason": d.reason.value, "cluster": d.cluster,
-                       "lifecycle_hook": "left to its owner" if event.lifecycle and not d.owned else None},
+                extra={
+                    "instance_id": d.instance_id,
+                    "reason": d.reason.value,
+                    "cluster": d.cluster,
+                    "lifecycle_hook": "left to its owner" if event.lifecycle and not d.owned else None,
+                },
             )
     return [a.to_dict() for a in assessments]
 
@@ -222,16 +231,21 @@ def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, item
     logger.append_keys(instance_id=d.instance_id, cluster=d.cluster)
     if event.kind == "asg-launch":
         return _launch_workflow(ctx, event, assessment)
-    return _drain_workflow(ctx, event, assessment)
+    return _drain_workflow(ctx, event, assessment, item["run_id"])
 
 
-def _drain_workflow(ctx: DurableContext, event: Interruption, assessment: Assessment) -> dict[str, Any]:
+def _drain_workflow(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> dict[str, Any]:
     ws = _wsettings()
     loc = ctx.step(_locate_step(event, assessment), name="locate")
     decision = Decision.from_dict(loc["decision"])
     deadline: float | None = loc["deadline"]
-    summary: dict[str, Any] = {"instance_id": decision.instance_id, "cluster": decision.cluster,
-                               "node": decision.node, "decision": decision.reason.value, "action": decision.action}
+    summary: dict[str, Any] = {
+        "instance_id": decision.instance_id,
+        "cluster": decision.cluster,
+        "node": decision.node,
+        "decision": decision.reason.value,
+        "action": decision.action,
+    }
     if decision.action == "complete-lifecycle":  # owned but no node: nothing to drain, let the ASG go on
         summary["lifecycle"] = ctx.step(
             _complete_step(event, decision, "CONTINUE", "no node to drain"), name="complete-lifecycle"
@@ -245,11 +259,13 @@ def _drain_workflow(ctx: DurableContext, event: Interruption, assessment: Assess
         start_at = event.window_start - ws.scheduled_change_lead
         if start_at - loc["now"] >= 1:
             ctx.wait(Duration.from_seconds(start_at - loc["now"]), name="until-window")
-    started = ctx.step(_cordon_step(event, decision, deadline), name="cordon")
+    started = ctx.step(_cordon_step(event, decision, deadline, run_id), name="cordon")
     summary["cordoned"] = started["cordoned"]
     if started.get("gone"):
         summary["result"] = "node-gone"
-        return _finish(ctx, event, decision, summary, drained=True, report=None, started_at=started["now"])
+        return _finish(
+            ctx, event, decision, summary, drained=True, report=None, started_at=started["now"], run_id=run_id
+        )
     if decision.action == "cordon":
         summary["result"] = "cordoned"
         return summary
@@ -280,7 +296,9 @@ def _drain_workflow(ctx: DurableContext, event: Interruption, assessment: Assess
     drained = bool(report["drained"] or out.get("gone"))
     summary["report"] = _summary_of(report)
     summary["result"] = "drained" if drained else ("refused" if report["refused"] else "deadline-missed")
-    return _finish(ctx, event, decision, summary, drained=drained, report=report, started_at=started["now"])
+    return _finish(
+        ctx, event, decision, summary, drained=drained, report=report, started_at=started["now"], run_id=run_id
+    )
 
 
 def _finish(
@@ -292,9 +310,10 @@ def _finish(
     drained: bool,
     report: dict[str, Any] | None,
     started_at: float,
+    run_id: str,
 ) -> dict[str, Any]:
     ws = _wsettings()
-    fin = ctx.step(_report_step(event, decision, drained, report, started_at), name="report")
+    fin = ctx.step(_report_step(event, decision, drained, report, started_at, run_id), name="report")
     summary["duration_seconds"] = fin["duration"]
     summary["notified"] = fin["notified"]
     if event.lifecycle is not None and event.kind == "asg-terminate":
@@ -308,8 +327,12 @@ def _finish(
 def _launch_workflow(ctx: DurableContext, event: Interruption, assessment: Assessment) -> dict[str, Any]:
     ws = _wsettings()
     decision = assessment.decision
-    summary: dict[str, Any] = {"instance_id": decision.instance_id, "cluster": decision.cluster,
-                               "decision": decision.reason.value, "action": decision.action}
+    summary: dict[str, Any] = {
+        "instance_id": decision.instance_id,
+        "cluster": decision.cluster,
+        "decision": decision.reason.value,
+        "action": decision.action,
+    }
     if decision.action == "complete-lifecycle":  # launching into the warm pool: it will not join now
         summary["lifecycle"] = ctx.step(
             _complete_step(event, decision, "CONTINUE", "warm pool"), name="complete-lifecycle"
@@ -401,7 +424,7 @@ def _options(event: Interruption, decision: Decision, deadline: float | None) ->
 
 @durable_step
 def _cordon_step(
-    step_ctx: StepContext, event: Interruption, decision: Decision, deadline: float | None
+    step_ctx: StepContext, event: Interruption, decision: Decision, deadline: float | None, run_id: str
 ) -> dict[str, Any]:
     from drain_orchestrator.kube.cordon import CordonError, cordon  # noqa: PLC0415
     from drain_orchestrator.kube.node_records import NodeGone, claim, node_event  # noqa: PLC0415
@@ -412,10 +435,18 @@ def _cordon_step(
     opts = _options(event, decision, deadline)
     try:
         res = cordon(
-            kube, node, reason=event.kind, event_id=event.event_id, deadline=deadline, taint=opts.drain_taint,
-            exclude_from_load_balancers=ws.exclude_from_load_balancers, now=now, dry_run=ws.dry_run,
+            kube,
+            node,
+            reason=event.kind,
+            event_id=event.event_id,
+            deadline=deadline,
+            taint=opts.drain_taint,
+            exclude_from_load_balancers=ws.exclude_from_load_balancers,
+            now=now,
+            dry_run=ws.dry_run,
         )
-        first = claim(kube, node, "drain-started", event.event_id, dry_run=ws.dry_run)
+        # only a drain announces itself: a cordon-only run (rebalance) must not take the "started" claim
+        first = decision.action == "drain" and claim(kube, node, "drain-started", run_id, dry_run=ws.dry_run)
     except (NodeGone, CordonError) as exc:
         if isinstance(exc, NodeGone) or "404" in str(exc):
             logger.info("node already gone", extra={"node": node})
@@ -423,12 +454,17 @@ def _cordon_step(
         raise
     if res.changed:
         metric("NodesCordoned", cluster=decision.cluster, kind=event.kind)
-        node_event(kube, node, "NodeCordoned", f"cordoned for {event.kind} (event {event.event_id})",
-                   dry_run=ws.dry_run)
+        node_event(
+            kube, node, "NodeCordoned", f"cordoned for {event.kind} (event {event.event_id})", dry_run=ws.dry_run
+        )
     if first and decision.action == "drain":
-        node_event(kube, node, "DrainStarted",
-                   f"draining for {event.kind}, deadline {_iso(deadline)} (event {event.event_id})",
-                   dry_run=ws.dry_run)
+        node_event(
+            kube,
+            node,
+            "DrainStarted",
+            f"draining for {event.kind}, deadline {_iso(deadline)} (event {event.event_id})",
+            dry_run=ws.dry_run,
+        )
         _notify("started", event, decision, {"deadline": deadline})
     logger.info("node cordoned" if res.changed else "node already cordoned", extra={"node": node})
     _fault("after-cordon")
@@ -457,21 +493,25 @@ def _pass_step(
             raise
         # the node object is gone (instance terminated, node deleted): nothing left to drain
         logger.info("node gone while draining", extra={"node": decision.node})
-        return {"report": DrainReport(node=decision.node, drained=True).to_dict(), "now": time.time(),
-                "gone": True}
+        return {"report": DrainReport(node=decision.node, drained=True).to_dict(), "now": time.time(), "gone": True}
     gone = False
-    dims = {"cluster": decision.cluster, "kind": event.kind}
     if rep.evicted:
-        metric("PodsEvicted", len(rep.evicted), **dims)
+        metric("PodsEvicted", len(rep.evicted), cluster=decision.cluster, kind=event.kind)
     if rep.blocked:
-        metric("EvictionsBlockedByPDB", len(rep.blocked), **dims)
+        metric("EvictionsBlockedByPDB", len(rep.blocked), cluster=decision.cluster, kind=event.kind)
     if rep.forced:
-        metric("PodsForceDeleted", len(rep.forced), **dims)
+        metric("PodsForceDeleted", len(rep.forced), cluster=decision.cluster, kind=event.kind)
     logger.info(
         "drain pass",
-        extra={"pass": n, "evicted": len(rep.evicted), "blocked": [b.pod for b in rep.blocked],
-               "forced": [f.pod for f in rep.forced], "remaining": len(rep.remaining), "drained": rep.drained,
-               "api_calls": rep.api_calls},
+        extra={
+            "pass": n,
+            "evicted": len(rep.evicted),
+            "blocked": [b.pod for b in rep.blocked],
+            "forced": [f.pod for f in rep.forced],
+            "remaining": len(rep.remaining),
+            "drained": rep.drained,
+            "api_calls": rep.api_calls,
+        },
     )
     return {"report": rep.to_dict(), "now": time.time(), "gone": gone}
 
@@ -499,6 +539,7 @@ def _report_step(
     drained: bool,
     report: dict[str, Any] | None,
     started_at: float,
+    run_id: str,
 ) -> dict[str, Any]:
     from drain_orchestrator.kube.node_records import NodeGone, claim, node_event  # noqa: PLC0415
 
@@ -506,26 +547,32 @@ def _report_step(
     assert decision.cluster is not None and decision.node is not None
     now = time.time()
     duration = round(now - started_at, 3)
-    dims = {"cluster": decision.cluster, "kind": event.kind}
     phase = "drain-completed" if drained else "drain-failed"
     try:
-        first = claim(_kube(decision.cluster), decision.node, phase, event.event_id, dry_run=ws.dry_run)
+        first = claim(_kube(decision.cluster), decision.node, phase, run_id, dry_run=ws.dry_run)
     except NodeGone:
         first = False
     if drained:
-        metric("NodesDrained", **dims)
-        metric("DrainDurationSeconds", duration, SECONDS, **dims)
+        metric("NodesDrained", cluster=decision.cluster, kind=event.kind)
+        metric("DrainDurationSeconds", duration, SECONDS, cluster=decision.cluster, kind=event.kind)
     else:
-        metric("DrainDeadlineMissed", **dims)
+        metric("DrainDeadlineMissed", cluster=decision.cluster, kind=event.kind)
         logger.warning("drain did not finish", extra={"report": _summary_of(report)})
     if first:
         node_event(
-            _kube(decision.cluster), decision.node, "DrainCompleted" if drained else "DrainFailed",
+            _kube(decision.cluster),
+            decision.node,
+            "DrainCompleted" if drained else "DrainFailed",
             f"{'drained' if drained else 'not drained'} after {duration:.0f} s (event {event.event_id})",
-            event_type="Normal" if drained else "Warning", dry_run=ws.dry_run,
+            event_type="Normal" if drained else "Warning",
+            dry_run=ws.dry_run,
         )
-        _notify("completed" if drained else "failed", event, decision,
-                {"duration_seconds": duration, "report": _summary_of(report)})
+        _notify(
+            "completed" if drained else "failed",
+            event,
+            decision,
+            {"duration_seconds": duration, "report": _summary_of(report)},
+        )
     return {"duration": duration, "notified": first, "now": now}
 
 
@@ -541,13 +588,19 @@ def _complete_step(
     if _wsettings().dry_run:
         return {"outcome": "dry-run", "result": result}
     outcome = complete_lifecycle_action(
-        _client("autoscaling"), ref.asg_name, ref.hook_name, result,  # type: ignore[arg-type]
-        token=ref.token, instance_id=decision.instance_id,
+        _client("autoscaling"),
+        ref.asg_name,
+        ref.hook_name,
+        result,  # type: ignore[arg-type]
+        token=ref.token,
+        instance_id=decision.instance_id,
     )
     if outcome == "completed":
         metric("LifecycleActionsCompleted", cluster=decision.cluster, kind=event.kind)
-    logger.info("lifecycle action", extra={"outcome": outcome, "result": result, "why": why,
-                                           "asg": ref.asg_name, "hook": ref.hook_name})
+    logger.info(
+        "lifecycle action",
+        extra={"outcome": outcome, "result": result, "why": why, "asg": ref.asg_name, "hook": ref.hook_name},
+    )
     return {"outcome": outcome, "result": result}
 
 
@@ -565,7 +618,8 @@ def _ready_step(step_ctx: StepContext, event: Interruption, assessment: Assessme
     ready = False
     if found.node:
         node = core.read_node(found.node)
-        ready = any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+        conditions = (node.status.conditions if node.status else None) or []
+        ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
     hb = None
     if event.lifecycle is not None:
         hook = describe_hook(_client("autoscaling"), event.lifecycle.asg_name, event.lifecycle.hook_name)

@@ -60,15 +60,11 @@ class WorkflowSettings:
             ),
             force_delete_on_deadline=_bool(env, "FORCE_DELETE_ON_DEADLINE", d.force_delete_on_deadline),
             taint=_taint(env.get("DRAIN_TAINT")),
-            exclude_from_load_balancers=_bool(
-                env, "EXCLUDE_FROM_LOAD_BALANCERS", d.exclude_from_load_balancers
-            ),
+            exclude_from_load_balancers=_bool(env, "EXCLUDE_FROM_LOAD_BALANCERS", d.exclude_from_load_balancers),
             deadline_state_change=_int(env, "DEADLINE_STATE_CHANGE_SECONDS", d.deadline_state_change, 1),
             deadline_rebalance=_int(env, "DEADLINE_REBALANCE_SECONDS", d.deadline_rebalance, 1),
             scheduled_change_lead=_int(env, "SCHEDULED_CHANGE_LEAD_SECONDS", d.scheduled_change_lead, 0),
-            lifecycle_result_on_failure=_result(
-                env, "LIFECYCLE_RESULT_ON_FAILURE", d.lifecycle_result_on_failure
-            ),
+            lifecycle_result_on_failure=_result(env, "LIFECYCLE_RESULT_ON_FAILURE", d.lifecycle_result_on_failure),
             launch_ready_timeout=_int(env, "LAUNCH_READY_TIMEOUT_SECONDS", d.launch_ready_timeout, 1),
             launch_timeout_result=_result(env, "LAUNCH_TIMEOUT_RESULT", d.launch_timeout_result),
             max_concurrent_nodes=_int(env, "MAX_CONCURRENT_NODES", d.max_concurrent_nodes, 1, 100),

@@ -75,9 +75,7 @@ class Lines:
             return [x for x in self.lines if text in x]
 
 
-def drain(
-    kube: Kube, node: str, timeout: float = 60, progress: Lines | None = None, **opts: Any
-) -> DrainReport:
+def drain(kube: Kube, node: str, timeout: float = 60, progress: Lines | None = None, **opts: Any) -> DrainReport:
     return drain_node(kube, node, DrainOptions(**opts), timeout=timeout, progress=progress)
 
 

@@ -8,9 +8,7 @@ and acts under the shipped RBAC (the access entry maps the role to the `drain-or
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +31,8 @@ class Run:
     def emf(self) -> list[dict[str, Any]]:
         """Every EMF metric line the run printed: {"name", "value", "dims"}."""
         out = []
-        for line in self.stdout.splitlines():
-            line = line.strip()
+        for raw in self.stdout.splitlines():
+            line = raw.strip()
             if not line.startswith("{") or '"_aws"' not in line:
                 continue
             doc = json.loads(line)
@@ -57,31 +55,11 @@ class LambdaHarness:
     def __init__(self, testbed: Testbed, aws: AwsSeed, monkeypatch: pytest.MonkeyPatch, capfd: Any) -> None:
         self.testbed, self.aws, self.monkeypatch, self.capfd = testbed, aws, monkeypatch, capfd
         self.queue_url: str | None = None
-        self.topic_arn: str | None = None
 
     def configure(self, clusters: str = "blue", **env: str) -> None:
         """Served clusters, the Lambda's identity and access entries, a notification topic read through SQS."""
-        for name in [c for c in clusters.split(",") if c and c != "*"]:
-            self.testbed.put_access_entry(name, self.aws.role_arn(ROLE), "drain-orchestrator", ["drain-orchestrator"])
-        sns, sqs = self.aws.client("sns"), self.aws.client("sqs")
-        self.topic_arn = sns.create_topic(Name="drain-notifications")["TopicArn"]
-        self.queue_url = sqs.create_queue(QueueName="drain-notifications")["QueueUrl"]
-        qarn = sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=self.topic_arn, Protocol="sqs", Endpoint=qarn,
-                      Attributes={"RawMessageDelivery": "true"})
-        session = self.aws.lambda_session(ROLE)
-        creds = session.get_credentials().get_frozen_credentials()
-        values = {
-            "AWS_ACCESS_KEY_ID": creds.access_key,
-            "AWS_SECRET_ACCESS_KEY": creds.secret_key,
-            "AWS_SESSION_TOKEN": creds.token,
-            "CLUSTER_NAMES": clusters,
-            "NOTIFICATION_TOPIC_ARN": self.topic_arn,
-            "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
-            "RECHECK_MIN_SECONDS": "1",
-            **env,
-        }
-        for k, v in values.items():
+        values, self.queue_url = self.aws.lambda_env(clusters, ROLE)
+        for k, v in {**values, "RECHECK_MIN_SECONDS": "1", **env}.items():
             self.monkeypatch.setenv(k, v)
         self._reset()
 
@@ -109,25 +87,5 @@ class LambdaHarness:
         return Run(status=status, result=result, error=res.error, stdout=out, operations=ops)
 
     def notifications(self) -> list[dict[str, Any]]:
-        sqs = self.aws.client("sqs")
-        got: list[dict[str, Any]] = []
-        while True:
-            msgs = sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
-                "Messages", []
-            )
-            if not msgs:
-                return got
-            for m in msgs:
-                got.append(json.loads(m["Body"]))
-                sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=m["ReceiptHandle"])
-
-
-@pytest.fixture
-def lam(testbed: Testbed, aws: AwsSeed, monkeypatch: pytest.MonkeyPatch, capfd: Any) -> Iterator[LambdaHarness]:
-    h = LambdaHarness(testbed, aws, monkeypatch, capfd)
-    yield h
-    from drain_orchestrator import workflow
-
-    workflow.fault_injection = None
-    workflow.reset_config()
-    os.environ.pop("AWS_SESSION_TOKEN", None)
+        assert self.queue_url is not None
+        return self.aws.drain_notifications(self.queue_url)

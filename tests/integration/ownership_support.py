@@ -68,9 +68,7 @@ def settings(**env: str) -> Settings:
 def grant(testbed: Any, aws: Any, cluster: str, *, groups: list[str] | None = None) -> None:
     """An EKS cluster pointing at the local apiserver, with an access entry for the Lambda's role."""
     aws.eks_cluster(cluster)
-    testbed.put_access_entry(
-        cluster, aws.role_arn(ROLE), f"{ROLE}:{cluster}", [GROUP] if groups is None else groups
-    )
+    testbed.put_access_entry(cluster, aws.role_arn(ROLE), f"{ROLE}:{cluster}", [GROUP] if groups is None else groups)
 
 
 def action_state(aws: Any, instance_id: str) -> dict[str, Any]:

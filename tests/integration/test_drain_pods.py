@@ -39,9 +39,7 @@ def mixed_node(k8s: Any, node: str, tag: str = "") -> dict[str, str]:
     k8s.daemonset(f"ds{tag}")
     emptydir = {"volumes": [{"name": "scratch", "emptyDir": {}}]}
     k8s.bare_pod(f"unmanaged{tag}", node=node)
-    k8s.bare_pod(
-        f"mirror{tag}", node=node, metadata_extra={"annotations": {"kubernetes.io/config.mirror": "x"}}
-    )
+    k8s.bare_pod(f"mirror{tag}", node=node, metadata_extra={"annotations": {"kubernetes.io/config.mirror": "x"}})
     k8s.bare_pod(f"terminal{tag}", node=node, spec_extra={"restartPolicy": "Never"})
     k8s.bare_pod(f"scratch{tag}", node=node, spec_extra=emptydir)
     k8s.deployment(f"web{tag}", 1, nodes=[node])

@@ -35,8 +35,7 @@ def test_two_concurrent_drains_of_one_node_do_no_harm(testbed: Any, k8s: Any) ->
     try:
         with drainer(testbed) as kube1, drainer(testbed) as kube2:
             threads = [
-                threading.Thread(target=lambda k=k: reports.append(drain(k, a, timeout=120)))
-                for k in (kube1, kube2)
+                threading.Thread(target=lambda k=k: reports.append(drain(k, a, timeout=120))) for k in (kube1, kube2)
             ]
             for t in threads:
                 t.start()

@@ -20,9 +20,7 @@ IMPOSSIBLE = "i-0000000000000dead"
 
 def _terminate(aws: Any, asg: str, instance_id: str, hook: str = "drain") -> dict[str, Any]:
     token = aws.start_lifecycle_action(asg, hook, instance_id)
-    return samples.lifecycle_event(
-        "asg-terminate.json", instance_id=instance_id, asg=asg, hook=hook, token=token
-    )
+    return samples.lifecycle_event("asg-terminate.json", instance_id=instance_id, asg=asg, hook=hook, token=token)
 
 
 def _calls_to_cluster(testbed: Any, cluster: str) -> list[dict[str, Any]]:
@@ -164,9 +162,7 @@ def test_6_a_tag_value_that_does_not_match(testbed: Any, aws: Any) -> None:
     assert action_state(aws, iid)["state"] == "ACTIVE"
 
     marked = aws.instance(tags={"drain-orchestrator": "off"})
-    custom = Product(
-        aws.lambda_session(), settings(CLUSTER_NAMES="blue", OWNERSHIP_TAG="drain-orchestrator=on")
-    )
+    custom = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue", OWNERSHIP_TAG="drain-orchestrator=on"))
     [out] = custom.process(samples.ec2_event("state-change-stopping.json", instance_id=marked))
     assert (out.decision.owned, out.decision.reason) == (False, Reason.TAG_VALUE_MISMATCH)
 
@@ -197,9 +193,7 @@ def test_9_hook_already_completed_is_success(testbed: Any, aws: Any) -> None:
     assert action_state(aws, iid)["heartbeats"] == 1
     assert complete_lifecycle_action(asc, "blue-nodes", "drain", "CONTINUE", token=token) == "completed"
     assert complete_lifecycle_action(asc, "blue-nodes", "drain", "CONTINUE", token=token) == "already-done"
-    assert (
-        complete_lifecycle_action(asc, "blue-nodes", "drain", "CONTINUE", instance_id=iid) == "already-done"
-    )
+    assert complete_lifecycle_action(asc, "blue-nodes", "drain", "CONTINUE", instance_id=iid) == "already-done"
     assert record_heartbeat(asc, "blue-nodes", "drain", instance_id=iid) == "already-done"
     assert action_state(aws, iid)["state"] == "COMPLETED"
 
@@ -208,9 +202,7 @@ def test_9_hook_already_completed_is_success(testbed: Any, aws: Any) -> None:
     assert hook.global_timeout == 100 * 300  # smaller than 48 h
     assert describe_hook(asc, "blue-nodes", "no-such-hook") is None
     event = parse_event(
-        samples.lifecycle_event(
-            "asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=token
-        )
+        samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=token)
     )
     assert isinstance(event, Interruption)
     assert with_hook_deadline(event, asc).deadline == event.event_time + 30000
@@ -220,9 +212,7 @@ def test_9b_completion_by_instance_id_when_the_event_has_no_token(testbed: Any, 
     grant(testbed, aws, "blue")
     [iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
     aws.start_lifecycle_action("blue-nodes", "drain", iid)
-    raw = samples.lifecycle_event(
-        "asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=None
-    )
+    raw = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=None)
     product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
     [first] = product.process(raw)
     [again] = product.process(raw)  # an at-least-once redelivery
@@ -230,9 +220,7 @@ def test_9b_completion_by_instance_id_when_the_event_has_no_token(testbed: Any, 
     assert action_state(aws, iid)["state"] == "COMPLETED"
 
 
-def test_10_health_event_with_instances_of_two_clusters_and_an_unknown_one(
-    testbed: Any, aws: Any, k8s: Any
-) -> None:
+def test_10_health_event_with_instances_of_two_clusters_and_an_unknown_one(testbed: Any, aws: Any, k8s: Any) -> None:
     grant(testbed, aws, "blue")
     [blue_iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
     [green_iid] = aws.asg("green-nodes", size=1, tags={"kubernetes.io/cluster/green": "owned"})

@@ -63,9 +63,7 @@ def test_explain_prints_decisions_and_changes_nothing(testbed: Any, aws: Any, k8
     assert not k8s.core.read_node(node).spec.unschedulable
 
 
-def test_explain_reports_no_node_and_other_clusters_through_eks_auth(
-    testbed: Any, aws: Any, cli: Cli
-) -> None:
+def test_explain_reports_no_node_and_other_clusters_through_eks_auth(testbed: Any, aws: Any, cli: Cli) -> None:
     # the CLI runs with whatever credentials the environment has: here the Lambda role's, mapped as in EKS
     creds = aws.lambda_session().get_credentials().get_frozen_credentials()
     cli.monkeypatch.setenv("AWS_ACCESS_KEY_ID", creds.access_key)

@@ -9,7 +9,7 @@ import pytest
 from kubernetes.client.rest import ApiException
 
 from tests import samples
-from tests.integration.lambda_support import LambdaHarness, lam  # noqa: F401 - fixture
+from tests.integration.lambda_support import LambdaHarness
 from tests.testbed.aws_seed import LAUNCHING, AwsSeed
 from tests.testbed.bed import Testbed
 from tests.testbed.kube import KubeScenario
@@ -20,7 +20,8 @@ OWNED = {"kubernetes.io/cluster/blue": "owned"}
 
 def _node_pods(k8s: KubeScenario, node: str) -> list[Any]:
     return [
-        p for p in k8s.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+        p
+        for p in k8s.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
         if p.metadata.deletion_timestamp is None
     ]
 
@@ -74,8 +75,9 @@ def test_asg_terminate_drains_heartbeats_and_completes_continue(
     for m in run.emf():
         assert m["namespace"] == "DrainOrchestrator"
         assert "node" not in m["dims"] and node not in m["dims"].values()  # low cardinality
-    reasons = {e.reason for e in k8s.core.list_namespaced_event(
-        "default", field_selector=f"involvedObject.name={node}").items}
+    reasons = {
+        e.reason for e in k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    }
     assert {"NodeCordoned", "DrainStarted", "DrainCompleted"} <= reasons
 
 
@@ -87,8 +89,9 @@ def test_event_for_another_clusters_instance_leaves_its_hook_alone(
     (node,) = aws.nodes_for(k8s, [iid])
     token = aws.start_lifecycle_action("ng-green", "drain", iid)
     lam.configure("blue")
-    run = lam.run(samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-green", hook="drain",
-                                          token=token))
+    run = lam.run(
+        samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-green", hook="drain", token=token)
+    )
     assert run.status == "SUCCEEDED", run.error
     assert run.result["instances"] == []
     assert run.result["not_acted_on"][0]["reason"] == "other-cluster"
@@ -153,8 +156,9 @@ def test_asg_launch_waits_for_ready_node_then_continues(
     testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
     aws.eks_cluster("blue")
-    ids = aws.asg("ng-blue", size=1, tags=OWNED,
-                  hooks=[{"name": "launch", "transition": LAUNCHING, "heartbeat_timeout": 300}])
+    ids = aws.asg(
+        "ng-blue", size=1, tags=OWNED, hooks=[{"name": "launch", "transition": LAUNCHING, "heartbeat_timeout": 300}]
+    )
     (iid,) = ids
     token = aws.start_lifecycle_action("ng-blue", "launch", iid)
     lam.configure("blue", LAUNCH_READY_TIMEOUT_SECONDS="60")
@@ -168,8 +172,10 @@ def test_asg_launch_waits_for_ready_node_then_continues(
 
     t = threading.Thread(target=join_later)
     t.start()
-    run = lam.run(samples.lifecycle_event("asg-launch.json", instance_id=iid, asg="ng-blue", hook="launch",
-                                          token=token), skip_time=False)
+    run = lam.run(
+        samples.lifecycle_event("asg-launch.json", instance_id=iid, asg="ng-blue", hook="launch", token=token),
+        skip_time=False,
+    )
     t.join()
     assert run.status == "SUCCEEDED", run.error
     (res,) = run.result["instances"]
@@ -178,9 +184,7 @@ def test_asg_launch_waits_for_ready_node_then_continues(
     assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE"
 
 
-def test_malformed_event_fails_the_execution_with_the_field(
-    testbed: Testbed, aws: AwsSeed, lam: LambdaHarness
-) -> None:
+def test_malformed_event_fails_the_execution_with_the_field(testbed: Testbed, aws: AwsSeed, lam: LambdaHarness) -> None:
     lam.configure("blue")
     run = lam.run(samples.load("malformed-asg-terminate-missing-instance.json"))
     assert run.status == "FAILED"

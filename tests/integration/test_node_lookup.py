@@ -59,9 +59,7 @@ def test_provider_id_scan_is_paginated_and_narrowed_by_zone(core: kclient.CoreV1
     assert find_node(core, iid, None, zone, page_size=2) == target
     assert all(call["label_selector"] == f"topology.kubernetes.io/zone={zone}" for call in seen)
     assert len(seen) >= 2 and "_continue" in seen[-1]
-    assert (
-        find_node(core, iid, None, "us-east-1f", page_size=2) is None or True
-    )  # other zone: not listed there
+    assert find_node(core, iid, None, "us-east-1f", page_size=2) is None or True  # other zone: not listed there
 
 
 def test_node_named_by_instance_id_without_zone_label_match(core: kclient.CoreV1Api, k8s: Any) -> None:

@@ -25,9 +25,7 @@ def role(pod_name: str) -> str:
 
 def build(k8s: Any, node: str, tag: str) -> None:
     k8s.bare_pod(f"unmanaged-{tag}", node=node)
-    k8s.bare_pod(
-        f"mirror-{tag}", node=node, metadata_extra={"annotations": {"kubernetes.io/config.mirror": "x"}}
-    )
+    k8s.bare_pod(f"mirror-{tag}", node=node, metadata_extra={"annotations": {"kubernetes.io/config.mirror": "x"}})
     k8s.bare_pod(f"terminal-{tag}", node=node, spec_extra={"restartPolicy": "Never"})
     k8s.bare_pod(f"scratch-{tag}", node=node, spec_extra={"volumes": [{"name": "s", "emptyDir": {}}]})
     k8s.deployment(f"web-{tag}", 2, nodes=[node])

@@ -227,9 +227,7 @@ def test_completing_a_lifecycle_action_twice_gives_validation_error(aws: AwsSeed
     (iid,) = aws.asg("ng-1", size=1)
     token = aws.start_lifecycle_action("ng-1", "drain", iid)
     asc = aws.client("autoscaling")
-    asc.record_lifecycle_action_heartbeat(
-        AutoScalingGroupName="ng-1", LifecycleHookName="drain", InstanceId=iid
-    )
+    asc.record_lifecycle_action_heartbeat(AutoScalingGroupName="ng-1", LifecycleHookName="drain", InstanceId=iid)
     asc.complete_lifecycle_action(
         AutoScalingGroupName="ng-1",
         LifecycleHookName="drain",
@@ -246,12 +244,8 @@ def test_completing_a_lifecycle_action_twice_gives_validation_error(aws: AwsSeed
     assert again.value.response["Error"]["Code"] == "ValidationError"
     assert again.value.response["Error"]["Message"] == f"No active Lifecycle Action found with token {token}"
     with pytest.raises(ClientError) as by_id:
-        asc.record_lifecycle_action_heartbeat(
-            AutoScalingGroupName="ng-1", LifecycleHookName="drain", InstanceId=iid
-        )
-    assert (
-        by_id.value.response["Error"]["Message"] == f"No active Lifecycle Action found with instance ID {iid}"
-    )
+        asc.record_lifecycle_action_heartbeat(AutoScalingGroupName="ng-1", LifecycleHookName="drain", InstanceId=iid)
+    assert by_id.value.response["Error"]["Message"] == f"No active Lifecycle Action found with instance ID {iid}"
     (action,) = aws.lifecycle_actions()
     assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE" and action["heartbeats"] == 1
 

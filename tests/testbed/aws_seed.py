@@ -36,7 +36,7 @@ class AwsSeed:
             headers={"Content-Type": "application/json"},
             method="POST",
         )
-        with urllib.request.urlopen(req, timeout=30) as r:  # noqa: S310 - loopback emulator
+        with urllib.request.urlopen(req, timeout=30) as r:
             raw = r.read()
         return json.loads(raw) if raw.strip().startswith((b"{", b"[")) else raw
 
@@ -78,6 +78,42 @@ class AwsSeed:
             aws_session_token=creds["SessionToken"],
             region_name=self.region,
         )
+
+    def lambda_env(self, clusters: str, role_name: str = "drain-orchestrator") -> tuple[dict[str, str], str]:
+        """What the deployed Lambda would have: its role's credentials, access entries on the served clusters
+        (kubernetesGroups ["drain-orchestrator"]), settings, and a notification topic (read through the returned
+        SQS queue URL)."""
+        for name in [c for c in clusters.split(",") if c and c != "*"]:
+            self.bed.put_access_entry(name, self.role_arn(role_name), "drain-orchestrator", ["drain-orchestrator"])
+        sns, sqs = self.client("sns"), self.client("sqs")
+        topic_arn = sns.create_topic(Name="drain-notifications")["TopicArn"]
+        queue_url = sqs.create_queue(QueueName="drain-notifications")["QueueUrl"]
+        qarn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sns.subscribe(TopicArn=topic_arn, Protocol="sqs", Endpoint=qarn, Attributes={"RawMessageDelivery": "true"})
+        creds = self.lambda_session(role_name).get_credentials().get_frozen_credentials()
+        env = {
+            **self.bed.aws_env(),
+            "AWS_ACCESS_KEY_ID": creds.access_key,
+            "AWS_SECRET_ACCESS_KEY": creds.secret_key,
+            "AWS_SESSION_TOKEN": creds.token or "",
+            "CLUSTER_NAMES": clusters,
+            "NOTIFICATION_TOPIC_ARN": topic_arn,
+            "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
+        }
+        return env, queue_url
+
+    def drain_notifications(self, queue_url: str) -> list[dict[str, Any]]:
+        sqs = self.client("sqs")
+        got: list[dict[str, Any]] = []
+        while True:
+            msgs = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get(
+                "Messages", []
+            )
+            if not msgs:
+                return got
+            for m in msgs:
+                got.append(json.loads(m["Body"]))
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
 
     def role_arn(self, role_name: str = "drain-orchestrator") -> str:
         return f"arn:aws:iam::{self.account_id}:role/{role_name}"
@@ -122,8 +158,13 @@ class AwsSeed:
             DesiredCapacity=size,
             AvailabilityZones=[az],
             Tags=[
-                {"ResourceId": name, "ResourceType": "auto-scaling-group", "Key": k, "Value": v,
-                 "PropagateAtLaunch": propagate}
+                {
+                    "ResourceId": name,
+                    "ResourceType": "auto-scaling-group",
+                    "Key": k,
+                    "Value": v,
+                    "PropagateAtLaunch": propagate,
+                }
                 for k, v in (tags or {}).items()
             ],
         )
@@ -155,7 +196,9 @@ class AwsSeed:
 
     # ---- lifecycle actions (test-bed extension) -------------------------------------------------------------------
     def start_lifecycle_action(self, asg: str, hook: str, instance_id: str) -> str:
-        return str(self._post("/_testbed/lifecycle/start", {"asg": asg, "hook": hook, "instance_id": instance_id})["token"])
+        return str(
+            self._post("/_testbed/lifecycle/start", {"asg": asg, "hook": hook, "instance_id": instance_id})["token"]
+        )
 
     def lifecycle_actions(self) -> list[dict[str, Any]]:
         return list(self._post("/_testbed/lifecycle/actions"))

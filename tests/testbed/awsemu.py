@@ -274,18 +274,12 @@ def _sigv4_signature(
     amz_date = params["X-Amz-Date"]
     scope = params["X-Amz-Credential"].split("/", 1)[1]
     date, region, service, _ = scope.split("/")
-    query = "&".join(
-        f"{_uri_encode(k)}={_uri_encode(v)}" for k, v in sorted(params.items()) if k != "X-Amz-Signature"
-    )
+    query = "&".join(f"{_uri_encode(k)}={_uri_encode(v)}" for k, v in sorted(params.items()) if k != "X-Amz-Signature")
     signed = params["X-Amz-SignedHeaders"].split(";")
     header_values = {"host": url.netloc, "x-k8s-aws-id": cluster}
     canonical_headers = "".join(f"{h}:{header_values.get(h, '')}\n" for h in signed)
-    canonical = "\n".join(
-        ["GET", url.path or "/", query, canonical_headers, ";".join(signed), payload_hash]
-    )
-    to_sign = "\n".join(
-        ["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()]
-    )
+    canonical = "\n".join(["GET", url.path or "/", query, canonical_headers, ";".join(signed), payload_hash])
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
 
     def _h(key: bytes, msg: str) -> bytes:
         return hmac.new(key, msg.encode(), hashlib.sha256).digest()
@@ -351,9 +345,7 @@ class TokenVerifier:
         if not 0 <= expires <= 900:
             raise Denied("X-Amz-Expires out of range")
         try:
-            signed_at = dt.datetime.strptime(params.get("X-Amz-Date", ""), "%Y%m%dT%H%M%SZ").replace(
-                tzinfo=dt.UTC
-            )
+            signed_at = dt.datetime.strptime(params.get("X-Amz-Date", ""), "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
         except ValueError as exc:
             raise Denied("X-Amz-Date missing or malformed") from exc
         age = time.time() - signed_at.timestamp()
@@ -405,7 +397,7 @@ class TokenVerifier:
             headers={"x-k8s-aws-id": cluster},
             method="GET",
         )
-        with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback emulator
+        with urllib.request.urlopen(req, timeout=10) as resp:
             body = resp.read()
         root = ElementTree.fromstring(body)  # noqa: S314 - our own emulator's answer
         arn = next((el.text for el in root.iter() if el.tag.endswith("Arn")), None)
@@ -449,18 +441,35 @@ def _make_handler(verifier: TokenVerifier) -> type[BaseHTTPRequestHandler]:
             except Denied as exc:
                 status = {"authenticated": False, "error": str(exc)}
                 verifier.audit(
-                    {"cluster": None, "arn": None, "username": None, "groups": [], "allowed": False,
-                     "reason": str(exc), "time": time.time()}
+                    {
+                        "cluster": None,
+                        "arn": None,
+                        "username": None,
+                        "groups": [],
+                        "allowed": False,
+                        "reason": str(exc),
+                        "time": time.time(),
+                    }
                 )
             except Exception as exc:  # an unexpected failure must deny, never crash the webhook
                 status = {"authenticated": False, "error": f"webhook error: {exc!r}"}
                 verifier.audit(
-                    {"cluster": None, "arn": None, "username": None, "groups": [], "allowed": False,
-                     "reason": f"error: {exc!r}", "time": time.time()}
+                    {
+                        "cluster": None,
+                        "arn": None,
+                        "username": None,
+                        "groups": [],
+                        "allowed": False,
+                        "reason": f"error: {exc!r}",
+                        "time": time.time(),
+                    }
                 )
             out = json.dumps(
-                {"apiVersion": review.get("apiVersion", "authentication.k8s.io/v1"), "kind": "TokenReview",
-                 "status": status}
+                {
+                    "apiVersion": review.get("apiVersion", "authentication.k8s.io/v1"),
+                    "kind": "TokenReview",
+                    "status": status,
+                }
             ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

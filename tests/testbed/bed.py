@@ -260,7 +260,9 @@ class Testbed:
         kc = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "testbed", "cluster": {"server": self.server, "certificate-authority": str(pk.ca_crt)}}],
+            "clusters": [
+                {"name": "testbed", "cluster": {"server": self.server, "certificate-authority": str(pk.ca_crt)}}
+            ],
             "users": [
                 {"name": "admin", "user": {"client-certificate": str(pk.admin_crt), "client-key": str(pk.admin_key)}}
             ],
@@ -340,8 +342,12 @@ class Testbed:
             ],
             env={"PYTHONPATH": str(REPO), "MOTO_ALLOW_NONEXISTENT_REGION": "true"},
         )
-        _wait(f"etcd http://127.0.0.1:{s.etcd_port}/health", lambda: _http_ok(f"http://127.0.0.1:{s.etcd_port}/health"),
-              self, "etcd")
+        _wait(
+            f"etcd http://127.0.0.1:{s.etcd_port}/health",
+            lambda: _http_ok(f"http://127.0.0.1:{s.etcd_port}/health"),
+            self,
+            "etcd",
+        )
         say("etcd healthy; starting kube-apiserver")
         self._spawn(
             "kube-apiserver",
@@ -462,7 +468,7 @@ def _reap() -> None:
 
 def _http_ok(url: str, ctx: ssl.SSLContext | None = None) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=2, context=ctx) as r:  # noqa: S310 - loopback only
+        with urllib.request.urlopen(url, timeout=2, context=ctx) as r:
             return bool(r.status == 200)
     except (urllib.error.URLError, ConnectionError, TimeoutError, ssl.SSLError):
         return False

@@ -78,9 +78,7 @@ class KubeScenario:
                 self.wait_for(lambda n=name: self.node_ready(n), timeout=60, what=f"node {name} Ready")
                 # an m5.2xlarge-like node with EKS' usual 110-pod limit (kwok's initializer would say 1M pods);
                 # patched once Ready, because kwok's initializer may still overwrite status until then
-                self.core.patch_node_status(
-                    name, {"status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY}}
-                )
+                self.core.patch_node_status(name, {"status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY}})
         return created
 
     def node_ready(self, name: str) -> bool:
@@ -131,7 +129,11 @@ class KubeScenario:
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
                         "nodeSelectorTerms": [
-                            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": targets}]}
+                            {
+                                "matchExpressions": [
+                                    {"key": "kubernetes.io/hostname", "operator": "In", "values": targets}
+                                ]
+                            }
                         ]
                     }
                 }
@@ -158,7 +160,10 @@ class KubeScenario:
             "spec": {
                 "replicas": replicas,
                 "selector": {"matchLabels": {"app": name}},
-                "template": {"metadata": {"labels": labels}, "spec": self.pod_spec(nodes=nodes, grace=grace, extra=spec_extra)},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": self.pod_spec(nodes=nodes, grace=grace, extra=spec_extra),
+                },
             },
         }
         if max_unavailable is not None:
@@ -179,7 +184,11 @@ class KubeScenario:
         return self.apps.create_namespaced_daemon_set(self.ns, body)
 
     def pdb(
-        self, name: str, selector: dict[str, str], *, min_available: int | str | None = None,
+        self,
+        name: str,
+        selector: dict[str, str],
+        *,
+        min_available: int | str | None = None,
         max_unavailable: int | str | None = None,
     ) -> Any:
         spec: dict[str, Any] = {"selector": {"matchLabels": selector}}
@@ -187,8 +196,12 @@ class KubeScenario:
             spec["minAvailable"] = min_available
         if max_unavailable is not None:
             spec["maxUnavailable"] = max_unavailable
-        body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": name, "namespace": self.ns}, "spec": spec}
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": self.ns},
+            "spec": spec,
+        }
         return self.policy.create_namespaced_pod_disruption_budget(self.ns, body)
 
     def wait_pdb(self, name: str, *, disruptions_allowed: int, timeout: float = 60) -> Any:
@@ -203,8 +216,15 @@ class KubeScenario:
 
         return self.wait_for(ok, timeout=timeout, what=f"PDB {name} disruptionsAllowed={disruptions_allowed}")
 
-    def bare_pod(self, name: str, *, node: str, grace: int = 0, spec_extra: dict[str, Any] | None = None,
-                 metadata_extra: dict[str, Any] | None = None) -> Any:
+    def bare_pod(
+        self,
+        name: str,
+        *,
+        node: str,
+        grace: int = 0,
+        spec_extra: dict[str, Any] | None = None,
+        metadata_extra: dict[str, Any] | None = None,
+    ) -> Any:
         body = {
             "apiVersion": "v1",
             "kind": "Pod",

@@ -86,9 +86,7 @@ def _cert(
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         # Python 3.13's strict verification wants key identifiers on every certificate of the chain
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False)
     )
     if ca:
         b = b.add_extension(
@@ -174,8 +172,6 @@ def generate(directory: Path) -> Pki:
     sa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(pki.sa_key, sa)
     pki.sa_pub.write_bytes(
-        sa.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+        sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
     return pki

@@ -47,9 +47,7 @@ def pod(
     if deleted_ago is not None:
         from datetime import UTC, datetime
 
-        meta["deletionTimestamp"] = datetime.fromtimestamp(NOW - deleted_ago, UTC).strftime(
-            "%Y-%m-%dT%H:%M:%SZ"
-        )
+        meta["deletionTimestamp"] = datetime.fromtimestamp(NOW - deleted_ago, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     spec: dict[str, Any] = {"volumes": [{"name": "v", "emptyDir": {}}] if emptydir else []}
     if priority:
         spec["priorityClassName"] = priority
@@ -152,9 +150,7 @@ def test_daemonset_check_precedes_mirror_and_emptydir() -> None:
 
 
 def test_refusal_errors_group_like_kubectl() -> None:
-    vs = classify(
-        [pod("a", owner=None), pod("b", owner=None), pod("c", emptydir=True)], DrainOptions(), NOW, {}
-    )
+    vs = classify([pod("a", owner=None), pod("b", owner=None), pod("c", emptydir=True)], DrainOptions(), NOW, {})
     assert refusal_errors(vs) == [
         f"cannot delete {MSG_UNREPLICATED}: ns/a, ns/b",
         f"cannot delete {MSG_LOCAL_STORAGE}: ns/c",

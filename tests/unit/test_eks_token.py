@@ -38,9 +38,7 @@ def _url(token: str) -> str:
     ("region", "host"),
     [("eu-west-3", "sts.eu-west-3.amazonaws.com"), ("cn-north-1", "sts.cn-north-1.amazonaws.com.cn")],
 )
-def test_token_is_a_presigned_get_caller_identity_on_the_clients_regional_endpoint(
-    region: str, host: str
-) -> None:
+def test_token_is_a_presigned_get_caller_identity_on_the_clients_regional_endpoint(region: str, host: str) -> None:
     sts = _session(region).client("sts")
     url = urlparse(_url(generate_token("prod", sts)))
     assert (url.scheme, url.netloc, url.path) == ("https", host, "/")
@@ -66,9 +64,7 @@ def test_the_token_never_reaches_the_logs(caplog: pytest.LogCaptureFixture) -> N
     with caplog.at_level(logging.DEBUG):
         token = generate_token("prod", sts)
     signature = parse_qs(urlparse(_url(token)).query)["X-Amz-Signature"][0]
-    assert all(
-        signature not in r.getMessage() and "session-token" not in r.getMessage() for r in caplog.records
-    )
+    assert all(signature not in r.getMessage() and "session-token" not in r.getMessage() for r in caplog.records)
     # other botocore signing logs are not silenced for good
     assert logging.getLogger("botocore.auth").filters[0].filter(logging.makeLogRecord({"msg": "x"}))
 

@@ -178,9 +178,7 @@ def test_missing_detail_type_is_malformed() -> None:
         parse_event(raw)
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in samples.names() if not n.startswith(("malformed-", "unsupported-"))]
-)
+@pytest.mark.parametrize("name", [n for n in samples.names() if not n.startswith(("malformed-", "unsupported-"))])
 def test_interruptions_round_trip_through_json(name: str) -> None:
     result = parse_event(samples.load(name))
     if isinstance(result, Ignored):

@@ -11,9 +11,7 @@ from drain_orchestrator.kube.evict import MULTIPLE_PDBS, Outcome, classify_respo
 from drain_orchestrator.kube.rest import Response
 
 
-def status(
-    code: int, message: str = "", causes: list[dict[str, Any]] | None = None, **details: Any
-) -> Response:
+def status(code: int, message: str = "", causes: list[dict[str, Any]] | None = None, **details: Any) -> Response:
     body: dict[str, Any] = {"kind": "Status", "status": "Failure", "message": message, "code": code}
     if causes is not None or details:
         body["details"] = {**details, **({"causes": causes} if causes else {})}

@@ -13,9 +13,7 @@ def write(tmp_path: Path, users: list[dict[str, object]], current: str = "a") ->
         "apiVersion": "v1",
         "kind": "Config",
         "current-context": current,
-        "clusters": [
-            {"name": "c", "cluster": {"server": "https://k.example:6443/", "insecure-skip-tls-verify": True}}
-        ],
+        "clusters": [{"name": "c", "cluster": {"server": "https://k.example:6443/", "insecure-skip-tls-verify": True}}],
         "users": users,
         "contexts": [
             {"name": "a", "context": {"cluster": "c", "user": "tok"}},

@@ -46,9 +46,7 @@ def test_another_clusters_instance_is_skipped_and_names_that_cluster() -> None:
 
 
 def test_unknown_instance() -> None:
-    assert decide(IID, None, _settings(), _event()) == Decision(
-        IID, False, None, Reason.UNKNOWN_INSTANCE, "skip"
-    )
+    assert decide(IID, None, _settings(), _event()) == Decision(IID, False, None, Reason.UNKNOWN_INSTANCE, "skip")
 
 
 def test_asg_tags_decide_only_when_instance_tags_do_not() -> None:
@@ -58,9 +56,7 @@ def test_asg_tags_decide_only_when_instance_tags_do_not() -> None:
     assert not needs_asg_tags(with_asg, _settings())
     assert decide(IID, with_asg, _settings(), _event()).reason == Reason.OWNED_ASG_TAG
     # instance tags naming another cluster decide: the ASG's tags are neither needed nor consulted
-    other = _facts(
-        {"kubernetes.io/cluster/staging": "owned"}, asg_tags={"kubernetes.io/cluster/prod": "owned"}
-    )
+    other = _facts({"kubernetes.io/cluster/staging": "owned"}, asg_tags={"kubernetes.io/cluster/prod": "owned"})
     assert not needs_asg_tags(_facts({"kubernetes.io/cluster/staging": "owned"}), _settings())
     assert decide(IID, other, _settings(), _event()).reason == Reason.OTHER_CLUSTER
 
@@ -143,9 +139,9 @@ def test_owned_without_node_completes_the_hook_or_skips_without_one() -> None:
     no_node = with_node(owned, None, _event())
     assert (no_node.reason, no_node.action) == (Reason.NO_NODE, "complete-lifecycle")
     spot = _event("spot-interruption-terminate.json")
-    assert with_node(
-        decide(IID, _facts({"eks:cluster-name": "prod"}), _settings(), spot), None, spot
-    ).action == ("skip")
+    assert with_node(decide(IID, _facts({"eks:cluster-name": "prod"}), _settings(), spot), None, spot).action == (
+        "skip"
+    )
 
 
 def test_launch_waits_for_a_node_that_does_not_exist_yet() -> None:

@@ -34,9 +34,7 @@ def test_ownership_tag_key_or_key_value(raw: str, expected: OwnershipTag) -> Non
 
 
 def test_actions_are_case_insensitive() -> None:
-    s = Settings.from_env(
-        {"CLUSTER_NAMES": "prod", "ACTION_REBALANCE": "Drain", "ACTION_STATE_CHANGE": "ignore"}
-    )
+    s = Settings.from_env({"CLUSTER_NAMES": "prod", "ACTION_REBALANCE": "Drain", "ACTION_STATE_CHANGE": "ignore"})
     assert (s.action_rebalance, s.action_state_change) == ("drain", "ignore")
 
 

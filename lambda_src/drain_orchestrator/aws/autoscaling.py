@@ -39,9 +39,9 @@ def asg_tags(autoscaling: AutoScalingClient, asg_name: str) -> dict[str, str]:
 
 def describe_hook(autoscaling: AutoScalingClient, asg_name: str, hook_name: str) -> HookInfo | None:
     try:
-        hooks = autoscaling.describe_lifecycle_hooks(
-            AutoScalingGroupName=asg_name, LifecycleHookNames=[hook_name]
-        ).get("LifecycleHooks", [])
+        hooks = autoscaling.describe_lifecycle_hooks(AutoScalingGroupName=asg_name, LifecycleHookNames=[hook_name]).get(
+            "LifecycleHooks", []
+        )
     except ClientError as exc:
         if _code(exc) == "ValidationError":  # the group is gone
             return None

@@ -103,9 +103,7 @@ def _presign(cluster: str, sts: STSClient) -> str:
     # and the URL uses the client's own (regional) endpoint rather than a hard-coded host.
     events = sts.meta.events
     handler_ids = (f"drain-orchestrator-params-{id(sts)}", f"drain-orchestrator-sign-{id(sts)}")
-    events.register(
-        "provide-client-params.sts.GetCallerIdentity", _stash_cluster_id, unique_id=handler_ids[0]
-    )
+    events.register("provide-client-params.sts.GetCallerIdentity", _stash_cluster_id, unique_id=handler_ids[0])
     events.register("before-sign.sts.GetCallerIdentity", _sign_cluster_id, unique_id=handler_ids[1])
     url = sts.generate_presigned_url(
         "get_caller_identity",

@@ -11,9 +11,7 @@ from enum import StrEnum
 
 from drain_orchestrator.kube.rest import Kube, Response
 
-MULTIPLE_PDBS = (
-    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
-)
+MULTIPLE_PDBS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 _PDB_NAME = re.compile(r"The disruption budget (\S+?) (?:needs|is still)")
 
 
@@ -96,15 +94,11 @@ def evict_pod(
         "deleteOptions": _delete_options(uid, grace, dry_run),
     }
     query = {"dryRun": "All"} if dry_run else None
-    resp = kube.request(
-        "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", query=query, body=body
-    )
+    resp = kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", query=query, body=body)
     return classify_response(resp)
 
 
-def delete_pod(
-    kube: Kube, namespace: str, name: str, uid: str, *, grace: int, dry_run: bool = False
-) -> EvictionResult:
+def delete_pod(kube: Kube, namespace: str, name: str, uid: str, *, grace: int, dry_run: bool = False) -> EvictionResult:
     """DELETE the pod, bypassing PDBs (the deadline policy). ``grace`` ≥ 1 keeps at-most-one-pod semantics."""
     body = {"apiVersion": "v1", "kind": "DeleteOptions", **_delete_options(uid, max(1, grace), dry_run)}
     query = {"dryRun": "All"} if dry_run else None

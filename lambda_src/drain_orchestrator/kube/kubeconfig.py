@@ -51,9 +51,7 @@ def _resolve(base: Path, value: str) -> str:
     return str(p if p.is_absolute() else base / p)
 
 
-def connection_from_kubeconfig(
-    path: str | Path, context: str | None = None, pool_size: int = 32
-) -> Connection | None:
+def connection_from_kubeconfig(path: str | Path, context: str | None = None, pool_size: int = 32) -> Connection | None:
     path = Path(path)
     config = _load(path.read_text())
     ctx = _named(config.get("contexts", []), context or config.get("current-context", ""), "context")

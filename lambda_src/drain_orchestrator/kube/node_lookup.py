@@ -31,9 +31,9 @@ def find_node(
     # 1. EKS AMIs name the node after the EC2 PrivateDnsName; confirm it is this instance, names get reused.
     if private_dns_name:
         node = _get(core, private_dns_name)
-        if node is not None and instance_id_from_provider_id(
-            node.spec.provider_id if node.spec else None
-        ) == (instance_id):
+        if node is not None and instance_id_from_provider_id(node.spec.provider_id if node.spec else None) == (
+            instance_id
+        ):
             return private_dns_name
     # 2. No field selector exists for spec.providerID: list (narrowed by zone when known) and compare.
     selector = f"{ZONE_LABEL}={az}" if az else None
@@ -54,9 +54,7 @@ def _get(core: k8s.CoreV1Api, name: str) -> Any:
         raise
 
 
-def _scan_provider_ids(
-    core: k8s.CoreV1Api, instance_id: str, selector: str | None, page_size: int
-) -> str | None:
+def _scan_provider_ids(core: k8s.CoreV1Api, instance_id: str, selector: str | None, page_size: int) -> str | None:
     token: str | None = None
     while True:
         kwargs: dict[str, Any] = {"limit": page_size}

@@ -8,6 +8,7 @@ in a private store. Events make each phase visible with `kubectl describe node`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import secrets
 from typing import Any
@@ -71,7 +72,5 @@ def node_event(
         "lastTimestamp": now,
         "count": 1,
     }
-    try:
+    with contextlib.suppress(Exception):  # best effort by design
         kube.request("POST", "/api/v1/namespaces/default/events", body=body)
-    except Exception:  # noqa: S110 - best effort by design
-        pass

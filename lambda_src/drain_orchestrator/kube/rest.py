@@ -40,9 +40,7 @@ class Response:
 class Kube:
     """An ApiClient (or a direct kubeconfig Connection, see kube/kubeconfig.py) plus a request counter."""
 
-    def __init__(
-        self, api_client: Any = None, pool_size: int | None = None, *, connection: Any = None
-    ) -> None:
+    def __init__(self, api_client: Any = None, pool_size: int | None = None, *, connection: Any = None) -> None:
         if (api_client is None) == (connection is None):
             raise ValueError("give exactly one of api_client and connection")
         self.api_client = api_client
@@ -57,9 +55,7 @@ class Kube:
 
     @property
     def _pool(self) -> Any:
-        return (
-            self.connection.pool if self.connection is not None else self.api_client.rest_client.pool_manager
-        )
+        return self.connection.pool if self.connection is not None else self.api_client.rest_client.pool_manager
 
     def _count(self) -> None:
         with self._lock:
@@ -107,9 +103,7 @@ class Kube:
             data = raw.data
         else:
             # Through call_api so ApiClient subclasses (e.g. the EKS client's re-auth on 401) still apply.
-            raw = self.api_client.call_api(
-                method, url, header_params=headers, body=payload, _request_timeout=timeout
-            )
+            raw = self.api_client.call_api(method, url, header_params=headers, body=payload, _request_timeout=timeout)
             data = raw.read()
         parsed: dict[str, Any] = {}
         if data:
@@ -124,9 +118,7 @@ class Kube:
         """A watch: yields decoded events until the server ends it (timeoutSeconds) or the timeout."""
         url, headers, _ = self._prepare("GET", path, query, None, JSON)
         self._count()
-        raw = self._pool.request(
-            "GET", url, headers=headers, preload_content=False, timeout=timeout, retries=False
-        )
+        raw = self._pool.request("GET", url, headers=headers, preload_content=False, timeout=timeout, retries=False)
         try:
             if raw.status != 200:
                 return
