@@ -151,9 +151,8 @@ def main() -> int:
 
     log_path = REPO / ".local" / "demo.log"
     log_path.write_text("")
-    _say(
-        f"replaying events through drain_orchestrator.handler.handler (Lambda logs and metrics: {log_path.relative_to(REPO)})"
-    )
+    _say("replaying events through drain_orchestrator.handler.handler")
+    _say(f"(the Lambda's JSON logs and EMF metric lines: {log_path.relative_to(REPO)})")
     _say("")
     total_start = time.monotonic()
     for title, event, make in scenario(world):
