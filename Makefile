@@ -6,7 +6,9 @@ CACHE      ?= $(HOME)/.cache/drain-orchestrator
 UV_VERSION := 0.13.8
 UV         := $(CACHE)/uv-$(UV_VERSION)/bin/uv
 # Python 3.13 = the Lambda runtime. Found on PATH or under pyenv; never downloaded.
-PY313      ?= $(shell command -v python3.13 2>/dev/null || ls -d $(HOME)/.pyenv/versions/3.13*/bin/python3.13 2>/dev/null | tail -n 1)
+# (a pyenv shim on PATH may exist without working, so each candidate is run once to check it)
+PY313      ?= $(shell for p in $$(ls -d $(HOME)/.pyenv/versions/3.13*/bin/python3.13 2>/dev/null) $$(command -v python3.13 2>/dev/null); do \
+                "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 13)' 2>/dev/null && { echo "$$p"; break; }; done)
 VENV       := .venv
 PY         := $(VENV)/bin/python
 export UV_PYTHON := $(PY313)

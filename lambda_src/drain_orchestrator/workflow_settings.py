@@ -32,6 +32,7 @@ class WorkflowSettings:
     taint: tuple[str, str] | None = None  # optional NoSchedule-like taint put on cordon
     exclude_from_load_balancers: bool = True
     # deadlines (seconds after the event) where the event does not carry one; None = no deadline
+    deadline_asg_terminate: int | None = None  # cap below the hook's global timeout (min(48 h, 100 x heartbeat))
     deadline_state_change: int = 60
     deadline_rebalance: int = 7200
     scheduled_change_lead: int = 1800  # start draining this long before a scheduled change's window
@@ -61,6 +62,7 @@ class WorkflowSettings:
             force_delete_on_deadline=_bool(env, "FORCE_DELETE_ON_DEADLINE", d.force_delete_on_deadline),
             taint=_taint(env.get("DRAIN_TAINT")),
             exclude_from_load_balancers=_bool(env, "EXCLUDE_FROM_LOAD_BALANCERS", d.exclude_from_load_balancers),
+            deadline_asg_terminate=_int_or_none(env, "DEADLINE_ASG_TERMINATE_SECONDS", minimum=1),
             deadline_state_change=_int(env, "DEADLINE_STATE_CHANGE_SECONDS", d.deadline_state_change, 1),
             deadline_rebalance=_int(env, "DEADLINE_REBALANCE_SECONDS", d.deadline_rebalance, 1),
             scheduled_change_lead=_int(env, "SCHEDULED_CHANGE_LEAD_SECONDS", d.scheduled_change_lead, 0),

@@ -26,6 +26,7 @@ class Run:
     result: dict[str, Any] | None
     error: Any
     stdout: str
+    stderr: str = ""
     operations: list[Any] = field(default_factory=list)
 
     def emf(self) -> list[dict[str, Any]]:
@@ -70,21 +71,31 @@ class LambdaHarness:
 
     def run(self, event: dict[str, Any], *, timeout: int = 240, now: bool = True, **runner_kw: Any) -> Run:
         """Run the handler on ``event``; ``now`` stamps the event with the current time (samples are old)."""
+        self._reset()
+        self.capfd.readouterr()
+        run = self.run_in_thread(event, timeout=timeout, now=now, **runner_kw)
+        run.stdout, run.stderr = self.capfd.readouterr()
+        return run
+
+    def run_in_thread(self, event: dict[str, Any], *, timeout: int = 240, now: bool = True, **runner_kw: Any) -> Run:
+        """Like :meth:`run` but without capturing output, so several runs can go at once (see :meth:`collect`)."""
         from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
 
         from drain_orchestrator.handler import handler
 
         if now:
             event = {**event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        self._reset()
-        self.capfd.readouterr()
         with DurableFunctionTestRunner(handler=handler, **runner_kw) as runner:
             res = runner.run(input=json.dumps(event), execution_timeout=timeout)
             ops = list(res.get_all_operations()) if hasattr(res, "get_all_operations") else []
-        out, _ = self.capfd.readouterr()
         status = getattr(res.status, "name", str(res.status))
         result = json.loads(res.result) if res.result else None
-        return Run(status=status, result=result, error=res.error, stdout=out, operations=ops)
+        return Run(status=status, result=result, error=res.error, stdout="", operations=ops)
+
+    def collect(self) -> Run:
+        """Everything printed since the last capture (metrics of concurrent runs) as one Run."""
+        out, err = self.capfd.readouterr()
+        return Run(status="", result=None, error=None, stdout=out, stderr=err)
 
     def notifications(self) -> list[dict[str, Any]]:
         assert self.queue_url is not None
