@@ -1,0 +1,272 @@
+"""Durability and convergence of the Lambda workflow on the real bed: a crash mid-drain resumes without repeating
+finished steps; duplicate and overlapping events give one drain, one notification per phase and one lifecycle
+completion; heartbeats keep a long drain's hook alive; a failed drain completes the hook with the configured result;
+several instances of one Health event drain concurrently; the EKS token never reaches a log line."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from tests import samples
+from tests.integration.lambda_support import LambdaHarness
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+OWNED = {"kubernetes.io/cluster/blue": "owned"}
+
+
+def _pods_on(k8s: KubeScenario, node: str) -> list[Any]:
+    return [p for p in k8s.pods(node=node) if p.metadata.deletion_timestamp is None]
+
+
+def _blue_asg_node(aws: AwsSeed, k8s: KubeScenario, *, heartbeat_timeout: int = 300) -> tuple[str, str, str]:
+    aws.eks_cluster("blue")
+    (iid,) = aws.asg(
+        "ng-blue",
+        size=1,
+        tags=OWNED,
+        hooks=[
+            {
+                "name": "drain",
+                "transition": "autoscaling:EC2_INSTANCE_TERMINATING",
+                "heartbeat_timeout": heartbeat_timeout,
+            }
+        ],
+    )
+    (node,) = aws.nodes_for(k8s, [iid])
+    (spare,) = k8s.add_nodes(1)
+    return iid, node, spare
+
+
+def _spread(k8s: KubeScenario, node: str, spare: str, name: str = "web", replicas: int = 4) -> set[str]:
+    """Pods of a Deployment on ``node`` (spare cordoned while they start), with a PDB allowing one disruption."""
+    k8s.core.patch_node(spare, {"spec": {"unschedulable": True}})
+    k8s.deployment(name, replicas, nodes=[node, spare], grace=1)
+    k8s.wait_pods_ready(f"app={name}", replicas)
+    k8s.core.patch_node(spare, {"spec": {"unschedulable": False}})
+    k8s.pdb(name, {"app": name}, max_unavailable=1)
+    k8s.wait_pdb(name, disruptions_allowed=1)
+    return {p.metadata.name for p in _pods_on(k8s, node)}
+
+
+def test_crash_mid_drain_resumes_without_repeating_finished_steps(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    from drain_orchestrator import workflow
+
+    iid, node, spare = _blue_asg_node(aws, k8s)
+    pods = _spread(k8s, node, spare)
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue")
+    crashed = threading.Event()
+    release = threading.Event()
+
+    def fault(point: str) -> None:
+        # The first invocation "dies" at the start of the first drain pass (after cordon was checkpointed): it
+        # never returns, as a Lambda killed by its timeout; the runner re-invokes after the invocation timeout.
+        if point == "pass-0" and not crashed.is_set():
+            crashed.set()
+            release.wait(120)
+            raise SystemExit("the killed invocation's thread, released after the test")
+
+    workflow.fault_injection = fault
+    try:
+        run = lam.run(
+            samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token),
+            invocation_timeout=5,
+        )
+    finally:
+        release.set()
+    assert crashed.is_set()
+    assert run.status == "SUCCEEDED", run.error
+    (inst,) = run.result["instances"]
+    assert inst["result"] == "drained"
+    assert not _pods_on(k8s, node)
+    # finished steps were not repeated by the resumed invocation: one cordon, one "started", one completion
+    assert run.metric_total("NodesCordoned") == 1
+    assert run.metric_total("PodsEvicted") == len(pods)
+    assert sorted(n["phase"] for n in lam.notifications()) == ["completed", "started"]
+    (action,) = aws.lifecycle_actions()
+    assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE"
+    assert run.metric_total("LifecycleActionsCompleted") == 1
+
+
+def test_same_event_twice_gives_one_drain_and_one_notification_of_each_kind(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = _blue_asg_node(aws, k8s)
+    pods = _spread(k8s, node, spare)
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue")
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    first = lam.run(event)
+    second = lam.run(event)
+    assert first.status == second.status == "SUCCEEDED"
+    assert first.metric_total("PodsEvicted") == len(pods) and second.metric_total("PodsEvicted") == 0
+    assert first.result["instances"][0]["lifecycle"]["outcome"] == "completed"
+    assert second.result["instances"][0]["lifecycle"]["outcome"] == "already-done"
+    assert first.metric_total("LifecycleActionsCompleted") + second.metric_total("LifecycleActionsCompleted") == 1
+    assert sorted(n["phase"] for n in lam.notifications()) == ["completed", "started"]
+
+
+def test_spot_warning_state_change_and_hook_for_one_instance_converge(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = _blue_asg_node(aws, k8s)
+    pods = _spread(k8s, node, spare, replicas=6)
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue")
+    lam.collect()
+    events = [
+        samples.ec2_event("spot-interruption-terminate.json", instance_id=iid),
+        samples.ec2_event("state-change-stopping.json", instance_id=iid),
+        samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token),
+    ]
+    runs: list[Any] = [None] * len(events)
+
+    def go(i: int) -> None:
+        runs[i] = lam.run_in_thread(events[i])
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(len(events))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    assert all(r is not None and r.status == "SUCCEEDED" for r in runs), [r and r.error for r in runs]
+    assert not _pods_on(k8s, node)
+    printed = lam.collect()
+    # each pod evicted once across the three executions; one cordon
+    assert printed.metric_total("PodsEvicted") == len(pods)
+    assert printed.metric_total("NodesCordoned") == 1
+    assert printed.metric_total("LifecycleActionsCompleted") == 1
+    assert sorted(n["phase"] for n in lam.notifications()) == ["completed", "started"]
+    (action,) = aws.lifecycle_actions()
+    assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE"
+
+
+def test_heartbeats_keep_the_hook_alive_while_a_pdb_holds_the_drain(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = _blue_asg_node(aws, k8s, heartbeat_timeout=30)
+    _spread(k8s, node, spare, replicas=2)
+    k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 0}})
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue", DRAIN_PASS_SECONDS="5")
+
+    def unblock_later() -> None:
+        time.sleep(22)  # the PDB's owner relaxes it after a while: longer than the hook's heartbeat interval
+        k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+
+    t = threading.Thread(target=unblock_later)
+    t.start()
+    run = lam.run(
+        samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    )
+    t.join()
+    assert run.status == "SUCCEEDED", run.error
+    assert run.result["instances"][0]["result"] == "drained"
+    (action,) = aws.lifecycle_actions()
+    assert action["heartbeats"] >= 1
+    assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE"
+    assert run.metric_total("EvictionsBlockedByPDB") >= 1
+
+
+def test_failed_drain_completes_the_hook_with_the_configured_result(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = _blue_asg_node(aws, k8s)
+    _spread(k8s, node, spare, replicas=2)
+    k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 0}})
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure(
+        "blue",
+        DEADLINE_ASG_TERMINATE_SECONDS="8",
+        FORCE_DELETE_ON_DEADLINE="false",
+        LIFECYCLE_RESULT_ON_FAILURE="ABANDON",
+    )
+    run = lam.run(
+        samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    )
+    assert run.status == "SUCCEEDED", run.error
+    (inst,) = run.result["instances"]
+    assert inst["result"] == "deadline-missed"
+    assert inst["report"]["blocked_by"] == ["web"]
+    (action,) = aws.lifecycle_actions()
+    assert action["state"] == "COMPLETED" and action["result"] == "ABANDON"
+    assert run.metric_total("DrainDeadlineMissed", cluster="blue", kind="asg-terminate") == 1
+    assert sorted(n["phase"] for n in lam.notifications()) == ["failed", "started"]
+    assert _pods_on(k8s, node)  # nothing forced: the budget was honoured
+
+
+def test_health_event_drains_its_owned_instances_and_explains_the_others(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    blue = [aws.instance(tags=OWNED) for _ in range(2)]
+    green = aws.instance(tags={"kubernetes.io/cluster/green": "owned"})
+    nodes = aws.nodes_for(k8s, blue)
+    (spare,) = k8s.add_nodes(1)
+    k8s.core.patch_node(spare, {"spec": {"unschedulable": True}})
+    k8s.deployment("web", 4, nodes=[*nodes, spare], grace=1)
+    k8s.wait_pods_ready("app=web", 4)
+    k8s.core.patch_node(spare, {"spec": {"unschedulable": False}})
+    lam.configure("blue", MAX_CONCURRENT_NODES="2")
+    event = samples.health_event([*blue, green, "i-0aaaabbbbccccdddd"])
+    event["detail"]["startTime"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 1805))
+    run = lam.run(event)
+    assert run.status == "SUCCEEDED", run.error
+    assert sorted(i["node"] for i in run.result["instances"]) == sorted(nodes)
+    assert all(i["result"] == "drained" for i in run.result["instances"])
+    assert {d["reason"] for d in run.result["not_acted_on"]} == {"other-cluster", "unknown-instance"}
+    for node in nodes:
+        assert not _pods_on(k8s, node)
+    # the drain waited (durably) until the window start minus the lead time
+    waits = [op for op in run.operations if getattr(op, "name", "") == "until-window"]
+    assert len(waits) == 2
+
+
+def test_eks_token_never_appears_in_logs(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from drain_orchestrator.aws import eks_auth
+
+    issued: list[str] = []
+    real = eks_auth.generate_token
+
+    def spy(cluster: str, sts: Any) -> str:  # records the real token; changes nothing
+        token = real(cluster, sts)
+        issued.append(token)
+        return token
+
+    monkeypatch.setattr(eks_auth, "generate_token", spy)
+    iid, node, spare = _blue_asg_node(aws, k8s)
+    _spread(k8s, node, spare, replicas=2)
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue", POWERTOOLS_LOG_LEVEL="DEBUG")
+    root = logging.getLogger()
+    handler = logging.StreamHandler()  # stderr: every library's DEBUG lines (botocore, urllib3, kubernetes)
+    root.addHandler(handler)
+    old_level = root.level
+    root.setLevel(logging.DEBUG)
+    try:
+        run = lam.run(
+            samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+        )
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+    assert run.status == "SUCCEEDED", run.error
+    assert issued, "the run should have minted an EKS token"
+    logs = run.stdout + run.stderr
+    assert len(logs) > 10_000, "DEBUG logging should have produced plenty of output"
+    for t in issued:
+        body = t.removeprefix("k8s-aws-v1.")
+        assert t not in logs and body[:40] not in logs
