@@ -447,6 +447,8 @@ def _cordon_step(
             now=now,
             dry_run=ws.dry_run,
         )
+        # one execution announces each phase, however many events arrived for this node
+        cordon_claimed = claim(kube, node, "cordoned", run_id, dry_run=ws.dry_run)
         # only a drain announces itself: a cordon-only run (rebalance) must not take the "started" claim
         first = decision.action == "drain" and claim(kube, node, "drain-started", run_id, dry_run=ws.dry_run)
     except (NodeGone, CordonError) as exc:
@@ -454,7 +456,7 @@ def _cordon_step(
             logger.info("node already gone", extra={"node": node})
             return {"cordoned": False, "gone": True, "now": now, "first": False}
         raise
-    if res.changed:
+    if cordon_claimed:
         metric("NodesCordoned", cluster=decision.cluster, kind=event.kind)
         node_event(
             kube, node, "NodeCordoned", f"cordoned for {event.kind} (event {event.event_id})", dry_run=ws.dry_run
