@@ -7,7 +7,9 @@ name. The Tracer is imported only when TRACING=true: aws-xray-sdk is the most ex
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -16,7 +18,20 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "DrainOrchestrator")
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "drain-orchestrator")
 
-logger = Logger(service=SERVICE)
+
+class _CurrentStdout(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stdout is now (test runners and the CLI swap it), not the one seen at import."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        return
+
+
+logger = Logger(service=SERVICE, logger_handler=_CurrentStdout())
 
 COUNT = MetricUnit.Count
 SECONDS = MetricUnit.Seconds

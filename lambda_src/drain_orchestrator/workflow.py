@@ -127,6 +127,9 @@ def _fault(point: str) -> None:
 # ---- entry -------------------------------------------------------------------------------------------------------
 def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     event_id = raw_event.get("id") if isinstance(raw_event, dict) else None
+    # a warm container serves many events: start each invocation's log context afresh
+    logger.clear_state()
+    logger.thread_safe_clear_keys()
     logger.set_correlation_id(str(event_id) if event_id else None)
     context.set_logger(logger)
     cfg = context.step(_load_config_step(), name="settings", config=NO_RETRY)
@@ -228,7 +231,9 @@ def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, item
     event = Interruption.from_dict(item["event"])
     assessment = Assessment.from_dict(item["assessment"])
     d = assessment.decision
-    logger.append_keys(instance_id=d.instance_id, cluster=d.cluster)
+    # map branches run in threads: per-thread keys, or one instance's keys would land on another's lines
+    logger.thread_safe_clear_keys()
+    logger.thread_safe_append_keys(instance_id=d.instance_id, cluster=d.cluster)
     if event.kind == "asg-launch":
         return _launch_workflow(ctx, event, assessment)
     return _drain_workflow(ctx, event, assessment, item["run_id"])
@@ -254,7 +259,7 @@ def _drain_workflow(ctx: DurableContext, event: Interruption, assessment: Assess
     if decision.action == "skip" or decision.node is None:
         return summary
     node = decision.node
-    logger.append_keys(node=node)
+    logger.thread_safe_append_keys(node=node)
     if event.kind == "scheduled-change" and event.window_start is not None:
         start_at = event.window_start - ws.scheduled_change_lead
         if start_at - loc["now"] >= 1:

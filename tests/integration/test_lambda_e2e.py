@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -75,6 +76,15 @@ def test_asg_terminate_drains_heartbeats_and_completes_continue(
     for m in run.emf():
         assert m["namespace"] == "DrainOrchestrator"
         assert "node" not in m["dims"] and node not in m["dims"].values()  # low cardinality
+    logs = [json.loads(line) for line in run.stdout.splitlines() if line.startswith('{"level"')]
+    cordoned = next(entry for entry in logs if entry["message"] == "node cordoned")
+    assert cordoned["correlation_id"] == event["id"]
+    assert (cordoned["instance_id"], cordoned["cluster"], cordoned["node"], cordoned["kind"]) == (
+        iid,
+        "blue",
+        node,
+        "asg-terminate",
+    )
     reasons = {
         e.reason for e in k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
     }
