@@ -51,7 +51,6 @@ def bench_imports(n: int) -> dict[str, list[float]]:
 def bench_event_to_cordon(n: int) -> list[float]:
     sys.path.insert(0, str(REPO))
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
-
     from tests import samples
     from tests.testbed.aws_seed import AwsSeed
     from tests.testbed.bed import Testbed
