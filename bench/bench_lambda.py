@@ -103,12 +103,12 @@ def main() -> int:
     a = p.parse_args()
     imp = bench_imports(a.imports)
     h, nv = statistics.median(imp["handler"]), statistics.median(imp["naive"])
-    print("| cold import (fresh interpreter, warm .pyc) | median ms | min–max ms |")
+    print("| cold import (fresh interpreter, warm .pyc) | median ms | min-max ms |")
     print("|---|---|---|")
-    print(f"| `import drain_orchestrator.handler` | {h:.0f} | {min(imp['handler']):.0f}–{max(imp['handler']):.0f} |")
+    print(f"| `import drain_orchestrator.handler` | {h:.0f} | {min(imp['handler']):.0f}-{max(imp['handler']):.0f} |")
     print(
         f"| naive set (boto3 + kubernetes + Powertools + parser + durable SDK) | {nv:.0f} | "
-        f"{min(imp['naive']):.0f}–{max(imp['naive']):.0f} |"
+        f"{min(imp['naive']):.0f}-{max(imp['naive']):.0f} |"
     )
     print(f"\nratio handler/naive: {h / nv:.2f}  (goal <= 250 ms and <= 0.7x)\n")
     lat = bench_event_to_cordon(a.events)
@@ -116,7 +116,7 @@ def main() -> int:
     print("|---|---|")
     print(f"| median | {statistics.median(lat):.0f} ms |")
     print(f"| p90 | {sorted(lat)[int(0.9 * (len(lat) - 1))]:.0f} ms |")
-    print(f"| min–max | {min(lat):.0f}–{max(lat):.0f} ms |")
+    print(f"| min-max | {min(lat):.0f}-{max(lat):.0f} ms |")
     print(f"| events | {len(lat)} |")
     print("\n(goal: median <= 100 ms)")
     return 0
