@@ -90,6 +90,9 @@ def scenario_b_workloads(k8s: KubeScenario, grace: int) -> None:
 
 def run_ours(bed: Testbed, node: str, entry: str) -> Run:
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'lambda_src'}:{REPO}"}
+    # an installed tool runs from compiled bytecode; this machine sets PYTHONDONTWRITEBYTECODE=1, which would
+    # recompile every module on every run and charge that to the drain
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [
         sys.executable,
         "-m",
