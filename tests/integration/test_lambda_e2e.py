@@ -211,3 +211,33 @@ def test_bad_setting_fails_with_the_variables_name(
     assert run.status == "FAILED"
     assert "ACTION_REBALANCE" in str(run.error)
     assert run.metric_total("Errors", reason="settings") == 1
+
+
+def test_state_change_stopping_drains_within_its_short_deadline(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    iid = aws.instance(tags=OWNED)
+    (node,) = aws.nodes_for(k8s, [iid])
+    (spare,) = k8s.add_nodes(1)
+    k8s.core.patch_node(spare, {"spec": {"unschedulable": True}})
+    k8s.deployment("web", 2, nodes=[node, spare], grace=1)
+    k8s.wait_pods_ready("app=web", 2)
+    k8s.core.patch_node(spare, {"spec": {"unschedulable": False}})
+    lam.configure("blue")
+    started = time.time()
+    run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
+    assert run.status == "SUCCEEDED", run.error
+    (inst,) = run.result["instances"]
+    assert inst["result"] == "drained" and inst["node"] == node
+    assert time.time() - started < 60  # DEADLINE_STATE_CHANGE_SECONDS
+    assert not [p for p in _node_pods(k8s, node) if p.metadata.namespace == k8s.ns]
+    assert run.metric_total("NodesDrained", cluster="blue", kind="state-change") == 1
+
+
+def test_state_change_to_running_is_ignored_with_its_reason(testbed: Testbed, aws: AwsSeed, lam: LambdaHarness) -> None:
+    lam.configure("blue")
+    run = lam.run(samples.load("state-change-running-ignored.json"))
+    assert run.status == "SUCCEEDED", run.error
+    assert run.result["ignored"] == "state-not-draining"
+    assert run.metric_total("EventsIgnored", reason="state-not-draining") == 1
