@@ -265,3 +265,46 @@ def test_instances_match_kwok_nodes(k8s: KubeScenario, aws: AwsSeed) -> None:
         assert node.metadata.name == inst["PrivateDnsName"]
         assert node.spec.provider_id == f"aws:///{inst['Placement']['AvailabilityZone']}/{iid}"
         assert {"Key": "aws:autoscaling:groupName", "Value": "ng-1"} in inst["Tags"]
+
+
+def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_path: Any) -> None:
+    """What `make cluster-up` / `make cluster-down` run, on a bed of its own."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.testbed.bed import REPO, State, _pid_alive
+
+    d = tmp_path / "bed"
+    up = subprocess.run(
+        [sys.executable, "-m", "tests.testbed", "up", "--dir", str(d)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert up.returncode == 0, up.stdout + up.stderr
+    procs = State.load(d / "state.json").procs
+    try:
+        nodes = subprocess.run(
+            ["kubectl", "--kubeconfig", str(d / "kubeconfig"), "get", "nodes", "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        items = json.loads(nodes.stdout)["items"]
+        assert len(items) == 2
+        assert all(
+            any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"]) for n in items
+        )
+    finally:
+        down = subprocess.run(
+            [sys.executable, "-m", "tests.testbed", "down", "--dir", str(d)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    assert down.returncode == 0, down.stderr
+    assert len(procs) == 6
+    assert not [p.name for p in procs if _pid_alive(p)]
