@@ -444,13 +444,13 @@ def _cordon_step(
         res = cordon(
             kube,
             node,
-            reason=event.kind,
-            event_id=event.event_id,
+            reason=opts.reason,
+            event_id=opts.event_id,
             deadline=deadline,
             taint=opts.drain_taint,
-            exclude_from_load_balancers=ws.exclude_from_load_balancers,
+            exclude_from_load_balancers=opts.exclude_from_load_balancers,
             now=now,
-            dry_run=ws.dry_run,
+            dry_run=opts.dry_run,
         )
         # one execution announces each phase, however many events arrived for this node
         cordon_claimed = claim(kube, node, "cordoned", run_id, dry_run=ws.dry_run)

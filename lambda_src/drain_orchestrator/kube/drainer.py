@@ -259,10 +259,7 @@ def _apply_outcome(
         ):
             _force(kube, report, state=state, v=v, res=res, options=options, say=say)
             return
-        attempt = state.attempts.get(ident, 0)
-        delay = backoff_delay(attempt, options.retry_base, options.retry_cap)
-        state.attempts[ident] = attempt + 1
-        state.not_before[ident] = time.monotonic() + delay
+        delay = _retry_later(state, ident, options)
         due = force_delete_at(pod.termination_grace_period, options.deadline, options.deadline_margin)
         if options.force_delete_on_deadline and due is not None:
             state.force_at[ident] = time.monotonic() + (due - now)
@@ -273,18 +270,23 @@ def _apply_outcome(
             f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): {res.message}'
         )
     elif res.outcome is Outcome.THROTTLED:
-        attempt = state.attempts.get(ident, 0)
-        delay = res.retry_after or backoff_delay(attempt, options.retry_base, options.retry_cap)
-        state.attempts[ident] = attempt + 1
-        state.not_before[ident] = time.monotonic() + delay
+        delay = _retry_later(state, ident, options, res.retry_after)  # API priority and fairness: Retry-After
         report.throttled.append(pod.key)
         report.retry_after = max(report.retry_after or 0.0, delay)
     else:
-        attempt = state.attempts.get(ident, 0)
-        state.attempts[ident] = attempt + 1
-        state.not_before[ident] = time.monotonic() + backoff_delay(attempt, options.retry_base, options.retry_cap)
+        _retry_later(state, ident, options)
         report.failed.append(PodReason(pod.key, f"HTTP {res.status}: {res.message}"))
         say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": {res.message}')
+
+
+def _retry_later(state: DrainState, ident: str, options: DrainOptions, after: float | None = None) -> float:
+    """Schedule the pod's next eviction attempt: ``after`` seconds when the server said so, else exponential
+    backoff with full jitter; returns the delay."""
+    attempt = state.attempts.get(ident, 0)
+    delay = after or backoff_delay(attempt, options.retry_base, options.retry_cap)
+    state.attempts[ident] = attempt + 1
+    state.not_before[ident] = time.monotonic() + delay
+    return delay
 
 
 def _force(
