@@ -124,10 +124,12 @@ class Ignored:
 
 
 class _Detail(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # defer_build: a model's validator is built on its first use, so a cold start pays only for the kind it parses
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 class _Event(EventBridgeModel):
+    model_config = ConfigDict(defer_build=True)
     # The state-change doc sample omits "version"; real events carry "0". Do not reject the doc shape.
     version: str = "0"
 
