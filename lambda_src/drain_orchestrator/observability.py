@@ -1,19 +1,21 @@
 """Structured logs and EMF metrics (Powertools), shared by the handler, the workflow steps and the CLI.
 
-Metrics are emitted one EMF line each (``single_metric``) from inside durable steps, so a replayed handler never
+Metrics are emitted one EMF line each from inside durable steps, so a replayed handler never
 counts twice, and each metric carries only its own low-cardinality dimensions (cluster, kind, reason) — never a node
 name. The Tracer is imported only when TRACING=true: aws-xray-sdk is the most expensive import of all.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
+import threading
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "DrainOrchestrator")
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "drain-orchestrator")
@@ -37,11 +39,23 @@ COUNT = MetricUnit.Count
 SECONDS = MetricUnit.Seconds
 
 
+_emit_lock = threading.Lock()
+
+
 def metric(name: str, value: float = 1, unit: MetricUnit = COUNT, **dimensions: str | None) -> None:
-    """One EMF line: ``metric("PodsEvicted", 3, cluster="blue", kind="spot-interruption")``."""
-    dims = {"service": SERVICE, **{k: v for k, v in dimensions.items() if v}}
-    with single_metric(name=name, unit=unit, value=value, namespace=NAMESPACE, default_dimensions=dims):
-        pass
+    """One EMF line: ``metric("PodsEvicted", 3, cluster="blue", kind="spot-interruption")``.
+
+    Serialised by Powertools, written as one whole line under a lock: the instances of a Health event are drained
+    by concurrent threads, and two interleaved prints would corrupt both EMF documents."""
+    emf = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+    for key, val in dimensions.items():
+        if val:
+            emf.add_dimension(name=key, value=val)
+    emf.add_metric(name=name, unit=unit, value=value)
+    line = json.dumps(emf.serialize_metric_set(), separators=(",", ":")) + "\n"
+    with _emit_lock:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def tracer() -> Any | None:
