@@ -285,6 +285,8 @@ def _drain_workflow(ctx: DurableContext, event: Interruption, assessment: Assess
         now = out["now"]
         if out.get("gone") or report["drained"] or report["refused"] or (deadline is not None and now >= deadline):
             break
+        if ws.dry_run:  # one pass says what a drain would do; nothing changes, so more passes would only repeat it
+            break
         if hb and event.lifecycle is not None and now - last_hb >= hb:
             beat = ctx.step(_heartbeat_step(event, decision), name=f"heartbeat-{n}")
             last_hb = beat["now"]

@@ -1,0 +1,63 @@
+"""`drain-orchestrator invoke EVENT_FILE [--dry-run]`: the handler through the durable local runner, as a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import samples
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.bed import REPO
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+
+
+def _invoke(event: dict, tmp_path: Path, env: dict[str, str], *extra: str) -> tuple[int, dict]:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps({**event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "drain_orchestrator.cli", "invoke", str(path), "--timeout", "120", *extra],
+        cwd=REPO,
+        env={**os.environ, **env, "PYTHONPATH": f"{REPO / 'lambda_src'}:{REPO}", "POWERTOOLS_LOG_LEVEL": "ERROR"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    # the handler's EMF and log lines come first; the command's own JSON report is the last document
+    out = proc.stdout
+    report = json.loads(out[out.rindex('\n{\n  "status"') + 1 :] if '\n{\n  "status"' in out else out)
+    return proc.returncode, report
+
+
+def test_invoke_dry_run_reports_and_changes_nothing(aws: AwsSeed, k8s: KubeScenario, tmp_path: Path) -> None:
+    aws.eks_cluster("blue")
+    iid = aws.instance(tags={"kubernetes.io/cluster/blue": "owned"})
+    (node,) = aws.nodes_for(k8s, [iid])
+    k8s.deployment("web", 2, nodes=[node])
+    k8s.wait_pods_ready("app=web", 2)
+    env, _ = aws.lambda_env("blue")
+    event = samples.ec2_event("spot-interruption-terminate.json", instance_id=iid)
+
+    code, report = _invoke(event, tmp_path, env, "--dry-run")
+
+    assert code == 0, report
+    assert report["status"] == "SUCCEEDED"
+    (inst,) = report["result"]["instances"]
+    assert inst["node"] == node and inst["report"]["evicted"] == 2  # what would be evicted
+    assert not k8s.core.read_node(node).spec.unschedulable  # but nothing was cordoned
+    assert len([p for p in k8s.pods("app=web") if p.metadata.deletion_timestamp is None]) == 2
+
+
+def test_invoke_a_malformed_event_exits_nonzero_with_the_field(aws: AwsSeed, tmp_path: Path) -> None:
+    env, _ = aws.lambda_env("blue")
+    code, report = _invoke(samples.load("malformed-asg-terminate-missing-instance.json"), tmp_path, env)
+    assert code == 1
+    assert report["status"] == "FAILED" and "detail.EC2InstanceId" in report["error"]["message"]
