@@ -402,10 +402,11 @@ def _locate_step(step_ctx: StepContext, event: Interruption, assessment: Assessm
     }
 
 
-def _deadline(event: Interruption, ws: WorkflowSettings) -> float | None:
+def _deadline(event: Interruption, ws: WorkflowSettings) -> float:
     if event.kind == "state-change":
         return event.event_time + ws.deadline_state_change
-    if event.kind == "rebalance":
+    if event.kind == "rebalance" or event.deadline is None:
+        # a drain always ends: one whose event names no deadline gets the rebalance budget
         return event.event_time + ws.deadline_rebalance
     return event.deadline
 
