@@ -381,8 +381,8 @@ def _locate_step(step_ctx: StepContext, event: Interruption, assessment: Assessm
     deadline = _deadline(event, ws)
     heartbeat_interval = None
     if event.lifecycle is not None:
-        deadline = with_hook_deadline(event, _client("autoscaling")).deadline
-        if ws.deadline_asg_terminate is not None and deadline is not None:
+        deadline = with_hook_deadline(event, _client("autoscaling")).deadline or deadline
+        if ws.deadline_asg_terminate is not None:
             deadline = min(deadline, event.event_time + ws.deadline_asg_terminate)
         hook = describe_hook(_client("autoscaling"), event.lifecycle.asg_name, event.lifecycle.hook_name)
         if hook is not None:
