@@ -46,6 +46,7 @@ def seed(bed: Testbed) -> dict[str, Any]:
     (green_id,) = aws.asg("green-nodes", size=1, tags=GREEN, hooks=HOOKS[:1])
     with bed.admin_api_client() as api:
         k8s = KubeScenario(api, prefix="demo")
+        scenarios = [k8s]
         blue_nodes = aws.nodes_for(k8s, blue_ids)
         aws.nodes_for(k8s, [green_id])
         k8s.deployment("web", 6, nodes=blue_nodes, grace=2)
@@ -58,7 +59,15 @@ def seed(bed: Testbed) -> dict[str, Any]:
         k8s.wait_pdb("web", disruptions_allowed=1)
         k8s.wait_pdb("api", disruptions_allowed=1)
     env, queue = aws.lambda_env("blue")
-    return {"aws": aws, "blue": blue_ids, "green": green_id, "env": env, "queue": queue, "ns": k8s.ns}
+    return {
+        "aws": aws,
+        "blue": blue_ids,
+        "green": green_id,
+        "env": env,
+        "queue": queue,
+        "ns": k8s.ns,
+        "scenarios": scenarios,
+    }
 
 
 def scenario(world: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
@@ -78,7 +87,9 @@ def scenario(world: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
         group = asc.describe_auto_scaling_groups(AutoScalingGroupNames=["blue-nodes"])["AutoScalingGroups"][0]
         new = next(i["InstanceId"] for i in group["Instances"] if i["InstanceId"] not in world["blue"])
         with world["bed"].admin_api_client() as api:  # the new node joins the cluster
-            aws.nodes_for(KubeScenario(api, prefix="demo-join"), [new])
+            joined = KubeScenario(api, prefix="demo-join")
+            aws.nodes_for(joined, [new])
+            world["scenarios"].append(joined)
         return lifecycle("asg-launch.json", new, "blue-nodes", "join")
 
     health = samples.health_event([c, g, unknown])
@@ -132,9 +143,75 @@ def summarize(title: str, status: str, result: dict[str, Any] | None, error: Any
     return lines
 
 
-def main() -> int:
+def replay(bed: Testbed, log_path: Path, *, cleanup: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Seed the account, replay the scenario through the handler; returns (outcomes, notifications). The Lambda's
+    own output (JSON logs, EMF lines) goes to ``log_path``; the environment is restored afterwards; ``cleanup``
+    removes the demo's namespaces and nodes (the demo itself leaves them for a look with kubectl)."""
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
 
+    world = seed(bed)
+    world["bed"] = bed
+    saved_env = {k: os.environ.get(k) for k in [*world["env"], "RECHECK_MIN_SECONDS"]}
+    os.environ.update(world["env"])
+    os.environ["RECHECK_MIN_SECONDS"] = "1"
+    from drain_orchestrator import workflow
+    from drain_orchestrator.handler import handler
+
+    log_path.write_text("")
+    outcomes: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    try:
+        for title, event, make in scenario(world):
+            ev = make() if make else copy.deepcopy(event)
+            if "time" in ev and "malformed" not in title.lower():
+                ev["time"] = _now()
+            workflow.reset_config()
+            started = time.monotonic()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            saved = os.dup(1), os.dup(2)
+            with open(log_path, "a") as log:
+                os.dup2(log.fileno(), 1)
+                os.dup2(log.fileno(), 2)
+                try:
+                    with DurableFunctionTestRunner(handler=handler) as runner:
+                        res = runner.run(input=json.dumps(ev), execution_timeout=300)
+                finally:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os.dup2(saved[0], 1)
+                    os.dup2(saved[1], 2)
+                    os.close(saved[0])
+                    os.close(saved[1])
+            outcome = {
+                "title": title,
+                "status": getattr(res.status, "name", str(res.status)),
+                "result": json.loads(res.result) if res.result else None,
+                "error": res.error,
+                "seconds": time.monotonic() - started,
+            }
+            outcomes.append(outcome)
+            for line in summarize(title, outcome["status"], outcome["result"], res.error, outcome["seconds"]):
+                _say(line)
+        notes = world["aws"].drain_notifications(world["queue"])
+    finally:
+        if cleanup:
+            with bed.admin_api_client() as api:
+                from kubernetes import client as k8s_client
+
+                for sc in world["scenarios"]:
+                    sc.core = k8s_client.CoreV1Api(api)
+                    sc.cleanup()
+        workflow.reset_config()
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return outcomes, notes
+
+
+def main() -> int:
     state_dir = REPO / ".local" / "cluster"
     bed = Testbed.attach(state_dir)
     if bed is None:
@@ -142,47 +219,12 @@ def main() -> int:
         bed = Testbed.start(state_dir, log=lambda m: None)
     _say(f"test bed: {bed.server}  (kubectl --kubeconfig {bed.kubeconfig.relative_to(REPO)})")
     _say("seeding: cluster blue (5 nodes, web x6 + api x3 with PDBs, a DaemonSet), cluster green (1 node), 2 ASGs")
-    world = seed(bed)
-    world["bed"] = bed
-    os.environ.update(world["env"])
-    os.environ["RECHECK_MIN_SECONDS"] = "1"
-    from drain_orchestrator import workflow
-    from drain_orchestrator.handler import handler
-
     log_path = REPO / ".local" / "demo.log"
-    log_path.write_text("")
     _say("replaying events through drain_orchestrator.handler.handler")
     _say(f"(the Lambda's JSON logs and EMF metric lines: {log_path.relative_to(REPO)})")
     _say("")
     total_start = time.monotonic()
-    for title, event, make in scenario(world):
-        ev = make() if make else copy.deepcopy(event)
-        if "time" in ev and "malformed" not in title.lower():
-            ev["time"] = _now()
-        workflow.reset_config()
-        started = time.monotonic()
-        # EMF metric lines and JSON logs go to .local/demo.log, out of the summary
-        sys.stdout.flush()
-        sys.stderr.flush()
-        saved = os.dup(1), os.dup(2)
-        with open(log_path, "a") as log:
-            os.dup2(log.fileno(), 1)
-            os.dup2(log.fileno(), 2)
-            try:
-                with DurableFunctionTestRunner(handler=handler) as runner:
-                    res = runner.run(input=json.dumps(ev), execution_timeout=300)
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os.dup2(saved[0], 1)
-                os.dup2(saved[1], 2)
-                os.close(saved[0])
-                os.close(saved[1])
-        status = getattr(res.status, "name", str(res.status))
-        result = json.loads(res.result) if res.result else None
-        for line in summarize(title, status, result, res.error, time.monotonic() - started):
-            _say(line)
-    notes = world["aws"].drain_notifications(world["queue"])
+    _, notes = replay(bed, log_path)
     _say("")
     _say(f"notifications published: {len(notes)} — " + ", ".join(f"{n['phase']} {n['node']}" for n in notes))
     _say(
