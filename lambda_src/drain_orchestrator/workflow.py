@@ -14,12 +14,14 @@ action is idempotent against the cluster and AWS, so a crash mid-step repeats at
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from aws_durable_execution_sdk_python import BatchResult, DurableContext, StepContext, durable_step
 from aws_durable_execution_sdk_python.config import CompletionConfig, Duration, MapConfig, StepConfig
@@ -35,6 +37,8 @@ from drain_orchestrator.workflow_settings import WorkflowSettings
 if TYPE_CHECKING:
     from drain_orchestrator.kube.rest import Kube
 
+P = ParamSpec("P")
+R = TypeVar("R")
 NO_RETRY = StepConfig(retry_strategy=RetryPresets.none())
 # Where a test simulates a crash (a Lambda killed mid-invocation): called with a point's name. None in production.
 fault_injection: Any = None
@@ -169,6 +173,25 @@ def _wsettings() -> WorkflowSettings:
     return load_config().workflow
 
 
+def _errors_counted(step: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Count and log a step's failure (metric Errors, reason "<step>-failed") before the SDK retries it or fails
+    the execution: an unreachable API server or a missing access entry must show up on the dashboard."""
+
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def run_step(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                metric("Errors", reason=f"{step}-failed")
+                logger.error(f"{step} step failed", extra={"error_type": type(exc).__name__, "error": str(exc)[:500]})
+                raise
+
+        return run_step
+
+    return wrap
+
+
 # ---- top-level steps ---------------------------------------------------------------------------------------------
 @durable_step
 def _load_config_step(step_ctx: StepContext) -> dict[str, Any]:
@@ -207,6 +230,7 @@ def _parse_step(step_ctx: StepContext, raw_event: Any) -> dict[str, Any]:
 
 
 @durable_step
+@_errors_counted("decide")
 def _decide_step(step_ctx: StepContext, event: Interruption, settings: Settings) -> list[dict[str, Any]]:
     assessments = decide_event(event, settings, BotoFacts(_client("ec2"), _client("autoscaling")))
     for a in assessments:
@@ -367,6 +391,7 @@ def _launch_workflow(ctx: DurableContext, event: Interruption, assessment: Asses
 
 # ---- per-instance steps ------------------------------------------------------------------------------------------
 @durable_step
+@_errors_counted("locate")
 def _locate_step(step_ctx: StepContext, event: Interruption, assessment: Assessment) -> dict[str, Any]:
     from kubernetes import client as k8s  # noqa: PLC0415 - only owned instances reach this
 
@@ -433,6 +458,7 @@ def _options(event: Interruption, decision: Decision, deadline: float | None) ->
 
 
 @durable_step
+@_errors_counted("cordon")
 def _cordon_step(
     step_ctx: StepContext, event: Interruption, decision: Decision, deadline: float | None, run_id: str
 ) -> dict[str, Any]:
@@ -484,6 +510,7 @@ def _cordon_step(
 
 
 @durable_step
+@_errors_counted("drain-pass")
 def _pass_step(
     step_ctx: StepContext, event: Interruption, decision: Decision, deadline: float | None, n: int
 ) -> dict[str, Any]:
@@ -529,6 +556,7 @@ def _pass_step(
 
 
 @durable_step
+@_errors_counted("heartbeat")
 def _heartbeat_step(step_ctx: StepContext, event: Interruption, decision: Decision) -> dict[str, Any]:
     from drain_orchestrator.aws.autoscaling import record_heartbeat  # noqa: PLC0415
 
@@ -544,6 +572,7 @@ def _heartbeat_step(step_ctx: StepContext, event: Interruption, decision: Decisi
 
 
 @durable_step
+@_errors_counted("report")
 def _report_step(
     step_ctx: StepContext,
     event: Interruption,
@@ -589,6 +618,7 @@ def _report_step(
 
 
 @durable_step
+@_errors_counted("complete-lifecycle")
 def _complete_step(
     step_ctx: StepContext, event: Interruption, decision: Decision, result: str, why: str
 ) -> dict[str, Any]:
@@ -617,6 +647,7 @@ def _complete_step(
 
 
 @durable_step
+@_errors_counted("ready")
 def _ready_step(step_ctx: StepContext, event: Interruption, assessment: Assessment) -> dict[str, Any]:
     from kubernetes import client as k8s  # noqa: PLC0415
 

@@ -241,3 +241,19 @@ def test_state_change_to_running_is_ignored_with_its_reason(testbed: Testbed, aw
     assert run.status == "SUCCEEDED", run.error
     assert run.result["ignored"] == "state-not-draining"
     assert run.metric_total("EventsIgnored", reason="state-not-draining") == 1
+
+
+def test_cluster_without_access_fails_with_a_clear_error_and_a_metric(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aws.eks_cluster("blue")
+    iid = aws.instance(tags=OWNED)
+    (node,) = aws.nodes_for(k8s, [iid])
+    lam.configure("blue")
+    testbed.clear_access_entries()  # the cluster never got the function's access entry
+    testbed.register_cluster("blue")
+    run = lam.run(samples.ec2_event("spot-interruption-terminate.json", instance_id=iid))
+    assert run.status == "FAILED"  # -> the dead-letter queue, with the original event
+    assert "401" in str(run.error) or "Unauthorized" in str(run.error)
+    assert run.metric_total("Errors", reason="locate-failed") >= 1
+    assert not k8s.core.read_node(node).spec.unschedulable
