@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from drain_orchestrator.aws import autoscaling as asg_api
 from drain_orchestrator.aws import ec2 as ec2_api
-from drain_orchestrator.events import Interruption
 from drain_orchestrator.facts import InstanceFacts
+from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.ownership import Decision, decide, needs_asg_tags, with_node
 from drain_orchestrator.settings import Settings
 

@@ -9,15 +9,22 @@ from __future__ import annotations
 import email.utils
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, cast, get_args
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-Kind = Literal["asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change"]
-IgnoreReason = Literal["unsupported", "state-not-draining", "test-notification", "no-instances"]
+from drain_orchestrator.interruption import (  # re-exported: callers keep importing them from here
+    Ignored,
+    IgnoreReason,
+    Interruption,
+    Kind,
+    LifecycleRef,
+    MalformedEvent,
+)
+
+__all__ = ["IgnoreReason", "Ignored", "Interruption", "Kind", "LifecycleRef", "MalformedEvent", "parse_event"]
 
 TERMINATE_DETAIL_TYPE = "EC2 Instance-terminate Lifecycle Action"
 LAUNCH_DETAIL_TYPE = "EC2 Instance-launch Lifecycle Action"
@@ -42,82 +49,6 @@ InstanceId = Annotated[str, StringConstraints(pattern=INSTANCE_ID_PATTERN)]
 LifecycleToken = Annotated[str, StringConstraints(min_length=36, max_length=36)]
 AsgName = Annotated[str, StringConstraints(min_length=1, max_length=1600)]
 HookName = Annotated[str, StringConstraints(min_length=1, max_length=255)]
-
-
-class MalformedEvent(ValueError):
-    """The event claims a supported kind but does not have the shape AWS documents."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
-        self.problem = problem
-
-
-@dataclass(frozen=True)
-class LifecycleRef:
-    asg_name: str
-    hook_name: str
-    token: str | None
-    transition: str
-    origin: str | None = None
-    destination: str | None = None
-
-    @property
-    def to_warm_pool(self) -> bool:
-        return self.destination == "WarmPool"
-
-
-@dataclass(frozen=True)
-class Interruption:
-    """Something is about to happen to these instances. JSON round-trippable (the workflow checkpoints it)."""
-
-    kind: Kind
-    event_id: str
-    event_time: float  # epoch seconds
-    region: str
-    account: str
-    instance_ids: tuple[str, ...]
-    deadline: float | None  # epoch seconds by which the instance is gone, None when there is none
-    detail_type: str
-    lifecycle: LifecycleRef | None = None
-    state: str | None = None  # state-change
-    instance_action: str | None = None  # spot-interruption: terminate | stop | hibernate
-    window_start: float | None = None  # scheduled-change
-    window_end: float | None = None
-    event_type_code: str | None = None  # scheduled-change
-
-    def with_deadline(self, deadline: float | None) -> Interruption:
-        return replace(self, deadline=deadline)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["instance_ids"] = list(self.instance_ids)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Interruption:
-        fields = dict(data)
-        kind = fields.pop("kind")
-        if kind not in get_args(Kind):
-            raise ValueError(f"unknown interruption kind {kind!r}")
-        lifecycle = fields.pop("lifecycle", None)
-        return cls(
-            kind=cast(Kind, kind),
-            instance_ids=tuple(fields.pop("instance_ids")),
-            lifecycle=None if lifecycle is None else LifecycleRef(**lifecycle),
-            **fields,
-        )
-
-
-@dataclass(frozen=True)
-class Ignored:
-    """An event the product deliberately does nothing with; never an error, never a retry."""
-
-    reason: IgnoreReason
-    message: str
-    detail_type: str | None = None
-    event_id: str | None = None
-    instance_ids: tuple[str, ...] = ()
 
 
 # ---- pydantic models (Powertools parser), one per detail-type -------------------------------------------

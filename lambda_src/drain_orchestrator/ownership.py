@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
-from drain_orchestrator.events import Ignored, Interruption
 from drain_orchestrator.facts import InstanceFacts
+from drain_orchestrator.interruption import Ignored, Interruption
 from drain_orchestrator.settings import Settings
 
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"

@@ -28,7 +28,7 @@ from aws_durable_execution_sdk_python.config import CompletionConfig, Duration, 
 from aws_durable_execution_sdk_python.retries import RetryPresets
 
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, with_hook_deadline
-from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
+from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
 from drain_orchestrator.observability import SECONDS, logger, metric
 from drain_orchestrator.ownership import Decision, Reason
 from drain_orchestrator.settings import Settings, SettingsError
@@ -211,6 +211,9 @@ def _load_config_step(step_ctx: StepContext) -> dict[str, Any]:
 
 @durable_step
 def _parse_step(step_ctx: StepContext, raw_event: Any) -> dict[str, Any]:
+    # the parser (pydantic + Powertools models) loads only here: replays read this step's checkpoint instead
+    from drain_orchestrator.events import parse_event  # noqa: PLC0415
+
     detail_type = raw_event.get("detail-type") if isinstance(raw_event, dict) else None
     try:
         parsed = parse_event(raw_event)
