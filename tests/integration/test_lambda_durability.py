@@ -46,10 +46,7 @@ def _blue_asg_node(aws: AwsSeed, k8s: KubeScenario, *, heartbeat_timeout: int = 
 
 def _spread(k8s: KubeScenario, node: str, spare: str, name: str = "web", replicas: int = 4) -> set[str]:
     """Pods of a Deployment on ``node`` (spare cordoned while they start), with a PDB allowing one disruption."""
-    k8s.core.patch_node(spare, {"spec": {"unschedulable": True}})
-    k8s.deployment(name, replicas, nodes=[node, spare], grace=1)
-    k8s.wait_pods_ready(f"app={name}", replicas)
-    k8s.core.patch_node(spare, {"spec": {"unschedulable": False}})
+    k8s.deployment_on(name, replicas, [node], spare, grace=1)
     k8s.pdb(name, {"app": name}, max_unavailable=1)
     k8s.wait_pdb(name, disruptions_allowed=1)
     return {p.metadata.name for p in _pods_on(k8s, node)}
@@ -216,10 +213,7 @@ def test_health_event_drains_its_owned_instances_and_explains_the_others(
     green = aws.instance(tags={"kubernetes.io/cluster/green": "owned"})
     nodes = aws.nodes_for(k8s, blue)
     (spare,) = k8s.add_nodes(1)
-    k8s.core.patch_node(spare, {"spec": {"unschedulable": True}})
-    k8s.deployment("web", 4, nodes=[*nodes, spare], grace=1)
-    k8s.wait_pods_ready("app=web", 4)
-    k8s.core.patch_node(spare, {"spec": {"unschedulable": False}})
+    k8s.deployment_on("web", 4, nodes, spare, grace=1)
     lam.configure("blue", MAX_CONCURRENT_NODES="2")
     event = samples.health_event([*blue, green, "i-0aaaabbbbccccdddd"])
     event["detail"]["startTime"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 1805))

@@ -170,6 +170,15 @@ class KubeScenario:
             body["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": max_unavailable}}
         return self.apps.create_namespaced_deployment(self.ns, body)  # type: ignore[no-any-return]
 
+    def deployment_on(self, name: str, replicas: int, nodes: list[str], spare: str, *, grace: int = 0) -> list[Any]:
+        """A Deployment whose pods all start on ``nodes`` while ``spare`` is cordoned, and whose replacements may
+        then go to ``spare`` (uncordoned once the pods are Ready): the shape of a node about to be drained."""
+        self.core.patch_node(spare, {"spec": {"unschedulable": True}})
+        self.deployment(name, replicas, nodes=[*nodes, spare], grace=grace)
+        pods = self.wait_pods_ready(f"app={name}", replicas)
+        self.core.patch_node(spare, {"spec": {"unschedulable": False}})
+        return pods
+
     def daemonset(self, name: str, *, grace: int = 0) -> Any:
         labels = {"app": name}
         body = {
