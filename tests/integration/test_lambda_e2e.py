@@ -66,7 +66,8 @@ def test_asg_terminate_drains_heartbeats_and_completes_continue(
     assert n.metadata.annotations["drain-orchestrator.io/event-id"] == event["id"]
     assert not [p for p in _node_pods(k8s, node) if p.metadata.namespace == k8s.ns]
     (action,) = aws.lifecycle_actions()
-    assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE" and action["completed_by"] == "token"
+    assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE" and action["completed_with"] == "token"
+    assert action["completed_by"] == aws.role_arn("drain-orchestrator")  # by the function, not by a timeout
     phases = sorted(m["phase"] for m in lam.notifications())
     assert phases == ["completed", "started"]
     assert run.metric_total("NodesDrained", cluster="blue", kind="asg-terminate") == 1

@@ -201,4 +201,15 @@ class AwsSeed:
         )
 
     def lifecycle_actions(self) -> list[dict[str, Any]]:
+        """Every action: state (ACTIVE, COMPLETED, TIMED_OUT, SUPERSEDED), result, heartbeats, last_heartbeat,
+        completed_by (the caller's role ARN, "access-key:<id>", or "timeout"), completed_with, completed_at."""
         return list(self._post("/_testbed/lifecycle/actions"))
+
+    def complete_lifecycle_action_as(
+        self, role_name: str, asg: str, hook: str, instance_id: str, result: str = "CONTINUE"
+    ) -> None:
+        """Complete (CONTINUE) or abandon (ABANDON) an action as another principal would: an operator or another
+        tool, through the real API with that role's credentials."""
+        self.lambda_session(role_name).client("autoscaling", endpoint_url=self.endpoint).complete_lifecycle_action(
+            AutoScalingGroupName=asg, LifecycleHookName=hook, InstanceId=instance_id, LifecycleActionResult=result
+        )

@@ -8,8 +8,9 @@ Extensions to moto 5.2.5 (see docs/testbed.md):
    *active* for (ASG, hook, instance) while it waits; it is started by ``POST /_testbed/lifecycle/start`` (what AWS
    does when an instance enters Pending:Wait / Terminating:Wait), completed by token or instance id, and times out
    after the hook's HeartbeatTimeout (restarted by each heartbeat) or its global timeout (min(48 h, 100 x
-   heartbeat timeout)). A completed, timed-out or unknown action answers ValidationError
-   "No active Lifecycle Action found with token ..." / "... with instance ID ...", as AWS does.
+   heartbeat timeout)). Each action records its heartbeats (count, last time) and who completed it: the signing
+   principal (an assumed role's IAM role ARN) or ``timeout``. A completed, timed-out or unknown action answers
+   ValidationError "No active Lifecycle Action found with token ..." / "... with instance ID ...", as AWS does.
 2. EKS: DescribeCluster answers with the local apiserver's endpoint and CA (moto invents both).
 3. STS: a presigned GetCallerIdentity (query-string SigV4, as EKS tokens carry it) is routed and attributed by its
    ``X-Amz-Credential``; moto only looks at the Authorization header.
@@ -75,15 +76,21 @@ class LifecycleAction:
     heartbeat_timeout: int
     global_deadline: float
     deadline: float
-    state: str = "ACTIVE"  # ACTIVE | COMPLETED | TIMED_OUT
+    state: str = "ACTIVE"  # ACTIVE | COMPLETED | TIMED_OUT | SUPERSEDED
     result: str | None = None
     heartbeats: int = 0
+    last_heartbeat: float | None = None
+    # the caller's principal (an assumed role's IAM role ARN, else "access-key:<id>"), or "timeout"
     completed_by: str | None = None
+    completed_with: str | None = None  # "token" | "instance-id"
+    completed_at: float | None = None
     history: list[str] = field(default_factory=list)
 
     def refresh(self, now: float) -> None:
         if self.state == "ACTIVE" and now >= min(self.deadline, self.global_deadline):
             self.state = "TIMED_OUT"
+            self.completed_by = "timeout"
+            self.completed_at = min(self.deadline, self.global_deadline)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,7 +102,10 @@ class LifecycleAction:
             "state": self.state,
             "result": self.result,
             "heartbeats": self.heartbeats,
+            "last_heartbeat": self.last_heartbeat,
             "completed_by": self.completed_by,
+            "completed_with": self.completed_with,
+            "completed_at": self.completed_at,
         }
 
 
@@ -130,7 +140,7 @@ class LifecycleStore:
             # A new action for the same instance and hook replaces a stale one, as a new scale-in would.
             for a in self.actions:
                 if a.asg == asg and a.hook == hook and a.instance_id == instance_id and a.state == "ACTIVE":
-                    a.state = "TIMED_OUT"
+                    a.state, a.completed_at = "SUPERSEDED", now
             self.actions.append(action)
         return action
 
@@ -164,6 +174,26 @@ class LifecycleStore:
 LIFECYCLE = LifecycleStore()
 
 
+def _caller_principal(authorization: str) -> str:
+    """Who signed a request: the IAM role ARN behind an assumed-role access key (as CloudTrail names the caller of
+    an assumed role), else the access key id itself."""
+    m = re.search(r"Credential=([^/,\s]+)/", authorization)
+    if not m:
+        return "anonymous"
+    access_key = m.group(1)
+    from moto.sts.models import sts_backends
+
+    for account in list(sts_backends.keys()):
+        try:
+            backend = sts_backends[account]["aws"]
+        except KeyError:
+            continue
+        role = backend.get_assumed_role_from_access_key(access_key)
+        if role is not None:
+            return str(role.role_arn)
+    return f"access-key:{access_key}"
+
+
 def _autoscaling_backend(backends: Any) -> Any:
     from moto.core import DEFAULT_ACCOUNT_ID
 
@@ -195,15 +225,19 @@ def _install_lifecycle_extension() -> None:
         with LIFECYCLE.lock:
             action.state = "COMPLETED"
             action.result = result
-            action.completed_by = "token" if token else "instance-id"
+            action.completed_by = _caller_principal(self.headers.get("Authorization", ""))
+            action.completed_with = "token" if token else "instance-id"
+            action.completed_at = time.time()
         return EmptyResult()
 
     def record_lifecycle_action_heartbeat(self: AutoScalingResponse) -> EmptyResult:
         asg, hook, token, instance_id = _ident(self)
         action = LIFECYCLE.find_active(asg, hook, token, instance_id)
         with LIFECYCLE.lock:
+            now = time.time()
             action.heartbeats += 1
-            action.deadline = time.time() + action.heartbeat_timeout
+            action.last_heartbeat = now
+            action.deadline = now + action.heartbeat_timeout
         return EmptyResult()
 
     AutoScalingResponse.complete_lifecycle_action = complete_lifecycle_action  # type: ignore[attr-defined]
