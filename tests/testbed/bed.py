@@ -95,6 +95,9 @@ class Proc:
     name: str
     pid: int
     argv0: str
+    # the full command line and extra environment, so a fault test can restart the component exactly as it was
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -304,8 +307,19 @@ class Testbed:
             start_new_session=True,  # own process group: stop() kills it and its children, nothing else
             env={**os.environ, **(env or {})},
         )
-        self.state.procs.append(Proc(name=name, pid=p.pid, argv0=argv[0]))
-        (self.dir / "state.json").write_text(json.dumps(asdict(self.state), indent=2))
+        proc = Proc(name=name, pid=p.pid, argv0=argv[0], argv=list(argv), env=dict(env or {}))
+        # a restarted component takes its old place (start order matters to stop())
+        at = next((i for i, q in enumerate(self.state.procs) if q.name == name), None)
+        if at is None:
+            self.state.procs.append(proc)
+        else:
+            self.state.procs[at] = proc
+        self.save_state()
+
+    def save_state(self) -> None:
+        tmp = self.dir / "state.json.tmp"
+        tmp.write_text(json.dumps(asdict(self.state), indent=2))
+        tmp.replace(self.dir / "state.json")
 
     def _spawn_all(self, bins: BinDir, pk: pki_mod.Pki, say: Callable[[str], None]) -> None:
         s = self.state
