@@ -70,7 +70,32 @@ def lam(
     workflow.reset_config()
 
 
+@pytest.fixture
+def bed_faults(testbed: Testbed) -> Iterator[BedFaults]:
+    """Stop/restart components and revoke/restore access entries; whatever a test stopped is running again after
+    it, so the rest of the session has a whole bed."""
+    from tests.testbed.faults import BedFaults
+
+    faults = BedFaults(testbed)
+    yield faults
+    for proc in testbed.state.procs:
+        if not faults.running(proc.name):
+            faults.restart(proc.name)
+
+
+@pytest.fixture
+def aws_faults(testbed: Testbed) -> Iterator[FaultProxy]:
+    """An AWS fault proxy in front of the emulator (tests/testbed/faultproxy.py); pass ``aws_faults.env()`` to
+    ``LambdaHarness.configure`` to route the function's AWS calls through it."""
+    from tests.testbed.faultproxy import FaultProxy
+
+    with FaultProxy(testbed.aws_endpoint) as proxy:
+        yield proxy
+
+
 if False:  # for type checkers only
     from tests.integration.lambda_support import LambdaHarness
     from tests.testbed.aws_seed import AwsSeed
+    from tests.testbed.faultproxy import FaultProxy
+    from tests.testbed.faults import BedFaults
     from tests.testbed.kube import KubeScenario
