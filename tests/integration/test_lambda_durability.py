@@ -14,42 +14,18 @@ import pytest
 
 from tests import samples
 from tests.integration.lambda_support import LambdaHarness
+from tests.integration.scenario_support import (
+    OWNED,
+    assert_completed_by_function,
+    blue_asg_node,
+    final_notification,
+    pods_on,
+    spread,
+)
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
-OWNED = {"kubernetes.io/cluster/blue": "owned"}
-
-
-def _pods_on(k8s: KubeScenario, node: str) -> list[Any]:
-    return [p for p in k8s.pods(node=node) if p.metadata.deletion_timestamp is None]
-
-
-def _blue_asg_node(aws: AwsSeed, k8s: KubeScenario, *, heartbeat_timeout: int = 300) -> tuple[str, str, str]:
-    aws.eks_cluster("blue")
-    (iid,) = aws.asg(
-        "ng-blue",
-        size=1,
-        tags=OWNED,
-        hooks=[
-            {
-                "name": "drain",
-                "transition": "autoscaling:EC2_INSTANCE_TERMINATING",
-                "heartbeat_timeout": heartbeat_timeout,
-            }
-        ],
-    )
-    (node,) = aws.nodes_for(k8s, [iid])
-    (spare,) = k8s.add_nodes(1)
-    return iid, node, spare
-
-
-def _spread(k8s: KubeScenario, node: str, spare: str, name: str = "web", replicas: int = 4) -> set[str]:
-    """Pods of a Deployment on ``node`` (spare cordoned while they start), with a PDB allowing one disruption."""
-    k8s.deployment_on(name, replicas, [node], spare, grace=1)
-    k8s.pdb(name, {"app": name}, max_unavailable=1)
-    k8s.wait_pdb(name, disruptions_allowed=1)
-    return {p.metadata.name for p in _pods_on(k8s, node)}
 
 
 def test_crash_mid_drain_resumes_without_repeating_finished_steps(
@@ -57,8 +33,8 @@ def test_crash_mid_drain_resumes_without_repeating_finished_steps(
 ) -> None:
     from drain_orchestrator import workflow
 
-    iid, node, spare = _blue_asg_node(aws, k8s)
-    pods = _spread(k8s, node, spare)
+    iid, node, spare = blue_asg_node(aws, k8s)
+    pods = spread(k8s, node, spare)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
     lam.configure("blue")
     crashed = threading.Event()
@@ -84,21 +60,22 @@ def test_crash_mid_drain_resumes_without_repeating_finished_steps(
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]
     assert inst["result"] == "drained"
-    assert not _pods_on(k8s, node)
+    assert not pods_on(k8s, node)
     # finished steps were not repeated by the resumed invocation: one cordon, one "started", one completion
     assert run.metric_total("NodesCordoned") == 1
     assert run.metric_total("PodsEvicted") == len(pods)
-    assert sorted(n["phase"] for n in lam.notifications()) == ["completed", "started"]
-    (action,) = aws.lifecycle_actions()
-    assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE"
+    # the verdict: completed by the function (not a timeout), one final notification naming the result
+    assert_completed_by_function(aws, iid, "CONTINUE")
+    notes = final_notification(lam, "completed", "drained")
+    assert sorted(n["phase"] for n in notes) == ["completed", "started"]
     assert run.metric_total("LifecycleActionsCompleted") == 1
 
 
 def test_same_event_twice_gives_one_drain_and_one_notification_of_each_kind(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    iid, node, spare = _blue_asg_node(aws, k8s)
-    pods = _spread(k8s, node, spare)
+    iid, node, spare = blue_asg_node(aws, k8s)
+    pods = spread(k8s, node, spare)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
     lam.configure("blue")
     event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
@@ -115,8 +92,8 @@ def test_same_event_twice_gives_one_drain_and_one_notification_of_each_kind(
 def test_spot_warning_state_change_and_hook_for_one_instance_converge(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    iid, node, spare = _blue_asg_node(aws, k8s)
-    pods = _spread(k8s, node, spare, replicas=6)
+    iid, node, spare = blue_asg_node(aws, k8s)
+    pods = spread(k8s, node, spare, replicas=6)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
     lam.configure("blue")
     lam.collect()
@@ -136,7 +113,7 @@ def test_spot_warning_state_change_and_hook_for_one_instance_converge(
     for t in threads:
         t.join(240)
     assert all(r is not None and r.status == "SUCCEEDED" for r in runs), [r and r.error for r in runs]
-    assert not _pods_on(k8s, node)
+    assert not pods_on(k8s, node)
     printed = lam.collect()
     # one cordon, one drain: every pod got its eviction (the apiserver also accepts a second eviction of a pod
     # that is already terminating, so two executions racing on the same pod may both count it: at most 2x)
@@ -152,8 +129,8 @@ def test_spot_warning_state_change_and_hook_for_one_instance_converge(
 def test_heartbeats_keep_the_hook_alive_while_a_pdb_holds_the_drain(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    iid, node, spare = _blue_asg_node(aws, k8s, heartbeat_timeout=30)
-    _spread(k8s, node, spare, replicas=2)
+    iid, node, spare = blue_asg_node(aws, k8s, heartbeat_timeout=30)
+    spread(k8s, node, spare, replicas=2)
     k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 0}})
     k8s.wait_pdb("web", disruptions_allowed=0)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
@@ -180,8 +157,8 @@ def test_heartbeats_keep_the_hook_alive_while_a_pdb_holds_the_drain(
 def test_failed_drain_completes_the_hook_with_the_configured_result(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    iid, node, spare = _blue_asg_node(aws, k8s)
-    _spread(k8s, node, spare, replicas=2)
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
     k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 0}})
     k8s.wait_pdb("web", disruptions_allowed=0)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
@@ -202,7 +179,7 @@ def test_failed_drain_completes_the_hook_with_the_configured_result(
     assert action["state"] == "COMPLETED" and action["result"] == "ABANDON"
     assert run.metric_total("DrainDeadlineMissed", cluster="blue", kind="asg-terminate") == 1
     assert sorted(n["phase"] for n in lam.notifications()) == ["failed", "started"]
-    assert _pods_on(k8s, node)  # nothing forced: the budget was honoured
+    assert pods_on(k8s, node)  # nothing forced: the budget was honoured
 
 
 def test_health_event_drains_its_owned_instances_and_explains_the_others(
@@ -223,7 +200,7 @@ def test_health_event_drains_its_owned_instances_and_explains_the_others(
     assert all(i["result"] == "drained" for i in run.result["instances"])
     assert {d["reason"] for d in run.result["not_acted_on"]} == {"other-cluster", "unknown-instance"}
     for node in nodes:
-        assert not _pods_on(k8s, node)
+        assert not pods_on(k8s, node)
     # the drain waited (durably) until the window start minus the lead time
     waits = [op for op in run.operations if getattr(op, "name", "") == "until-window"]
     assert len(waits) == 2
@@ -243,8 +220,8 @@ def test_eks_token_never_appears_in_logs(
         return token
 
     monkeypatch.setattr(eks_auth, "generate_token", spy)
-    iid, node, spare = _blue_asg_node(aws, k8s)
-    _spread(k8s, node, spare, replicas=2)
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
     lam.configure("blue", POWERTOOLS_LOG_LEVEL="DEBUG")
     root = logging.getLogger()

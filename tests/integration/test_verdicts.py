@@ -1,0 +1,233 @@
+"""Every drain reaches a verdict, whatever fails on the way: the lifecycle action is completed by the function
+(CONTINUE when drained or the node is gone, LIFECYCLE_RESULT_ON_FAILURE otherwise), a final notification is
+published, and metrics are emitted. One test per fault; the long outages are in test_verdicts_outages.py.
+
+The handler runs on the real clock (``skip_time=False``): a fault's duration must really pass for the workflow's
+waits and retries. Each fault scenario prints ``MEASURE scenario=... fault_end_to_verdict_s=...`` (run with
+``pytest -s``): from the fault's end to the lifecycle action's completion as the emulator recorded it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration.lambda_support import ROLE, LambdaHarness
+from tests.integration.scenario_support import (
+    ASG,
+    HOOK,
+    Background,
+    action_of,
+    assert_completed_by_function,
+    blue_asg_node,
+    final_notification,
+    hold_with_pdb,
+    instance_summary,
+    measure,
+    node_events,
+    pods_on,
+    set_pdb,
+    spread,
+    terminate_event,
+    wait_cordoned,
+    wait_drain_started,
+    wait_evicting,
+)
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.bed import Testbed
+from tests.testbed.faultproxy import FaultProxy
+from tests.testbed.faults import BedFaults
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+
+
+def test_deadline_missed_abandons_before_the_hook_times_out(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    """A PDB that never allows a disruption and FORCE_DELETE_ON_DEADLINE=false: heartbeats keep the 30 s hook
+    alive for the whole 90 s deadline, then the function abandons it -- the hook never times out."""
+    iid, node, spare = blue_asg_node(aws, k8s, heartbeat_timeout=30)
+    hold_with_pdb(k8s, node, spare)
+    lam.configure(
+        "blue",
+        DEADLINE_ASG_TERMINATE_SECONDS="90",
+        FORCE_DELETE_ON_DEADLINE="false",
+        LIFECYCLE_RESULT_ON_FAILURE="ABANDON",
+        DRAIN_PASS_SECONDS="5",
+    )
+    event = terminate_event(aws, iid)
+    started = time.time()
+    run = lam.run(event, skip_time=False)
+    assert run.status == "SUCCEEDED", run.error
+    inst = instance_summary(run)
+    assert inst["result"] == "deadline-missed"
+    action = assert_completed_by_function(aws, iid, "ABANDON")
+    assert action["heartbeats"] >= 2
+    final_notification(lam, "failed", "deadline-missed")
+    assert run.metric_total("DrainDeadlineMissed", cluster="blue", kind="asg-terminate") == 1
+    assert pods_on(k8s, node)  # the budget was honoured: nothing forced
+    measure(lam, "deadline-missed-abandon", deadline_to_verdict_s=action["completed_at"] - (started + 90))
+
+
+def test_deleted_notification_topic_does_not_stop_the_drain(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
+    sns = aws.client("sns")
+    deleted = sns.create_topic(Name="deleted-topic")["TopicArn"]
+    sns.delete_topic(TopicArn=deleted)
+    lam.configure("blue", NOTIFICATION_TOPIC_ARN=deleted)
+    run = lam.run(terminate_event(aws, iid), skip_time=False)
+    assert run.status == "SUCCEEDED", run.error
+    assert instance_summary(run)["result"] == "drained"
+    assert_completed_by_function(aws, iid, "CONTINUE")
+    assert run.metric_total("Errors", reason="notify-failed") > 0
+    assert "DrainCompleted" in node_events(k8s, node)
+
+
+def test_access_entry_revoked_for_30_s_mid_drain_recovers(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, bed_faults: BedFaults
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    k8s.deployment_on("slow", 1, [node], spare, grace=20)  # a terminating pod holds the drain for 20 s
+    lam.configure("blue", DRAIN_PASS_SECONDS="5")
+    role = aws.role_arn(ROLE)
+
+    def revoke_for_30_s() -> float:
+        wait_evicting(k8s, node)
+        bed_faults.revoke_access_entry("blue", role)
+        time.sleep(30)  # the outage itself
+        bed_faults.restore_access_entry("blue", role)
+        return time.time()
+
+    fault = Background(revoke_for_30_s)
+    run = lam.run(terminate_event(aws, iid), skip_time=False)
+    restored_at = fault.outcome()
+    assert run.status == "SUCCEEDED", run.error
+    assert instance_summary(run)["result"] == "drained"
+    action = assert_completed_by_function(aws, iid, "CONTINUE")
+    final_notification(lam, "completed", "drained")
+    assert not pods_on(k8s, node)
+    assert any(not a["allowed"] for a in testbed.authentications())  # the outage was real
+    measure(lam, "access-revoked-30s", fault_end_to_verdict_s=action["completed_at"] - restored_at)
+
+
+def test_access_entry_revoked_for_good_reaches_the_failure_verdict_before_the_deadline(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, bed_faults: BedFaults
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    lam.configure(
+        "blue", DEADLINE_ASG_TERMINATE_SECONDS="60", LIFECYCLE_RESULT_ON_FAILURE="ABANDON", DRAIN_PASS_SECONDS="5"
+    )
+
+    def revoke() -> float:
+        wait_cordoned(k8s, node)
+        bed_faults.revoke_access_entry("blue", aws.role_arn(ROLE))
+        return time.time()
+
+    fault = Background(revoke)
+    event = terminate_event(aws, iid)
+    started = time.time()
+    run = lam.run(event, skip_time=False)
+    ended = time.time()
+    revoked_at = fault.outcome()
+    # the verdict first, then the execution fails (so its event reaches the dead-letter queue)
+    assert run.status == "FAILED", run.result
+    action = assert_completed_by_function(aws, iid, "ABANDON")
+    assert action["completed_at"] <= started + 60 + 5  # before the deadline, with the bed's clock slack
+    assert action["completed_at"] <= ended
+    final_notification(lam, "failed", "failed")
+    assert run.metric_total("Errors") > 0
+    measure(lam, "access-revoked-for-good", fault_start_to_verdict_s=action["completed_at"] - revoked_at)
+
+
+def test_plain_text_503s_from_aws_are_retried(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, aws_faults: FaultProxy
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
+    lam.configure("blue", **aws_faults.env())
+    event = terminate_event(aws, iid)
+    faults = [aws_faults.inject("plain-503", [a], times=3) for a in ("DescribeInstances", "CompleteLifecycleAction")]
+    run = lam.run(event, skip_time=False)
+    assert run.status == "SUCCEEDED", run.error
+    assert instance_summary(run)["result"] == "drained"
+    action = assert_completed_by_function(aws, iid, "CONTINUE")
+    assert aws_faults.injected("DescribeInstances") == aws_faults.injected("CompleteLifecycleAction") == 3
+    assert aws_faults.count("CompleteLifecycleAction") >= 4
+    final_notification(lam, "completed", "drained")
+    ended = max(f.ended_at or 0 for f in faults)
+    measure(lam, "plain-503", fault_end_to_verdict_s=action["completed_at"] - ended)
+
+
+def test_node_deleted_mid_drain_is_noticed_quickly(aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    lam.configure("blue", DEADLINE_ASG_TERMINATE_SECONDS="150", DRAIN_PASS_SECONDS="5")
+
+    def delete_node() -> float:
+        wait_drain_started(k8s, node)
+        k8s.core.delete_node(node)
+        return time.time()
+
+    fault = Background(delete_node)
+    run = lam.run(terminate_event(aws, iid), skip_time=False)
+    deleted_at = fault.outcome()
+    assert run.status == "SUCCEEDED", run.error
+    assert instance_summary(run)["result"] == "node-gone"
+    action = assert_completed_by_function(aws, iid, "CONTINUE")
+    assert action["completed_at"] - deleted_at < 20  # noticed by the next pass, not at the 150 s deadline
+    final_notification(lam, "completed", "node-gone")
+    measure(lam, "node-deleted", fault_end_to_verdict_s=action["completed_at"] - deleted_at)
+
+
+@pytest.mark.parametrize("result", ["CONTINUE", "ABANDON"])
+def test_action_completed_by_someone_else_mid_drain_still_ends_in_a_verdict(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, result: str
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    lam.configure("blue", DRAIN_PASS_SECONDS="5")
+
+    def operator_completes() -> None:
+        wait_drain_started(k8s, node)
+        aws.complete_lifecycle_action_as("operator", ASG, HOOK, iid, result)
+        set_pdb(k8s, "web", max_unavailable=1)  # the drain can now finish
+
+    fault = Background(operator_completes)
+    run = lam.run(terminate_event(aws, iid), skip_time=False)
+    fault.outcome()
+    assert run.status == "SUCCEEDED", run.error
+    inst = instance_summary(run)
+    assert inst["result"] == "drained"
+    assert inst["lifecycle"]["outcome"] == "already-done"
+    action = action_of(aws, iid)
+    assert (action["state"], action["result"], action["completed_by"]) == (
+        "COMPLETED",
+        result,
+        aws.role_arn("operator"),
+    )
+    final_notification(lam, "completed", "drained")
+    assert run.metric_total("Errors") == 0
+
+
+def test_pdb_never_satisfiable_is_forced_at_the_deadline_when_allowed(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    """FORCE_DELETE_ON_DEADLINE=true; the =false case is test_deadline_missed_abandons_before_the_hook_times_out."""
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    lam.configure("blue", DEADLINE_ASG_TERMINATE_SECONDS="20", FORCE_DELETE_ON_DEADLINE="true", DRAIN_PASS_SECONDS="5")
+    event = terminate_event(aws, iid)
+    started = time.time()
+    run = lam.run(event, skip_time=False)
+    assert run.status == "SUCCEEDED", run.error
+    assert instance_summary(run)["result"] == "drained"
+    action = assert_completed_by_function(aws, iid, "CONTINUE")
+    assert run.metric_total("PodsForceDeleted", cluster="blue") >= 1
+    assert not pods_on(k8s, node)
+    final_notification(lam, "completed", "drained")
+    measure(lam, "pdb-forced-at-deadline", deadline_to_verdict_s=action["completed_at"] - (started + 20))

@@ -1,0 +1,79 @@
+"""Every drain reaches a verdict through long outages: the apiserver down for 120 s mid-drain, AWS throttling the
+lifecycle calls for 150 s. Each prints ``MEASURE scenario=... fault_end_to_verdict_s=...`` (``pytest -s``)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.integration.lambda_support import LambdaHarness
+from tests.integration.scenario_support import (
+    Background,
+    assert_completed_by_function,
+    blue_asg_node,
+    final_notification,
+    instance_summary,
+    measure,
+    node_events,
+    pods_on,
+    spread,
+    terminate_event,
+    wait_evicting,
+)
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.faultproxy import FaultProxy
+from tests.testbed.faults import BedFaults
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+APISERVER_DOWN_S = 120
+THROTTLE_S = 150
+
+
+@pytest.mark.timeout(600)
+def test_apiserver_down_120_s_mid_drain_recovers_and_completes(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, bed_faults: BedFaults
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    k8s.deployment_on("slow", 1, [node], spare, grace=60)  # a terminating pod holds the drain after the cordon
+    lam.configure("blue", DRAIN_PASS_SECONDS="10")
+
+    def apiserver_outage() -> float:
+        wait_evicting(k8s, node)
+        bed_faults.stop("kube-apiserver")
+        time.sleep(APISERVER_DOWN_S)  # the outage itself
+        bed_faults.restart("kube-apiserver")
+        return time.time()
+
+    fault = Background(apiserver_outage)
+    run = lam.run(terminate_event(aws, iid), timeout=540, skip_time=False)
+    back_at = fault.outcome(timeout=300)
+    assert run.status == "SUCCEEDED", run.error
+    assert instance_summary(run)["result"] == "drained"
+    action = assert_completed_by_function(aws, iid, "CONTINUE")
+    assert action["completed_at"] > back_at  # the verdict waited for the cluster, it did not give up
+    final_notification(lam, "completed", "drained")
+    assert not pods_on(k8s, node)
+    assert "DrainCompleted" in node_events(k8s, node)
+    measure(lam, "apiserver-down-120s", fault_end_to_verdict_s=action["completed_at"] - back_at)
+
+
+@pytest.mark.timeout(600)
+def test_aws_throttling_the_lifecycle_calls_for_150_s_recovers(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, aws_faults: FaultProxy
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
+    lam.configure("blue", **aws_faults.env())
+    event = terminate_event(aws, iid)
+    lifecycle_calls = ["RecordLifecycleActionHeartbeat", "CompleteLifecycleAction"]
+    fault = aws_faults.inject("throttle", lifecycle_calls, seconds=THROTTLE_S)
+    run = lam.run(event, timeout=540, skip_time=False)
+    assert run.status == "SUCCEEDED", run.error
+    assert instance_summary(run)["result"] == "drained"
+    action = assert_completed_by_function(aws, iid, "CONTINUE")
+    assert aws_faults.injected("CompleteLifecycleAction") >= 1
+    assert fault.ended_at is not None and action["completed_at"] >= fault.ended_at
+    final_notification(lam, "completed", "drained")
+    measure(lam, "aws-throttling-150s", fault_end_to_verdict_s=action["completed_at"] - fault.ended_at)
