@@ -31,7 +31,8 @@ def test_http_status_kinds(status: int, kind: FailureKind) -> None:
 
 def _client_error(code: str, status: int) -> ClientError:
     return ClientError(
-        {"Error": {"Code": code, "Message": "m"}, "ResponseMetadata": {"HTTPStatusCode": status}}, "CompleteLifecycleAction"
+        {"Error": {"Code": code, "Message": "m"}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "CompleteLifecycleAction",
     )
 
 
