@@ -142,7 +142,7 @@ def test_spot_warning_state_change_and_hook_for_one_instance_converge(
     # that is already terminating, so two executions racing on the same pod may both count it: at most 2x)
     assert len(pods) <= printed.metric_total("PodsEvicted") <= 2 * len(pods)
     assert printed.metric_total("NodesCordoned") == 1
-    assert printed.metric_total("NodesDrained") == 3  # each execution saw the node drained
+    assert printed.metric_total("NodesDrained") == 1  # counted by the execution holding the completion claim
     assert printed.metric_total("LifecycleActionsCompleted") == 1
     assert sorted(n["phase"] for n in lam.notifications()) == ["completed", "started"]
     (action,) = aws.lifecycle_actions()

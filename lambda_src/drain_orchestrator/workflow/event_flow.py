@@ -87,11 +87,16 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
             raise WorkflowError(f"{batch.failure_count} of {len(items)} instance workflows failed: {errors}")
     failed = [r for r in results if r.get("result") == "failed" or (r.get("lifecycle") or {}).get("error")]
     if failed:
-        names = ", ".join(
-            f"{r['instance_id']} ({(r.get('error') or r['lifecycle'].get('error') or {}).get('kind')})" for r in failed
+        raise WorkflowError(
+            f"{len(failed)} of {len(results)} drains failed after their verdict: "
+            + "; ".join(_failure_line(r) for r in failed)
         )
-        raise WorkflowError(f"{len(failed)} of {len(results)} drains failed after their verdict: {names}")
     return {"event_id": event.event_id, "kind": event.kind, "instances": results, "not_acted_on": others}
+
+
+def _failure_line(summary: dict[str, Any]) -> str:
+    error = summary.get("error") or (summary.get("lifecycle") or {}).get("error") or {}
+    return f"{summary['instance_id']}: {error.get('step')} {error.get('kind')}: {error.get('message')}"
 
 
 def _acted_on(assessment: Assessment) -> bool:
