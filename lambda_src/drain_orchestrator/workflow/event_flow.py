@@ -67,8 +67,8 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     event = Interruption.from_dict(parsed.event)
     logger.append_keys(kind=event.kind)
     assessments = [Assessment.from_dict(a) for a in _decide(context, event)]
-    acted = [a for a in assessments if a.decision.owned and a.decision.action != "skip"]
-    others = [a.decision.to_dict() for a in assessments if a not in acted]
+    acted = [a for a in assessments if _acted_on(a)]
+    others = [a.decision.to_dict() for a in assessments if not _acted_on(a)]
     items = [{"event": event.to_dict(), "assessment": a.to_dict(), "run_id": cfg.run_id} for a in acted]
     results: list[dict[str, Any]] = []
     if items:
@@ -92,6 +92,10 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
         )
         raise WorkflowError(f"{len(failed)} of {len(results)} drains failed after their verdict: {names}")
     return {"event_id": event.event_id, "kind": event.kind, "instances": results, "not_acted_on": others}
+
+
+def _acted_on(assessment: Assessment) -> bool:
+    return assessment.decision.owned and assessment.decision.action != "skip"
 
 
 def _decide(context: DurableContext, event: Interruption) -> list[dict[str, Any]]:
