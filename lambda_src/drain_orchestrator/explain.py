@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -18,7 +19,9 @@ from drain_orchestrator.aws.clients import autoscaling_client, ec2_client
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locate_node
 from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
 from drain_orchestrator.ownership import decide_ignored
+from drain_orchestrator.restamp import restamp
 from drain_orchestrator.settings import Settings, SettingsError
+from drain_orchestrator.timefmt import deadline_fields
 
 EXIT_OK = 0
 EXIT_AWS_ERROR = 1
@@ -36,6 +39,9 @@ def add_explain_parser(subparsers: Any) -> None:
         "--kubeconfig", help="find nodes through this kubeconfig instead of EKS (DescribeCluster + IAM token)"
     )
     parser.add_argument("--no-node-lookup", action="store_true", help="do not look nodes up in Kubernetes")
+    parser.add_argument(
+        "--now", action="store_true", help="replay the event as if sent now: its times move, offsets kept"
+    )
     parser.set_defaults(func=run_explain)
 
 
@@ -43,6 +49,8 @@ def run_explain(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_env(os.environ)
         raw = _read_json(args.event_file)
+        if args.now:
+            raw = restamp(raw, datetime.now(UTC))
         event = parse_event(raw)
     except (SettingsError, MalformedEvent, OSError, ValueError) as exc:
         print(f"drain-orchestrator explain: {exc}", file=sys.stderr)
@@ -73,7 +81,7 @@ def explain(
     assessments = decide_event(event, settings, BotoFacts(ec2_client(), autoscaling_client()))
     decisions = [_with_node(a, event, kubeconfig) if nodes else a.decision.to_dict() for a in assessments]
     return {
-        "event": {"kind": event.kind, "instance_ids": list(event.instance_ids), "deadline": event.deadline},
+        "event": {"kind": event.kind, "instance_ids": list(event.instance_ids), **deadline_fields(event.deadline)},
         "decisions": decisions,
     }
 
