@@ -185,10 +185,11 @@ class DrainOrchestrator(Construct):
             alias=self.alias,
             clusters=config.clusters,
             dead_letter_queues=[
-                DeadLetterQueue("Delivery dead letters", self.delivery_dead_letters),
-                DeadLetterQueue("Failed invocations", self.failed_invocations),
+                DeadLetterQueue("Delivery dead letters", self.delivery_dead_letters, "deliverydeadlettersnotempty"),
+                DeadLetterQueue("Failed invocations", self.failed_invocations, "failedinvocationsnotempty"),
             ],
             alarm_topic=self.alarm_topic,
+            log_group=self.log_group,
         )
         self._acknowledge_findings()
 
