@@ -19,13 +19,13 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.config import OrchestratorConfig, VpcPlacement
-from infra.environment import lambda_environment
-from infra.event_rules import rule_specs
-from infra.lambda_code import lambda_code
-from infra.nag import nag_acknowledgements
-from infra.observability import DeadLetterQueue, Observability
-from infra.permissions import function_statements
+from .config import OrchestratorConfig, VpcPlacement
+from .environment import lambda_environment
+from .event_rules import rule_specs
+from .lambda_code import lambda_code
+from .nag import nag_acknowledgements
+from .observability import DeadLetterQueue, Observability
+from .permissions import function_statements
 
 HANDLER = "drain_orchestrator.handler.handler"
 KUBERNETES_GROUP = "drain-orchestrator"  # bound by infra/k8s/rbac.yaml

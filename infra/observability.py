@@ -21,8 +21,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.environment import METRICS_NAMESPACE, SERVICE_NAME
-from infra.log_queries import DASHBOARD_QUERIES
+from .environment import METRICS_NAMESPACE, SERVICE_NAME
+from .log_queries import DASHBOARD_QUERIES
 
 # Every alarm's description ends with where its runbook section is (docs/runbook.md, one heading per alarm).
 RUNBOOK = "docs/runbook.md"

@@ -7,8 +7,8 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from infra.config import OrchestratorConfig
-from infra.construct import DrainOrchestrator
+from .config import OrchestratorConfig
+from .construct import DrainOrchestrator
 
 STACK_NAME = "DrainOrchestrator"
 
