@@ -30,6 +30,7 @@ help:
 	@echo "make cluster-up    start the local control plane + AWS emulator (kubeconfig: .local/cluster/kubeconfig)"
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo 'eval "$$(make -s env)"  the local account in this shell: endpoint, region, credentials, CLUSTER_NAMES, PATH'
+	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
 
 setup: setup-python setup-node setup-bins

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,14 @@ from tests.infra.conftest import NODE_BIN, REPO_ROOT
 EXAMPLE = REPO_ROOT / "examples" / "own-cdk-app"
 
 
+# the Makefile's pinned uv, when the test runs without make
+PINNED_UV = Path.home() / ".cache" / "drain-orchestrator" / "uv-0.13.8" / "bin" / "uv"
+
+
 def _uv() -> str:
-    uv = os.environ.get("UV") or shutil.which("uv")
+    uv = os.environ.get("UV") or (str(PINNED_UV) if PINNED_UV.exists() else shutil.which("uv"))
     if not uv:
-        pytest.fail("needs uv: run through make (it sets UV) or put uv on PATH")
+        pytest.fail("needs uv: run `make setup-python` (pinned uv) or put uv on PATH")
     return uv
 
 
@@ -38,7 +43,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run([_uv(), "build", "infra", "--wheel", "--out-dir", str(work / "dist"), "--offline"], cwd=REPO_ROOT, env=env)
     (wheel,) = (work / "dist").glob("drain_orchestrator_cdk-*.whl")
     venv = work / "venv"
-    _run([_uv(), "venv", "--quiet", "--offline", str(venv)], cwd=work, env=env)
+    # on the interpreter running the tests (Python 3.13, like the Lambda runtime the bundle compiles for)
+    _run([_uv(), "venv", "--quiet", "--offline", "--python", sys.executable, str(venv)], cwd=work, env=env)
     _run([_uv(), "pip", "install", "--quiet", "--offline", "--python", str(venv / "bin" / "python"), str(wheel)],
          cwd=work, env=env)  # fmt: skip
     return venv
