@@ -72,7 +72,7 @@ def explain(
             "event": {
                 "kind": None,
                 "instance_ids": list(event.instance_ids),
-                "deadline": None,
+                **deadline_fields(None),
                 "ignored": event.reason,
                 "message": event.message,
             },
