@@ -1,7 +1,8 @@
 """Which `reason` values the code gives the `Errors` metric, found by reading the source (AST), not by running it.
 
-Two shapes are resolved:
+Three shapes are resolved:
 - a literal: ``metric("Errors", reason="settings")``;
+- a module-level string constant of the same file: ``REASON = "quota"`` … ``metric("Errors", reason=REASON)``;
 - an f-string over a parameter of an enclosing function: ``metric("Errors", reason=f"{step}-failed")`` inside
   ``def _errors_counted(step)``; the values are the literal arguments of every call of that function anywhere in
   the scanned tree (``@_errors_counted("locate")`` → ``locate-failed``).
@@ -63,6 +64,7 @@ def scan(root: Path) -> Scan:
     calls: dict[str, list[ast.Call]] = {}
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        constants = _module_constants(tree)
         for node, functions in _walk_with_functions(tree):
             if not isinstance(node, ast.Call):
                 continue
@@ -76,6 +78,8 @@ def scan(root: Path) -> Scan:
                 result.unresolved.append(f"{where}: Errors without a reason")
             elif isinstance(reason, ast.Constant) and isinstance(reason.value, str):
                 result.reasons.add(reason.value)
+            elif isinstance(reason, ast.Name) and reason.id in constants:
+                result.reasons.add(constants[reason.id])
             elif isinstance(reason, ast.JoinedStr) and _placeholders(reason):
                 names = set(_placeholders(reason))
                 owner = next(
@@ -107,6 +111,23 @@ def scan(root: Path) -> Scan:
         if not found:
             result.unresolved.append(f"{template.where}: no literal call of {template.owner}")
     return result
+
+
+def _module_constants(tree: ast.Module) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign):
+            targets, value = [stmt.target], stmt.value
+        else:
+            continue
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name):
+                found[target.id] = value.value
+    return found
 
 
 def _render(node: ast.JoinedStr, values: dict[str, str]) -> str:

@@ -52,13 +52,13 @@ def test_scan_resolves_literals_and_step_templates(tmp_path: Path) -> None:
         )
     )
     (tmp_path / "pkg" / "other.py").write_text(
-        'metric("Errors", reason="quota")\nmetric("NodesDrained")\nmetric("Errors", reason=why)\n'
+        'QUOTA = "quota"\nmetric("Errors", reason=QUOTA)\nmetric("NodesDrained")\nmetric("Errors", reason=why)\n'
     )
 
     found = scan(tmp_path)
 
     assert found.reasons == {"notify-failed", "publish-failed", "quota"}
-    assert found.unresolved == ["pkg/other.py:3: why"]
+    assert found.unresolved == ["pkg/other.py:4: why"]
 
 
 def test_every_alarm_points_at_its_section(multi: Synthesized) -> None:
