@@ -15,7 +15,7 @@ KindAction = Literal["drain", "cordon", "ignore"]
 _KIND_ACTIONS: tuple[KindAction, ...] = ("drain", "cordon", "ignore")
 
 # EKS CreateCluster: 1-100 characters, starts with a letter or digit.
-_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+_CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9\-_]{0,99}")
 ANY_CLUSTER = "*"
 
 
@@ -93,7 +93,7 @@ def _parse_cluster_names(raw: str | None) -> tuple[tuple[str, ...], bool]:
     for item in items:
         if item == ANY_CLUSTER:
             raise SettingsError("CLUSTER_NAMES", "'*' must stand alone, not in a list of names")
-        if not _CLUSTER_NAME.match(item):
+        if not _CLUSTER_NAME.fullmatch(item):
             raise SettingsError(
                 "CLUSTER_NAMES",
                 f"{item!r} is not an EKS cluster name (1-100 letters, digits, '-' or '_', starting "
