@@ -55,7 +55,7 @@ def _spread(k8s: KubeScenario, node: str, spare: str, name: str = "web", replica
 def test_crash_mid_drain_resumes_without_repeating_finished_steps(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    from drain_orchestrator import workflow
+    from drain_orchestrator.workflow import runtime
 
     iid, node, spare = _blue_asg_node(aws, k8s)
     pods = _spread(k8s, node, spare)
@@ -72,7 +72,7 @@ def test_crash_mid_drain_resumes_without_repeating_finished_steps(
             release.wait(120)
             raise SystemExit("the killed invocation's thread, released after the test")
 
-    workflow.fault_injection = fault
+    runtime.fault_injection = fault
     try:
         run = lam.run(
             samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token),
