@@ -106,9 +106,9 @@ def test_an_unknown_log_level_does_not_break_importing_the_handler() -> None:
 
     code = (
         "import drain_orchestrator.handler\n"
-        "from drain_orchestrator import workflow\n"
+        "from drain_orchestrator.workflow import runtime\n"
         "from drain_orchestrator.settings import SettingsError\n"
-        "try:\n    workflow.load_config()\nexcept SettingsError as e:\n    print(e.variable)\n"
+        "try:\n    runtime.load_config()\nexcept SettingsError as e:\n    print(e.variable)\n"
     )
     env = {"POWERTOOLS_LOG_LEVEL": "junk", "CLUSTER_NAMES": "blue", "PATH": "", "AWS_DEFAULT_REGION": "us-east-1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
