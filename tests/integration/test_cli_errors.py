@@ -90,6 +90,8 @@ def test_explain_rejects_unreadable_and_hostile_files(files: dict[str, str]) -> 
 def test_explain_rejects_bad_settings_and_endpoints() -> None:
     _rejected(_cli("explain", SPOT, CLUSTER_NAMES="blue\n,-x"), "CLUSTER_NAMES")
     _rejected(_cli("explain", SPOT, AWS_ENDPOINT_URL="junk"), "AWS client configuration", "junk")
+    _rejected(_cli("explain", SPOT, DRAIN_TAINT="bad_key=x/y!:NoSchedule"), "DRAIN_TAINT: ")
+    _rejected(_cli("explain", SPOT, POWERTOOLS_LOG_LEVEL="junk"), "POWERTOOLS_LOG_LEVEL: ")
 
 
 def test_explain_clips_a_long_detail_type_it_echoes(tmp_path: Path) -> None:

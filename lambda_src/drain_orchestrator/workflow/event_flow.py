@@ -27,6 +27,7 @@ from drain_orchestrator.decide import Assessment, BotoFacts, decide_event
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
 from drain_orchestrator.observability import logger, metric
+from drain_orchestrator.ownership import Decision
 from drain_orchestrator.settings import SettingsError
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.drain_flow import drain_instance
@@ -100,19 +101,27 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
         )
         results = [r for r in batch.get_results() if r is not None]
         if batch.has_failure:
-            errors = "; ".join(str(e.message if e else "unknown error") for e in batch.get_errors() if e)
+            errors = "; ".join(clip(str(e.message), 200) for e in batch.get_errors()[:NAMED] if e)
             raise WorkflowError(f"{batch.failure_count} of {len(items)} instance workflows failed: {errors}")
     failed = [r for r in results if r.get("result") == "failed" or (r.get("lifecycle") or {}).get("error")]
     if failed:
         names = ", ".join(
-            f"{r['instance_id']} ({(r.get('error') or r['lifecycle'].get('error') or {}).get('kind')})" for r in failed
+            f"{r['instance_id']} ({(r.get('error') or r['lifecycle'].get('error') or {}).get('kind')})"
+            for r in failed[:NAMED]
         )
-        raise WorkflowError(f"{len(failed)} of {len(results)} drains failed after their verdict: {names}")
+        more = f" and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
+        raise WorkflowError(f"{len(failed)} of {len(results)} drains failed after their verdict: {names}{more}")
+    return outcome(event, results, others)
+
+
+def outcome(event: Interruption, results: list[dict[str, Any]], others: list[Decision]) -> dict[str, Any]:
+    """The execution's result, checkpointed like a step's (256 KB at most): the first few instances in full,
+    every instance counted."""
     return {
         "event_id": event.event_id,
         "kind": event.kind,
-        "instances": results,
-        # the execution's result is checkpointed too: name the first few, count them all
+        "instances": results[:NAMED],
+        "instances_count": dict(Counter(str(r.get("result") or r.get("action")) for r in results)),
         "not_acted_on": [d.to_dict() for d in others[:NAMED]],
         "not_acted_on_count": dict(Counter(d.reason.value for d in others)),
     }
