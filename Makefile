@@ -17,9 +17,11 @@ export UV_PYTHON_DOWNLOADS := never
 # Node 22 from the pinned npm package `node` (jsii needs >= 22; the machine may only have 20)
 export PATH := $(CURDIR)/node_modules/node/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 PYTEST_ARGS ?=
+# the bed `make env` describes: a pytest session's (DRAIN_TESTBED_DIR) or cluster-up's
+TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        cluster-up cluster-down demo bench bench-drain bench-lambda clean
+        cluster-up cluster-down env demo package bench bench-drain bench-lambda clean
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
@@ -27,6 +29,8 @@ help:
 	@echo "make setup         venv on Python 3.13 with pinned deps, npm deps, test-bed binaries (idempotent)"
 	@echo "make cluster-up    start the local control plane + AWS emulator (kubeconfig: .local/cluster/kubeconfig)"
 	@echo "make cluster-down  stop what cluster-up started"
+	@echo 'eval "$$(make -s env)"  the local account in this shell: endpoint, region, credentials, CLUSTER_NAMES, PATH'
+	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
 
 setup: setup-python setup-node setup-bins
@@ -74,8 +78,17 @@ cluster-up: setup-python setup-bins
 cluster-down:
 	@if [ -x $(PY) ]; then $(PY) -m tests.testbed down; else echo "nothing to stop"; fi
 
+# export lines for `eval "$(make -s env)"`; no setup step, so nothing else reaches stdout
+env:
+	@test -x $(PY) || { echo "error: no .venv yet: run make demo (or make setup-python) first" >&2; exit 2; }
+	@$(PY) -m tests.testbed env --dir "$(TESTBED_DIR)"
+
 synth: setup-python setup-node
 	npx cdk synth -q -c clusters=demo
+
+# the DrainOrchestrator construct as a wheel for your own CDK app (infra/pyproject.toml; docs/deploy.md)
+package: $(UV)
+	$(UV) build infra --wheel --out-dir dist
 
 bench: bench-drain bench-lambda
 

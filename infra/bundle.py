@@ -22,10 +22,36 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# Where the function's sources and lock are: this repository, or - in the installed package drain_orchestrator_cdk
+# (infra/pyproject.toml) - the copy of lambda_src/, pyproject.toml and uv.lock shipped inside it as `lambda_app/`.
+# DRAIN_ORCHESTRATOR_APP_ROOT points at another checkout (a directory holding those three).
+APP_ROOT_VARIABLE = "DRAIN_ORCHESTRATOR_APP_ROOT"
+CACHE_VARIABLE = "DRAIN_ORCHESTRATOR_BUNDLE_CACHE"
+PACKAGED_APP = "lambda_app"
+
+
+def _app_root() -> Path:
+    override = os.environ.get(APP_ROOT_VARIABLE)
+    if override:
+        root = Path(override).resolve()
+        if not (root / "uv.lock").is_file() or not (root / "lambda_src").is_dir():
+            raise RuntimeError(f"{APP_ROOT_VARIABLE}={override}: expected a directory with uv.lock and lambda_src/")
+        return root
+    here = Path(__file__).resolve().parent
+    packaged = here / PACKAGED_APP
+    return packaged if (packaged / "uv.lock").is_file() else here.parent
+
+
+REPO_ROOT = _app_root()
 SOURCE_ROOT = REPO_ROOT / "lambda_src"
 PACKAGE_NAME = "drain_orchestrator"
-CACHE_ROOT = REPO_ROOT / ".build" / "lambda-bundle"
+# The pruned dependency tree (~70 MB): in the checkout's .build/, or per user when installed from a wheel.
+_DEFAULT_CACHE = (
+    Path.home() / ".cache" / "drain-orchestrator-cdk" / "lambda-bundle"
+    if REPO_ROOT.name == PACKAGED_APP
+    else REPO_ROOT / ".build" / "lambda-bundle"
+)
+CACHE_ROOT = Path(os.environ.get(CACHE_VARIABLE) or _DEFAULT_CACHE)
 
 PYTHON_VERSION = "3.13"
 PLATFORM = "aarch64-manylinux2014"  # Lambda arm64 (Graviton), glibc 2.17+ wheels

@@ -19,13 +19,13 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.config import OrchestratorConfig, VpcPlacement
-from infra.environment import lambda_environment
-from infra.event_rules import rule_specs
-from infra.lambda_code import lambda_code
-from infra.nag import nag_acknowledgements
-from infra.observability import DeadLetterQueue, Observability
-from infra.permissions import function_statements
+from .config import OrchestratorConfig, VpcPlacement
+from .environment import lambda_environment
+from .event_rules import rule_specs
+from .lambda_code import lambda_code
+from .nag import nag_acknowledgements
+from .observability import DeadLetterQueue, Observability
+from .permissions import function_statements
 
 HANDLER = "drain_orchestrator.handler.handler"
 KUBERNETES_GROUP = "drain-orchestrator"  # bound by infra/k8s/rbac.yaml
@@ -185,10 +185,11 @@ class DrainOrchestrator(Construct):
             alias=self.alias,
             clusters=config.clusters,
             dead_letter_queues=[
-                DeadLetterQueue("Delivery dead letters", self.delivery_dead_letters),
-                DeadLetterQueue("Failed invocations", self.failed_invocations),
+                DeadLetterQueue("Delivery dead letters", self.delivery_dead_letters, "deliverydeadlettersnotempty"),
+                DeadLetterQueue("Failed invocations", self.failed_invocations, "failedinvocationsnotempty"),
             ],
             alarm_topic=self.alarm_topic,
+            log_group=self.log_group,
         )
         self._acknowledge_findings()
 

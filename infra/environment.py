@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infra.config import OrchestratorConfig
+from .config import OrchestratorConfig
 
 SERVICE_NAME = "drain-orchestrator"
 METRICS_NAMESPACE = "DrainOrchestrator"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infra.config import OrchestratorConfig
+from .config import OrchestratorConfig
 
 DRAIN_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 

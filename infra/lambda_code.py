@@ -9,7 +9,7 @@ import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_lambda as lambda_
 
-from infra import bundle
+from . import bundle
 
 
 @jsii.implements(cdk.ILocalBundling)

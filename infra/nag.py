@@ -6,7 +6,7 @@ any more is a stale exemption and must go.
 
 from __future__ import annotations
 
-from infra.config import OrchestratorConfig
+from .config import OrchestratorConfig
 
 _IAM = "AwsSolutions::AwsSolutions-IAM"
 _ASG_ARN = "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName"

@@ -16,11 +16,16 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.environment import METRICS_NAMESPACE, SERVICE_NAME
+from .environment import METRICS_NAMESPACE, SERVICE_NAME
+from .log_queries import DASHBOARD_QUERIES
+
+# Every alarm's description ends with where its runbook section is (docs/runbook.md, one heading per alarm).
+RUNBOOK = "docs/runbook.md"
 
 PERIOD = cdk.Duration.minutes(5)
 
@@ -81,6 +86,7 @@ def deadline_missed(cluster: str) -> cw.MathExpression:
 class DeadLetterQueue:
     title: str
     queue: sqs.IQueue
+    runbook_anchor: str
 
 
 class Observability(Construct):
@@ -93,12 +99,14 @@ class Observability(Construct):
         clusters: Sequence[str],
         dead_letter_queues: Sequence[DeadLetterQueue],
         alarm_topic: sns.ITopic,
+        log_group: logs.ILogGroup,
     ) -> None:
         super().__init__(scope, construct_id)
         action = cw_actions.SnsAction(alarm_topic)
         self.alarms: list[cw.Alarm] = []
 
-        def alarm(alarm_id: str, metric: cw.IMetric, description: str) -> None:
+        def alarm(alarm_id: str, metric: cw.IMetric, description: str, runbook_anchor: str) -> None:
+            description = f"{description} Runbook: {RUNBOOK}#{runbook_anchor}"
             created = cw.Alarm(
                 self,
                 alarm_id,
@@ -116,18 +124,21 @@ class Observability(Construct):
             "FunctionErrors",
             alias.metric_errors(period=PERIOD, statistic="Sum"),
             "The drain orchestrator function failed (see its log group); a node may not have been drained.",
+            "functionerrors",
         )
         for dlq in dead_letter_queues:
             alarm(
                 f"{dlq.title.replace(' ', '')}NotEmpty",
                 dlq.queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
                 f"{dlq.title}: events that were never handled. Inspect, fix, then redrive.",
+                dlq.runbook_anchor,
             )
         for cluster in clusters:
             alarm(
                 f"DeadlineMissed-{cluster}",
                 deadline_missed(cluster),
                 f"A drain in cluster {cluster} missed its deadline (the instance went away first).",
+                "deadlinemissed-cluster",
             )
 
         graphs: list[cw.IWidget] = [
@@ -157,7 +168,20 @@ class Observability(Construct):
                 width=12,
             )
         )
+        logs_widgets: list[cw.IWidget] = [
+            cw.LogQueryWidget(
+                title=query.title,
+                log_group_names=[log_group.log_group_name],
+                query_lines=list(query.lines),
+                view=cw.LogQueryVisualizationType.TABLE,
+                width=24,
+                height=6,
+            )
+            for query in DASHBOARD_QUERIES
+        ]
         self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=cdk.Duration.hours(6))
         self.dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24))
         for start in range(0, len(graphs), 3):  # one add_widgets call = one row
             self.dashboard.add_widgets(*graphs[start : start + 3])
+        for widget in logs_widgets:  # the executions and nodes behind the graphs (queries: infra.log_queries)
+            self.dashboard.add_widgets(widget)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 
-from infra.config import OrchestratorConfig
+from .config import OrchestratorConfig
 
 # Why `autoscaling:ResourceTag/...` and not `aws:ResourceTag/...`: the Service Authorization Reference lists
 # `autoscaling:ResourceTag/${TagKey}` as the condition key of CompleteLifecycleAction and

@@ -7,8 +7,8 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from infra.config import OrchestratorConfig
-from infra.construct import DrainOrchestrator
+from .config import OrchestratorConfig
+from .construct import DrainOrchestrator
 
 STACK_NAME = "DrainOrchestrator"
 
@@ -27,3 +27,7 @@ class DrainOrchestratorStack(cdk.Stack):
         cdk.CfnOutput(self, "NotificationTopicArn", value=self.orchestrator.notification_topic.topic_arn)
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.orchestrator.alarm_topic.topic_arn)
         cdk.CfnOutput(self, "DashboardName", value=self.orchestrator.observability.dashboard.dashboard_name)
+        # what docs/runbook.md's commands start from
+        cdk.CfnOutput(self, "LogGroupName", value=self.orchestrator.log_group.log_group_name)
+        cdk.CfnOutput(self, "DeliveryDeadLetterQueueUrl", value=self.orchestrator.delivery_dead_letters.queue_url)
+        cdk.CfnOutput(self, "FailedInvocationQueueUrl", value=self.orchestrator.failed_invocations.queue_url)

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -21,7 +22,9 @@ from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locat
 from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
 from drain_orchestrator.failures import ApiError
 from drain_orchestrator.ownership import decide_ignored
+from drain_orchestrator.restamp import restamp
 from drain_orchestrator.settings import Settings, SettingsError
+from drain_orchestrator.timefmt import deadline_fields
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
 EXIT_OK = 0
@@ -40,6 +43,9 @@ def add_explain_parser(subparsers: Any) -> None:
         "--kubeconfig", help="find nodes through this kubeconfig instead of EKS (DescribeCluster + IAM token)"
     )
     parser.add_argument("--no-node-lookup", action="store_true", help="do not look nodes up in Kubernetes")
+    parser.add_argument(
+        "--now", action="store_true", help="replay the event as if sent now: its times move, offsets kept"
+    )
     parser.set_defaults(func=run_explain)
 
 
@@ -48,6 +54,8 @@ def run_explain(args: argparse.Namespace) -> int:
         settings = Settings.from_env(os.environ)
         WorkflowSettings.from_env(os.environ)  # the deadline settings are checked before any AWS call
         raw = _read_json(args.event_file)
+        if args.now:
+            raw = restamp(raw, datetime.now(UTC))
         event = parse_event(raw)
     except (SettingsError, MalformedEvent, OSError, ValueError) as exc:
         print(f"drain-orchestrator explain: {exc}", file=sys.stderr)
@@ -75,7 +83,7 @@ def explain(
             "event": {
                 "kind": None,
                 "instance_ids": list(event.instance_ids),
-                "deadline": None,
+                **deadline_fields(None),
                 "ignored": event.reason,
                 "message": event.message,
             },
@@ -88,7 +96,7 @@ def explain(
         "event": {
             "kind": event.kind,
             "instance_ids": list(event.instance_ids),
-            "deadline": _drain_deadline(event, autoscaling),
+            **deadline_fields(_drain_deadline(event, autoscaling)),
         },
         "decisions": decisions,
     }

@@ -13,7 +13,10 @@ import argparse
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from typing import Any
+
+from drain_orchestrator.restamp import restamp
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -25,6 +28,9 @@ def add_invoke_parser(subparsers: Any) -> None:
     parser.add_argument("event_file", metavar="EVENT_FILE", help="EventBridge event JSON ('-' for stdin)")
     parser.add_argument("--dry-run", action="store_true", help="change nothing; report what would happen")
     parser.add_argument("--timeout", type=int, default=3600, help="give up on the execution after S seconds")
+    parser.add_argument(
+        "--now", action="store_true", help="replay the event as if sent now: its times move, offsets kept"
+    )
     parser.add_argument(
         "--skip-waits", action="store_true", help="skip durable waits instead of honouring them in real time"
     )
@@ -44,6 +50,8 @@ def run_invoke(args: argparse.Namespace) -> int:
     try:
         with sys.stdin if args.event_file == "-" else open(args.event_file, encoding="utf-8") as f:
             event = json.load(f)
+        if args.now:
+            event = restamp(event, datetime.now(UTC))
     except (OSError, ValueError, RecursionError) as exc:
         problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         print(f"drain-orchestrator invoke: cannot read {args.event_file}: {problem}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Template assertions for every resource and property issue 6 lists, in two configurations (plus a third
+"""Template assertions for every resource and property the stack defines, in two configurations (plus a third
 for the VPC-without-security-groups and no-access-entries branches)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from infra.construct import KUBERNETES_GROUP
+from infra.log_queries import DASHBOARD_QUERIES
 from infra.observability import METRIC_WIDGETS
 
 from tests.infra.conftest import Synthesized
@@ -407,6 +408,7 @@ def test_dashboard_shows_every_metric(single: Synthesized) -> None:
         *(title for title, _ in METRIC_WIDGETS),
         "Function (live alias)",
         "Dead letters",
+        *(query.title for query in DASHBOARD_QUERIES),
     ]
     expressions = {
         line[0]["expression"]
@@ -427,7 +429,7 @@ def test_dashboard_shows_every_metric(single: Synthesized) -> None:
         assert expected(name, "Sum") in expressions, name
     assert expected("DrainDurationSeconds", "p50") in expressions
     assert expected("DrainDurationSeconds", "Maximum") in expressions
-    dead_letters = widgets[-1]["properties"]["metrics"]
+    dead_letters = next(w for w in widgets if w["properties"]["title"] == "Dead letters")["properties"]["metrics"]
     assert [m[:2] for m in dead_letters] == [["AWS/SQS", "ApproximateNumberOfMessagesVisible"]] * 2
     assert len(widgets[0]["properties"]["alarms"]) == 4
 
@@ -502,4 +504,7 @@ def test_outputs(config: str, request: pytest.FixtureRequest) -> None:
         "NotificationTopicArn",
         "AlarmTopicArn",
         "DashboardName",
+        "LogGroupName",
+        "DeliveryDeadLetterQueueUrl",
+        "FailedInvocationQueueUrl",
     }

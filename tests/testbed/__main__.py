@@ -1,4 +1,5 @@
-"""`python -m tests.testbed up|down|status [--dir DIR]`: the local test bed outside pytest (make cluster-up/down)."""
+"""`python -m tests.testbed up|down|status|env [--dir DIR]`: the local test bed outside pytest (make cluster-up,
+cluster-down, env)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import time
 from pathlib import Path
 
 from tests.testbed.bed import REPO, Testbed
+from tests.testbed.local_env import ENV_HINT
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.testbed")
-    p.add_argument("command", choices=["up", "down", "status"])
+    p.add_argument("command", choices=["up", "down", "status", "env"])
     p.add_argument("--dir", type=Path, default=REPO / ".local" / "cluster")
     p.add_argument("--nodes", type=int, default=2, help="Ready kwok nodes to create on `up` (default 2)")
     a = p.parse_args(argv)
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  apiserver:     {bed.server}")
         print(f"  AWS emulator:  {bed.aws_endpoint}   (export AWS_ENDPOINT_URL={bed.aws_endpoint})")
         print(f"  logs:          {bed.logs}")
+        print(ENV_HINT)
         return 0
     if a.command == "down":
         state = a.dir / "state.json"
@@ -48,6 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"test bed stopped ({len(s.procs)} processes)")
         return 0
     bed = Testbed.attach(a.dir)
+    if a.command == "env":
+        if bed is None:
+            print(f"no test bed running in {a.dir}: start one with `make cluster-up` or `make demo`", file=sys.stderr)
+            return 1
+        from tests.testbed.local_env import export_lines, shell_env
+
+        print("\n".join(export_lines(shell_env(bed))))
+        return 0
     print("running" if bed else "not running")
     return 0 if bed else 1
 

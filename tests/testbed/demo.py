@@ -20,6 +20,7 @@ from tests import samples
 from tests.testbed.aws_seed import LAUNCHING, TERMINATING, AwsSeed
 from tests.testbed.bed import REPO, Testbed
 from tests.testbed.kube import KubeScenario
+from tests.testbed.local_env import ENV_HINT, prepare_walkthrough
 
 BLUE = {"kubernetes.io/cluster/blue": "owned"}
 GREEN = {"kubernetes.io/cluster/green": "owned"}
@@ -143,13 +144,16 @@ def summarize(title: str, status: str, result: dict[str, Any] | None, error: Any
     return lines
 
 
-def replay(bed: Testbed, log_path: Path, *, cleanup: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Seed the account, replay the scenario through the handler; returns (outcomes, notifications). The Lambda's
-    own output (JSON logs, EMF lines) goes to ``log_path``; the environment is restored afterwards; ``cleanup``
-    removes the demo's namespaces and nodes (the demo itself leaves them for a look with kubectl)."""
+def replay(
+    bed: Testbed, log_path: Path, *, cleanup: bool = False, world: dict[str, Any] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Seed the account (unless ``world`` is an account already seeded), replay the scenario through the handler;
+    returns (outcomes, notifications). The Lambda's own output (JSON logs, EMF lines) goes to ``log_path``; the
+    environment is restored afterwards; ``cleanup`` removes the demo's namespaces and nodes (the demo itself leaves
+    them for a look with kubectl)."""
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
 
-    world = seed(bed)
+    world = world if world is not None else seed(bed)
     world["bed"] = bed
     saved_env = {k: os.environ.get(k) for k in [*world["env"], "RECHECK_MIN_SECONDS"]}
     os.environ.update(world["env"])
@@ -224,13 +228,17 @@ def main() -> int:
     _say(f"(the Lambda's JSON logs and EMF metric lines: {log_path.relative_to(REPO)})")
     _say("")
     total_start = time.monotonic()
-    _, notes = replay(bed, log_path)
+    world = seed(bed)
+    _, notes = replay(bed, log_path, world=world)
+    walkthrough = prepare_walkthrough(bed, world["blue"])
     _say("")
     _say(f"notifications published: {len(notes)} — " + ", ".join(f"{n['phase']} {n['node']}" for n in notes))
     _say(
         f"done in {time.monotonic() - total_start:.1f} s. Inspect: kubectl --kubeconfig "
         f"{bed.kubeconfig.relative_to(REPO)} get nodes; stop with `make cluster-down`."
     )
+    _say(f"events about a blue node still in service, for the README's walk-through: {walkthrough.relative_to(REPO)}")
+    _say(ENV_HINT)
     return 0
 
 

@@ -107,7 +107,9 @@ def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, 
                 return "drained", report, None
             if report.refused:
                 return "refused", report, None
-            if pace.now >= deadline or ws.dry_run:  # dry run: one pass says what a drain would do
+            if ws.dry_run:  # one pass says what a drain would do; nothing changed, so more would only repeat it
+                return "dry-run", report, None
+            if pace.now >= deadline:
                 return "deadline-missed", report, None
             want = float(deadlines.recheck_delay(ok_passes, ws))
             ok_passes += 1

@@ -18,6 +18,7 @@ from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.ownership import Reason
+from drain_orchestrator.timefmt import deadline_fields
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper
 from drain_orchestrator.workflow.job import DrainJob
@@ -113,15 +114,16 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
                 kube, node, "NodeCordoned", f"cordoned for {event.kind} (event {event.event_id})", dry_run=ws.dry_run
             )
         if first:
-            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(job.plan.deadline))
+            when = deadline_fields(job.plan.deadline, now)
             node_event(
                 kube,
                 node,
                 "DrainStarted",
-                f"draining for {event.kind}, deadline {when} (event {event.event_id})",
+                f"draining for {event.kind}, deadline {when['deadline']}, {when['seconds_left']} s left "
+                f"(event {event.event_id})",
                 dry_run=ws.dry_run,
             )
-            notify("started", job, {"deadline": job.plan.deadline})
+            notify("started", job, dict(when))
     logger.info("node cordoned" if res.changed else "node already cordoned", extra={"node": node})
     runtime.inject_fault("after-cordon")
     return Cordoned(

@@ -105,12 +105,12 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
             raise WorkflowError(f"{batch.failure_count} of {len(items)} instance workflows failed: {errors}")
     failed = [r for r in results if r.get("result") == "failed" or (r.get("lifecycle") or {}).get("error")]
     if failed:
-        names = ", ".join(
-            f"{r['instance_id']} ({(r.get('error') or r['lifecycle'].get('error') or {}).get('kind')})"
-            for r in failed[:NAMED]
+        more = f"; and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
+        raise WorkflowError(
+            f"{len(failed)} of {len(results)} drains failed after their verdict: "
+            + "; ".join(_failure_line(r) for r in failed[:NAMED])
+            + more
         )
-        more = f" and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
-        raise WorkflowError(f"{len(failed)} of {len(results)} drains failed after their verdict: {names}{more}")
     return outcome(event, results, others)
 
 
@@ -125,6 +125,11 @@ def outcome(event: Interruption, results: list[dict[str, Any]], others: list[Dec
         "not_acted_on": [d.to_dict() for d in others[:NAMED]],
         "not_acted_on_count": dict(Counter(d.reason.value for d in others)),
     }
+
+
+def _failure_line(summary: dict[str, Any]) -> str:
+    error = summary.get("error") or (summary.get("lifecycle") or {}).get("error") or {}
+    return f"{summary['instance_id']}: {error.get('step')} {error.get('kind')}: {error.get('message')}"
 
 
 def _acted_on(assessment: Assessment) -> bool:

@@ -44,7 +44,7 @@ def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], s
         # the apiserver cannot arbitrate: report anyway (a duplicate notification beats none)
         logger.warning("phase claim failed", extra={"phase": phase, "error": str(exc)[:300]})
         first, kube = True, None
-    if first:
+    if first and not ws.dry_run:
         _count(job, result, duration)
         if kube is not None:
             outcome = "drained" if drained else "not drained"

@@ -1,0 +1,56 @@
+"""A platform team's own CDK app that adds EKS Drain Orchestrator to one of its stacks.
+
+The EKS cluster and its node groups live in other stacks (or other tools): they are referenced by name only.
+Install the construct from this repository's wheel (`make package`, then
+`pip install dist/drain_orchestrator_cdk-*.whl`) and run `cdk synth` here (cdk.json runs `python app.py`).
+Names come from context, e.g.
+`cdk synth -c cluster=prod-eu -c nodeGroupAsgs=eks-general-1a2b,eks-spot-3c4d -c alarmEmail=oncall@example.com`.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+from drain_orchestrator_cdk import DrainOrchestrator, OrchestratorConfig
+
+
+class NodeLifecycleStack(cdk.Stack):
+    """The team's stack for node lifecycle tooling; the orchestrator is one part of it."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, cluster: str, asgs: tuple[str, ...], alarm_email: str | None
+    ) -> None:
+        super().__init__(scope, construct_id, description="Node lifecycle tooling for the platform's EKS clusters")
+        self.orchestrator = DrainOrchestrator(
+            self,
+            "DrainOrchestrator",
+            config=OrchestratorConfig(
+                clusters=(cluster,),
+                # the managed node groups' ASGs: scope the lifecycle rules and IAM to them, and put a hook on each
+                asg_names=asgs,
+                create_lifecycle_hooks=asgs,
+                heartbeat_timeout_seconds=600,
+                alarm_email=alarm_email,
+            ),
+        )
+        # the team's own paging topic also gets the orchestrator's alarms
+        paging = sns.Topic.from_topic_arn(
+            self, "Paging", f"arn:{self.partition}:sns:{self.region}:{self.account}:platform-paging"
+        )
+        for alarm in self.orchestrator.observability.alarms:
+            alarm.add_alarm_action(cdk.aws_cloudwatch_actions.SnsAction(paging))
+        cdk.CfnOutput(self, "DrainOrchestratorRoleArn", value=self.orchestrator.role_arn)
+
+
+def main() -> None:
+    app = cdk.App()
+    cluster = str(app.node.try_get_context("cluster") or "prod-eu")
+    asgs = tuple(str(app.node.try_get_context("nodeGroupAsgs") or "eks-general-1a2b3c,eks-spot-4d5e6f").split(","))
+    alarm_email = app.node.try_get_context("alarmEmail")
+    NodeLifecycleStack(app, "NodeLifecycle", cluster=cluster, asgs=asgs, alarm_email=alarm_email)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

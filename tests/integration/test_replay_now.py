@@ -1,0 +1,65 @@
+"""`invoke --now`: a sample event dated in the past is replayed as if sent now, so its deadline lies ahead."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drain_orchestrator.kube.cordon import ANN_DEADLINE
+from tests import samples
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.bed import REPO
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+
+
+def _invoke(path: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "drain_orchestrator.cli", "invoke", str(path), "--timeout", "120", *extra],
+        cwd=REPO,
+        env={**os.environ, **env, "PYTHONPATH": f"{REPO / 'lambda_src'}:{REPO}", "POWERTOOLS_LOG_LEVEL": "ERROR"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    report: dict[str, Any] = json.loads(out[out.rindex('\n{\n  "status"') + 1 :])
+    return report
+
+
+def test_now_moves_a_past_spot_warning_to_the_present(aws: AwsSeed, k8s: KubeScenario, tmp_path: Path) -> None:
+    aws.eks_cluster("blue")
+    stale, fresh = (aws.instance(tags={"kubernetes.io/cluster/blue": "owned"}) for _ in range(2))
+    nodes = aws.nodes_for(k8s, [stale, fresh])
+    env, _ = aws.lambda_env("blue")
+    paths = []
+    for iid in (stale, fresh):
+        event = samples.ec2_event("spot-interruption-terminate.json", instance_id=iid)  # dated 2025
+        assert event["time"].startswith("2025-")
+        paths.append(tmp_path / f"{iid}.json")
+        paths[-1].write_text(json.dumps(event))
+
+    _invoke(paths[0], env)
+    started = time.time()
+    now = _invoke(paths[1], env, "--now")
+
+    def deadline_on(node: str) -> float:  # the cordon records the drain's deadline on the node
+        stamp = k8s.core.read_node(node).metadata.annotations[ANN_DEADLINE]
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+    assert datetime.fromtimestamp(deadline_on(nodes[0]), UTC).year == 2025  # as dated: long past
+    assert started + 100 < deadline_on(nodes[1]) < time.time() + 121  # --now: the warning's two minutes from now
+    (drained,) = now["result"]["instances"]
+    assert drained["node"] == nodes[1] and drained["result"] == "drained"
+    assert json.loads(paths[1].read_text())["time"].startswith("2025-")  # the file itself is left alone
