@@ -118,3 +118,26 @@ def test_a_health_event_naming_6000_instances_completes_in_bounded_checkpoints(
     assert len(calls) <= 2 * (6000 // 200)
     assert longest < 8 * 1024 and len(lines) < 400
     assert printed.metric_total("EventsIgnored", reason="unknown-instance") == 5000
+
+
+def test_hostile_events_fail_or_are_ignored_with_bounded_results_and_log_lines(lam: LambdaHarness) -> None:
+    lam.configure("blue")
+    spot = samples.ec2_event("spot-interruption-terminate.json", instance_id=UNKNOWN)
+
+    long_type = lam.run({**spot, "detail-type": "y" * 200_000})
+    assert long_type.status == "SUCCEEDED" and long_type.result is not None
+    assert long_type.result["ignored"] == "unsupported"
+    assert "(200000 chars)" in long_type.result["message"] and len(json.dumps(long_type.result)) < 1000
+    assert max(len(line) for line in long_type.stdout.splitlines()) < 2000
+
+    nested: dict[str, Any] = {}
+    inner = nested
+    for _ in range(100):
+        inner["x"] = {}
+        inner = inner["x"]
+    too_deep = lam.run({**spot, "detail": {**spot["detail"], "extra": nested}})
+    assert too_deep.status == "FAILED" and "nested deeper than 32 levels" in str(too_deep.error)
+
+    too_big = lam.run({**spot, "detail": {**spot["detail"], "padding": "z" * 300_000}})
+    assert too_big.status == "FAILED" and "over EventBridge's event size limit" in str(too_big.error)
+    assert max(len(line) for line in too_big.stdout.splitlines()) < 2000
