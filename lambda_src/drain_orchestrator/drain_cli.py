@@ -9,12 +9,15 @@ import sys
 import time
 from typing import Any
 
+from drain_orchestrator.clip import clip
 from drain_orchestrator.drain.options import DEFAULT_DRAIN_TAINT_KEY, DrainOptions
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.kube.cordon import uncordon
 from drain_orchestrator.kube.drainer import drain_node
 from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig
 from drain_orchestrator.kube.rest import Kube
+
+EXIT_USAGE = 2  # a usage or configuration error, as argparse reports its own
 
 
 def add_drain_parser(subparsers: Any) -> None:
@@ -102,9 +105,24 @@ def exit_code(report: DrainReport) -> int:
     return 0 if report.drained else 1
 
 
+def _connect(args: argparse.Namespace, pool_size: int) -> Kube | None:
+    try:
+        return _kube(args, pool_size)
+    except Exception as exc:  # unreadable, not YAML, missing context, bad key material: one line, not a traceback
+        where = args.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        problem = clip(" ".join(str(exc).split()), 300)  # YAML errors span several lines
+        print(f"error: cannot use kubeconfig {where}: {type(exc).__name__}: {problem}", file=sys.stderr)
+        return None
+
+
 def run_drain(args: argparse.Namespace) -> int:
+    if args.concurrency < 1:
+        print("error: --concurrency must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
     options = options_from_args(args)
-    kube = _kube(args, options.concurrency)
+    kube = _connect(args, options.concurrency)
+    if kube is None:
+        return EXIT_USAGE
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -129,7 +147,9 @@ def run_drain(args: argparse.Namespace) -> int:
 
 
 def run_uncordon(args: argparse.Namespace) -> int:
-    kube = _kube(args, 1)
+    kube = _connect(args, 1)
+    if kube is None:
+        return EXIT_USAGE
     try:
         result = uncordon(kube, args.node, taint_key=DEFAULT_DRAIN_TAINT_KEY, dry_run=args.dry_run)
     except Exception as exc:

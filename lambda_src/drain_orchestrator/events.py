@@ -1,12 +1,15 @@
 """EventBridge event → typed `Interruption` (something to act on) or `Ignored` (with a reason).
 
 Pure. Parsing is all-or-nothing: a malformed event raises `MalformedEvent` naming the field path and nothing
-downstream ever sees a half-parsed event. Shapes follow the AWS docs samples in events/*.json.
+downstream ever sees a half-parsed event. Shapes follow the AWS docs samples in events/*.json. Before any model
+(or anything recursive) sees it, an event is checked against EventBridge's size limit and a nesting depth no real
+event comes near; strings quoted back from the event are clipped (clip.py).
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -15,6 +18,7 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from drain_orchestrator.clip import clip
 from drain_orchestrator.interruption import (  # re-exported: callers keep importing them from here
     Ignored,
     IgnoreReason,
@@ -42,8 +46,15 @@ LIFECYCLE_GLOBAL_TIMEOUT_MAX_SECONDS = 48 * 3600
 STATE_CHANGE_DEADLINE_SECONDS = 60
 DRAINING_STATES = ("stopping", "stopped", "shutting-down", "terminated")
 
+# EventBridge refuses events over 256 KB; anything bigger did not come through EventBridge.
+MAX_EVENT_BYTES = 256 * 1024
+# Real events nest at most five levels (detail.affectedEntities[i].tags); 32 leaves room and stops a hostile
+# event long before Python's recursion limit.
+MAX_EVENT_DEPTH = 32
+
+# pydantic's (Rust) regex anchors `$` at the very end; Python code uses fullmatch (`$` would allow a trailing "\n").
 INSTANCE_ID_PATTERN = r"^i-[0-9a-f]{8,32}$"
-_INSTANCE_ID = re.compile(INSTANCE_ID_PATTERN)
+_INSTANCE_ID = re.compile(r"i-[0-9a-f]{8,32}")
 InstanceId = Annotated[str, StringConstraints(pattern=INSTANCE_ID_PATTERN)]
 # CompleteLifecycleAction accepts exactly 36 characters (a UUID).
 LifecycleToken = Annotated[str, StringConstraints(min_length=36, max_length=36)]
@@ -132,7 +143,7 @@ def _health_time(value: object) -> object:
         try:
             return email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError, OverflowError) as exc:
-            raise ValueError(f"not an RFC 1123 date: {value!r}") from exc
+            raise ValueError(f"not an RFC 1123 date: {clip(value)!r}") from exc
     return value
 
 
@@ -161,19 +172,20 @@ def parse_event(raw: object) -> Interruption | Ignored:
     """Parse one EventBridge event. Raises MalformedEvent; never returns something half-parsed."""
     if not isinstance(raw, Mapping):
         raise MalformedEvent("<event>", f"expected a JSON object, got {type(raw).__name__}")
+    _check_limits(raw)
     if raw.get("Event") == TEST_NOTIFICATION:
-        return Ignored("test-notification", "Auto Scaling test notification", event_id=_str_or_none(raw, "id"))
+        return Ignored("test-notification", "Auto Scaling test notification", event_id=_event_id(raw))
     detail_type = raw.get("detail-type")
     if detail_type is None:
         raise MalformedEvent("detail-type", "field required")
     if not isinstance(detail_type, str):
         raise MalformedEvent("detail-type", "input should be a valid string")
-    event_id = _str_or_none(raw, "id")
+    event_id = _event_id(raw)
     detail = raw.get("detail")
     try:
         if detail_type in (TERMINATE_DETAIL_TYPE, LAUNCH_DETAIL_TYPE):
             if isinstance(detail, Mapping) and detail.get("LifecycleTransition") == TEST_NOTIFICATION:
-                return Ignored("test-notification", "Auto Scaling test notification", detail_type, event_id)
+                return Ignored("test-notification", "Auto Scaling test notification", clip(detail_type), event_id)
             return _lifecycle(raw, terminate=detail_type == TERMINATE_DETAIL_TYPE)
         if detail_type == SPOT_DETAIL_TYPE:
             return _spot(SpotInterruptionEvent.model_validate(raw))
@@ -189,13 +201,14 @@ def parse_event(raw: object) -> Interruption | Ignored:
                 return Ignored(
                     "unsupported",
                     "AWS Health event that is not an EC2 scheduled change",
-                    detail_type,
+                    clip(detail_type),
                     event_id,
                 )
             return _health(HealthScheduledChangeEvent.model_validate(raw))
     except ValidationError as exc:
         raise _malformed(exc) from None
-    return Ignored("unsupported", f"detail-type {detail_type!r} is not handled", detail_type, event_id)
+    shown = clip(detail_type)
+    return Ignored("unsupported", f"detail-type {shown!r} is not handled", shown, event_id)
 
 
 def _lifecycle(raw: Mapping[str, Any], *, terminate: bool) -> Interruption:
@@ -233,8 +246,8 @@ def _state_change(event: StateChangeEvent) -> Interruption | Ignored:
         return Ignored(
             "state-not-draining",
             f"instance state {state!r} does not take a node away",
-            event.detail_type,
-            event.id,
+            clip(event.detail_type),
+            clip(event.id),
             (event.detail.instance_id,),
         )
     return _interruption(
@@ -248,9 +261,11 @@ def _state_change(event: StateChangeEvent) -> Interruption | Ignored:
 
 def _health(event: HealthScheduledChangeEvent) -> Interruption | Ignored:
     d = event.detail
-    ids = tuple(dict.fromkeys(e.entityValue for e in d.affectedEntities if _INSTANCE_ID.match(e.entityValue)))
+    ids = tuple(dict.fromkeys(e.entityValue for e in d.affectedEntities if _INSTANCE_ID.fullmatch(e.entityValue)))
     if not ids:
-        return Ignored("no-instances", "scheduled change lists no EC2 instance", event.detail_type, event.id)
+        return Ignored(
+            "no-instances", "scheduled change lists no EC2 instance", clip(event.detail_type), clip(event.id)
+        )
     start = None if d.startTime is None else _epoch(d.startTime)
     return _interruption(
         event,
@@ -260,7 +275,7 @@ def _health(event: HealthScheduledChangeEvent) -> Interruption | Ignored:
         region=d.eventRegion or event.region,
         window_start=start,
         window_end=None if d.endTime is None else _epoch(d.endTime),
-        event_type_code=d.eventTypeCode,
+        event_type_code=clip(d.eventTypeCode),
     )
 
 
@@ -275,13 +290,13 @@ def _interruption(
 ) -> Interruption:
     return Interruption(
         kind=kind,
-        event_id=event.id,
+        event_id=clip(event.id),
         event_time=_epoch(event.time),
-        region=region or event.region,
-        account=event.account,
+        region=clip(region or event.region),
+        account=clip(event.account),
         instance_ids=instance_ids,
         deadline=deadline,
-        detail_type=event.detail_type,
+        detail_type=clip(event.detail_type),
         **extra,
     )
 
@@ -293,13 +308,31 @@ def _epoch(moment: datetime) -> float:
     return moment.timestamp()
 
 
-def _str_or_none(raw: Mapping[str, Any], key: str) -> str | None:
-    value = raw.get(key)
-    return value if isinstance(value, str) else None
+def _event_id(raw: Mapping[str, Any]) -> str | None:
+    value = raw.get("id")
+    return clip(value) if isinstance(value, str) else None
+
+
+def _check_limits(raw: Mapping[str, Any]) -> None:
+    """Depth first, without recursion (json.dumps itself recurses), then EventBridge's size limit."""
+    stack: list[tuple[object, int]] = [(raw, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_EVENT_DEPTH:
+            raise MalformedEvent("<event>", f"nested deeper than {MAX_EVENT_DEPTH} levels; no AWS event is")
+        if isinstance(node, Mapping):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, Mapping | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, Mapping | list))
+    size = len(json.dumps(raw, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8", "replace"))
+    if size > MAX_EVENT_BYTES:
+        raise MalformedEvent(
+            "<event>", f"{size} bytes, over EventBridge's event size limit of {MAX_EVENT_BYTES} bytes (256 KB)"
+        )
 
 
 def _malformed(exc: ValidationError) -> MalformedEvent:
     first = exc.errors(include_url=False)[0]
-    path = ".".join(str(part) for part in first["loc"]) or "<event>"
-    msg = str(first["msg"])
+    path = ".".join(clip(str(part), 40) for part in first["loc"]) or "<event>"
+    msg = clip(str(first["msg"]), 200)
     return MalformedEvent(path, msg[:1].lower() + msg[1:])

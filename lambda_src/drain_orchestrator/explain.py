@@ -60,11 +60,17 @@ def run_explain(args: argparse.Namespace) -> int:
     except (SettingsError, MalformedEvent, OSError, ValueError) as exc:
         print(f"drain-orchestrator explain: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except RecursionError:
+        print(f"drain-orchestrator explain: {args.event_file}: JSON nested too deeply", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         report = explain(event, settings, kubeconfig=args.kubeconfig, nodes=not args.no_node_lookup)
     except (BotoCoreError, ClientError, ApiError) as exc:
         print(f"drain-orchestrator explain: cannot read instance facts from AWS: {exc}", file=sys.stderr)
         return EXIT_AWS_ERROR
+    except ValueError as exc:  # botocore rejects a malformed AWS_ENDPOINT_URL / region when building a client
+        print(f"drain-orchestrator explain: AWS client configuration: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     print(json.dumps(report, indent=2))
     return EXIT_OK
 

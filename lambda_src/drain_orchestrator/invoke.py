@@ -52,11 +52,16 @@ def run_invoke(args: argparse.Namespace) -> int:
             event = json.load(f)
         if args.now:
             event = restamp(event, datetime.now(UTC))
-    except (OSError, ValueError) as exc:
-        print(f"drain-orchestrator invoke: cannot read {args.event_file}: {exc}", file=sys.stderr)
+    except (OSError, ValueError, RecursionError) as exc:
+        problem = "JSON nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        print(f"drain-orchestrator invoke: cannot read {args.event_file}: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.dry_run:
         os.environ["DRY_RUN"] = "true"
+    config_problem = _configuration_problem()
+    if config_problem:
+        print(f"drain-orchestrator invoke: {config_problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     from drain_orchestrator.handler import handler  # noqa: PLC0415
     from drain_orchestrator.workflow import runtime  # noqa: PLC0415
 
@@ -71,3 +76,25 @@ def run_invoke(args: argparse.Namespace) -> int:
         out["error"] = {"type": result.error.type, "message": result.error.message}
     print(json.dumps(out, indent=2))
     return EXIT_OK if status == "SUCCEEDED" else EXIT_FAILED
+
+
+def _configuration_problem() -> str | None:
+    """Settings and AWS client configuration, checked before the run: the user gets one line naming what is
+    wrong instead of a failed execution (the Lambda itself reports these through its settings step)."""
+    from drain_orchestrator.settings import Settings, SettingsError  # noqa: PLC0415
+    from drain_orchestrator.workflow_settings import WorkflowSettings  # noqa: PLC0415
+
+    try:
+        Settings.from_env(os.environ)
+        WorkflowSettings.from_env(os.environ)
+    except SettingsError as exc:
+        return str(exc)
+    from botocore.exceptions import BotoCoreError  # noqa: PLC0415
+
+    from drain_orchestrator.aws.clients import ec2_client  # noqa: PLC0415
+
+    try:
+        ec2_client()
+    except (BotoCoreError, ValueError) as exc:  # a malformed AWS_ENDPOINT_URL, no region
+        return f"AWS client configuration: {exc}"
+    return None

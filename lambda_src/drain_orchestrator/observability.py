@@ -17,6 +17,9 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from drain_orchestrator.settings import SettingsError
+from drain_orchestrator.workflow_settings import check_log_level
+
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "DrainOrchestrator")
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "drain-orchestrator")
 
@@ -33,7 +36,16 @@ class _CurrentStdout(logging.StreamHandler):  # type: ignore[type-arg]
         return
 
 
-logger = Logger(service=SERVICE, logger_handler=_CurrentStdout())
+def _level() -> str | None:
+    # An unknown level would make Powertools raise here, at import: every invocation would fail in Lambda's init,
+    # without the variable's name. Log at INFO instead; the settings check fails the execution naming it.
+    try:
+        return check_log_level(os.environ)
+    except SettingsError:
+        return "INFO"
+
+
+logger = Logger(service=SERVICE, logger_handler=_CurrentStdout(), level=_level())
 
 COUNT = MetricUnit.Count
 SECONDS = MetricUnit.Seconds

@@ -11,11 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from drain_orchestrator.clip import clip
+
 KindAction = Literal["drain", "cordon", "ignore"]
 _KIND_ACTIONS: tuple[KindAction, ...] = ("drain", "cordon", "ignore")
 
 # EKS CreateCluster: 1-100 characters, starts with a letter or digit.
-_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+_CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9\-_]{0,99}")
 ANY_CLUSTER = "*"
 
 
@@ -93,10 +95,10 @@ def _parse_cluster_names(raw: str | None) -> tuple[tuple[str, ...], bool]:
     for item in items:
         if item == ANY_CLUSTER:
             raise SettingsError("CLUSTER_NAMES", "'*' must stand alone, not in a list of names")
-        if not _CLUSTER_NAME.match(item):
+        if not _CLUSTER_NAME.fullmatch(item):
             raise SettingsError(
                 "CLUSTER_NAMES",
-                f"{item!r} is not an EKS cluster name (1-100 letters, digits, '-' or '_', starting "
+                f"{clip(item)!r} is not an EKS cluster name (1-100 letters, digits, '-' or '_', starting "
                 "with a letter or digit)",
             )
         if item not in names:
@@ -110,7 +112,7 @@ def _parse_ownership_tag(raw: str | None) -> OwnershipTag | None:
     key, sep, value = raw.strip().partition("=")
     key = key.strip()
     if not key or len(key) > 128:
-        raise SettingsError("OWNERSHIP_TAG", f"{raw!r}: expected 'key' or 'key=value' with a 1-128 character key")
+        raise SettingsError("OWNERSHIP_TAG", f"{clip(raw)!r}: expected 'key' or 'key=value' with a 1-128 character key")
     if len(value) > 256:
         raise SettingsError("OWNERSHIP_TAG", "tag values are at most 256 characters")
     return OwnershipTag(key=key, value=value if sep else None)
@@ -122,7 +124,7 @@ def _parse_action(env: Mapping[str, str], variable: str, default: KindAction) ->
         return default
     value = raw.strip().lower()
     if value not in _KIND_ACTIONS:
-        raise SettingsError(variable, f"{raw!r}: expected one of {', '.join(_KIND_ACTIONS)}")
+        raise SettingsError(variable, f"{clip(raw)!r}: expected one of {', '.join(_KIND_ACTIONS)}")
     return value
 
 
@@ -130,5 +132,5 @@ def _parse_topic_arn(raw: str | None) -> str | None:
     if raw is None or not raw.strip():
         return None
     if not raw.startswith("arn:") or ":sns:" not in raw:
-        raise SettingsError("NOTIFICATION_TOPIC_ARN", f"{raw!r}: expected an SNS topic ARN")
+        raise SettingsError("NOTIFICATION_TOPIC_ARN", f"{clip(raw)!r}: expected an SNS topic ARN")
     return raw.strip()

@@ -8,16 +8,29 @@ variable and what was expected.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from drain_orchestrator.clip import clip
 from drain_orchestrator.settings import SettingsError
 
 LifecycleResult = Literal["CONTINUE", "ABANDON"]
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# A lifecycle hook holds an instance at most 48 h: no deadline or wait of a drain can usefully be longer.
+MAX_SECONDS = 48 * 3600
+# Scheduled changes are announced days ahead; starting a drain more than a week early is a typo.
+MAX_LEAD_SECONDS = 7 * 24 * 3600
+MAX_RECHECK_SECONDS = 3600
+_ASCII_INT = re.compile(r"[+-]?[0-9]{1,12}")  # int() also takes full-width digits, "1_000" and 4000-digit numbers
+# Kubernetes taint keys are qualified names: [DNS-1123 subdomain prefix "/"] name (validation.IsQualifiedName).
+_NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_LOG_LEVEL_ALIASES = ("WARN", "FATAL", "NOTSET")
 
 
 @dataclass(frozen=True)
@@ -54,28 +67,31 @@ class WorkflowSettings:
             delete_emptydir_data=_bool(env, "DRAIN_DELETE_EMPTYDIR_DATA", d.delete_emptydir_data),
             force=_bool(env, "DRAIN_FORCE", d.force),
             evict_daemonsets=_bool(env, "DRAIN_EVICT_DAEMONSETS", d.evict_daemonsets),
-            grace_period=_int_or_none(env, "DRAIN_GRACE_PERIOD", minimum=0),
+            grace_period=_int_or_none(env, "DRAIN_GRACE_PERIOD", 0),
             skip_wait_for_delete_timeout=_int(
                 env, "DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT", d.skip_wait_for_delete_timeout, 0
             ),
             force_delete_on_deadline=_bool(env, "FORCE_DELETE_ON_DEADLINE", d.force_delete_on_deadline),
             taint=_taint(env.get("DRAIN_TAINT")),
             exclude_from_load_balancers=_bool(env, "EXCLUDE_FROM_LOAD_BALANCERS", d.exclude_from_load_balancers),
-            deadline_asg_terminate=_int_or_none(env, "DEADLINE_ASG_TERMINATE_SECONDS", minimum=1),
+            deadline_asg_terminate=_int_or_none(env, "DEADLINE_ASG_TERMINATE_SECONDS", 1),
             deadline_state_change=_int(env, "DEADLINE_STATE_CHANGE_SECONDS", d.deadline_state_change, 1),
             deadline_rebalance=_int(env, "DEADLINE_REBALANCE_SECONDS", d.deadline_rebalance, 1),
-            scheduled_change_lead=_int(env, "SCHEDULED_CHANGE_LEAD_SECONDS", d.scheduled_change_lead, 0),
+            scheduled_change_lead=_int(
+                env, "SCHEDULED_CHANGE_LEAD_SECONDS", d.scheduled_change_lead, 0, MAX_LEAD_SECONDS
+            ),
             lifecycle_result_on_failure=_result(env, "LIFECYCLE_RESULT_ON_FAILURE", d.lifecycle_result_on_failure),
             launch_ready_timeout=_int(env, "LAUNCH_READY_TIMEOUT_SECONDS", d.launch_ready_timeout, 1),
             launch_timeout_result=_result(env, "LAUNCH_TIMEOUT_RESULT", d.launch_timeout_result),
             max_concurrent_nodes=_int(env, "MAX_CONCURRENT_NODES", d.max_concurrent_nodes, 1, 100),
             drain_pass_seconds=_int(env, "DRAIN_PASS_SECONDS", d.drain_pass_seconds, 5, 840),
-            recheck_min_seconds=_int(env, "RECHECK_MIN_SECONDS", d.recheck_min_seconds, 1),
-            recheck_max_seconds=_int(env, "RECHECK_MAX_SECONDS", d.recheck_max_seconds, 1),
+            recheck_min_seconds=_int(env, "RECHECK_MIN_SECONDS", d.recheck_min_seconds, 1, MAX_RECHECK_SECONDS),
+            recheck_max_seconds=_int(env, "RECHECK_MAX_SECONDS", d.recheck_max_seconds, 1, MAX_RECHECK_SECONDS),
             dry_run=_bool(env, "DRY_RUN", d.dry_run),
         )
         if s.recheck_max_seconds < s.recheck_min_seconds:
             raise SettingsError("RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")
+        check_log_level(env)
         return s
 
 
@@ -92,25 +108,38 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
         return True
     if raw.lower() in _FALSE:
         return False
-    raise SettingsError(name, f"{raw!r}: expected true or false")
+    raise SettingsError(name, f"{clip(raw)!r}: expected true or false")
 
 
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int, maximum: int | None = None) -> int:
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int, maximum: int = MAX_SECONDS) -> int:
     raw = _raw(env, name)
     if raw is None:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(name, f"{raw!r}: expected a whole number of seconds") from None
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise SettingsError(name, f"{value}: expected a number {bound}")
+    if not _ASCII_INT.fullmatch(raw):
+        raise SettingsError(
+            name, f"{clip(raw)!r}: expected a whole number of seconds between {minimum} and {maximum} (digits 0-9)"
+        )
+    value = int(raw)
+    if value < minimum or value > maximum:
+        raise SettingsError(name, f"{value}: expected a number between {minimum} and {maximum}")
     return value
 
 
 def _int_or_none(env: Mapping[str, str], name: str, minimum: int) -> int | None:
     return None if _raw(env, name) is None else _int(env, name, 0, minimum)
+
+
+def check_log_level(env: Mapping[str, str]) -> str | None:
+    """The Powertools log level the environment asks for (None: default). Checked before the logger is built:
+    Powertools raises ValueError on an unknown level, which at import time would fail every cold start."""
+    for name in ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL"):  # Powertools' order: the second is its legacy name
+        raw = _raw(env, name)
+        if raw is None:
+            continue
+        if raw.upper() not in LOG_LEVELS + _LOG_LEVEL_ALIASES:
+            raise SettingsError(name, f"{clip(raw)!r}: expected one of {', '.join(LOG_LEVELS)}")
+        return raw.upper()
+    return None
 
 
 def _result(env: Mapping[str, str], name: str, default: LifecycleResult) -> LifecycleResult:
@@ -121,14 +150,33 @@ def _result(env: Mapping[str, str], name: str, default: LifecycleResult) -> Life
         return "CONTINUE"
     if raw.upper() == "ABANDON":
         return "ABANDON"
-    raise SettingsError(name, f"{raw!r}: expected CONTINUE or ABANDON")
+    raise SettingsError(name, f"{clip(raw)!r}: expected CONTINUE or ABANDON")
 
 
 def _taint(raw: str | None) -> tuple[str, str] | None:
+    """``key[:effect]``, checked as the API server would check it: a bad taint must fail at cold start, not as a
+    422 on the node patch minutes into a drain. The taint's value is always "true"."""
     if raw is None or not raw.strip():
         return None
-    key, _, effect = raw.strip().partition(":")
-    effect = effect or "NoSchedule"
-    if not key or effect not in _EFFECTS:
-        raise SettingsError("DRAIN_TAINT", f"{raw!r}: expected 'key' or 'key:{'|'.join(_EFFECTS)}'")
+    key, _, effect = raw.strip().rpartition(":") if ":" in raw else (raw.strip(), "", "NoSchedule")
+    form = f"expected 'key' or 'key:{'|'.join(_EFFECTS)}', key a Kubernetes qualified name ([prefix/]name)"
+    if effect not in _EFFECTS:
+        raise SettingsError("DRAIN_TAINT", f"{clip(raw)!r}: effect {clip(effect)!r} is unknown; {form}")
+    problem = _qualified_name_problem(key)
+    if problem:
+        raise SettingsError("DRAIN_TAINT", f"{clip(raw)!r}: {problem}; {form}")
     return key, effect
+
+
+def _qualified_name_problem(key: str) -> str | None:
+    if "=" in key:
+        return "a value cannot be set (the taint's value is always 'true')"
+    prefix, slash, name = key.rpartition("/")
+    if slash and not (0 < len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return f"prefix {clip(prefix)!r} is not a DNS subdomain (lower-case letters, digits, '-', '.'; <= 253)"
+    if not (len(name) <= 63 and _NAME_PART.fullmatch(name)):
+        return (
+            f"name {clip(name)!r} must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter "
+            "or digit"
+        )
+    return None

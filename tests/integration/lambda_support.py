@@ -8,6 +8,7 @@ and acts under the shipped RBAC (the access entry maps the role to the `drain-or
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,40 @@ from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.bed import Testbed
 
 ROLE = "drain-orchestrator"
+# The durable service refuses a checkpointed operation result over 256 KB; the local runner does not check.
+CHECKPOINT_LIMIT_BYTES = 256 * 1024
+_oversized: list[str] = []
+_oversized_lock = threading.Lock()
+
+
+def enforce_checkpoint_limit() -> None:
+    """Make the local runner refuse what the service refuses: any checkpointed payload (a step's result, a child
+    context's, the execution's) over 256 KB fails the checkpoint, hence the execution, and is recorded so the
+    harness fails the test naming the operation. Installed once per test session; tests only."""
+    from aws_durable_execution_sdk_python_testing.checkpoint.processor import CheckpointProcessor
+    from aws_durable_execution_sdk_python_testing.exceptions import InvalidParameterValueException
+
+    original = CheckpointProcessor.process_checkpoint
+    if getattr(original, "checks_size", False):
+        return
+
+    def process_checkpoint(self: Any, checkpoint_token: str, updates: list[Any], client_token: str | None) -> Any:
+        for update in updates:
+            size = len((update.payload or "").encode())
+            if size > CHECKPOINT_LIMIT_BYTES:
+                what = f"{update.operation_type.value} {update.name or update.operation_id!r}: {size} bytes"
+                with _oversized_lock:
+                    _oversized.append(what)
+                raise InvalidParameterValueException(f"checkpoint over {CHECKPOINT_LIMIT_BYTES} bytes: {what}")
+        return original(self, checkpoint_token, updates, client_token)
+
+    process_checkpoint.checks_size = True  # type: ignore[attr-defined]
+    CheckpointProcessor.process_checkpoint = process_checkpoint  # type: ignore[method-assign]
+
+
+def oversized_checkpoints() -> list[str]:
+    with _oversized_lock:
+        return list(_oversized)
 
 
 @dataclass
@@ -85,9 +120,13 @@ class LambdaHarness:
 
         if now:
             event = {**event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        enforce_checkpoint_limit()
+        seen = len(oversized_checkpoints())
         with DurableFunctionTestRunner(handler=handler, **runner_kw) as runner:
             res = runner.run(input=json.dumps(event), execution_timeout=timeout)
             ops = list(res.get_all_operations()) if hasattr(res, "get_all_operations") else []
+        oversized = oversized_checkpoints()[seen:]
+        assert not oversized, f"checkpoints over the service's 256 KB limit: {oversized}"
         status = getattr(res.status, "name", str(res.status))
         result = json.loads(res.result) if res.result else None
         return Run(status=status, result=result, error=res.error, stdout="", operations=ops)

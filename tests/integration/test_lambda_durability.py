@@ -115,9 +115,10 @@ def test_spot_warning_state_change_and_hook_for_one_instance_converge(
     assert all(r is not None and r.status == "SUCCEEDED" for r in runs), [r and r.error for r in runs]
     assert not pods_on(k8s, node)
     printed = lam.collect()
-    # one cordon, one drain: every pod got its eviction (the apiserver also accepts a second eviction of a pod
-    # that is already terminating, so two executions racing on the same pod may both count it: at most 2x)
-    assert len(pods) <= printed.metric_total("PodsEvicted") <= 2 * len(pods)
+    # one cordon, one drain, counted once: only the execution holding the node's drain claim counts its pods
+    # (it may miss pods another execution evicted first, never count one twice), only the holder of the
+    # "drain-completed" claim counts the node
+    assert 0 < printed.metric_total("PodsEvicted") <= len(pods)
     assert printed.metric_total("NodesCordoned") == 1
     assert printed.metric_total("NodesDrained") == 1  # counted by the execution holding the completion claim
     assert printed.metric_total("LifecycleActionsCompleted") == 1

@@ -190,3 +190,45 @@ def test_every_sample_is_covered_by_the_readme() -> None:
     readme = (samples.EVENTS_DIR / "README.md").read_text()
     missing = [n for n in samples.names() if f"`{n}`" not in readme]
     assert missing == []
+
+
+def test_an_instance_id_with_a_trailing_newline_is_not_an_instance_id() -> None:
+    iid = samples.SAMPLE_INSTANCE
+    event = parse_event(samples.health_event([f"{iid}\n", iid]))
+    assert isinstance(event, Interruption) and event.instance_ids == (iid,)
+    spot = samples.ec2_event("spot-interruption-terminate.json", instance_id=f"{iid}\n")
+    with pytest.raises(MalformedEvent) as err:
+        parse_event(spot)
+    assert err.value.path == "detail.instance-id"
+
+
+def test_events_nested_deeper_than_any_aws_event_are_rejected_without_recursing() -> None:
+    deep: list[object] = []
+    for _ in range(100_000):  # far beyond Python's recursion limit
+        deep = [deep]
+    raw = {**samples.load("spot-interruption-terminate.json"), "resources": deep}
+    with pytest.raises(MalformedEvent) as err:
+        parse_event(raw)
+    assert (err.value.path, err.value.problem) == ("<event>", "nested deeper than 32 levels; no AWS event is")
+
+
+def test_events_over_eventbridge_size_limit_are_rejected_naming_it() -> None:
+    raw = {**samples.load("spot-interruption-terminate.json"), "detail-type": "x" * 5_000_000}
+    with pytest.raises(MalformedEvent) as err:
+        parse_event(raw)
+    assert "over EventBridge's event size limit of 262144 bytes" in str(err.value)
+    assert len(str(err.value)) < 200
+
+
+def test_long_strings_are_clipped_where_they_are_echoed() -> None:
+    raw = {**samples.load("spot-interruption-terminate.json"), "detail-type": "y" * 200_000, "id": "z" * 100}
+    ignored = parse_event(raw)
+    assert isinstance(ignored, Ignored)
+    assert ignored.detail_type == "y" * 64 + "...(200000 chars)"
+    assert ignored.message == f"detail-type {'y' * 64 + '...(200000 chars)'!r} is not handled"
+    assert ignored.event_id == "z" * 64 + "...(100 chars)"
+    bad_time = samples.health_event([samples.SAMPLE_INSTANCE])
+    bad_time["detail"]["startTime"] = "Mon, " + "9" * 10_000
+    with pytest.raises(MalformedEvent) as err:
+        parse_event(bad_time)
+    assert err.value.path == "detail.startTime" and len(err.value.problem) < 300

@@ -59,3 +59,9 @@ def test_invalid_values_name_the_variable(env: dict[str, str], variable: str, fr
     assert caught.value.variable == variable
     assert str(caught.value).startswith(f"{variable}: ")
     assert fragment in str(caught.value)
+
+
+def test_a_huge_value_is_clipped_in_the_error() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"CLUSTER_NAMES": "prod", "ACTION_REBALANCE": "x" * 100_000})
+    assert "(100000 chars)" in str(caught.value) and len(str(caught.value)) < 200

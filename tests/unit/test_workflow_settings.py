@@ -44,12 +44,30 @@ def test_taint_effect_defaults_to_noschedule() -> None:
     ("variable", "value", "expected"),
     [
         ("DRAIN_FORCE", "maybe", "expected true or false"),
-        ("DRAIN_GRACE_PERIOD", "-1", "expected a number >= 0"),
+        ("DRAIN_GRACE_PERIOD", "-1", "expected a number between 0 and 172800"),
         ("DRAIN_PASS_SECONDS", "900", "between 5 and 840"),
         ("MAX_CONCURRENT_NODES", "0", "between 1 and 100"),
         ("DEADLINE_STATE_CHANGE_SECONDS", "soon", "whole number of seconds"),
         ("LIFECYCLE_RESULT_ON_FAILURE", "RETRY", "expected CONTINUE or ABANDON"),
         ("DRAIN_TAINT", "k:Sometimes", "expected 'key' or 'key:"),
+        ("DRAIN_TAINT", "bad_key=x/y!:NoSchedule", "a value cannot be set"),
+        ("DRAIN_TAINT", "bad key", "name 'bad key' must be 1-63 letters"),
+        ("DRAIN_TAINT", "-k", "starting and ending with a letter"),
+        ("DRAIN_TAINT", "k" * 64, "must be 1-63"),
+        ("DRAIN_TAINT", "Example.com/k", "prefix 'Example.com' is not a DNS subdomain"),
+        ("DRAIN_TAINT", "/k", "is not a DNS subdomain"),
+        ("DRAIN_TAINT", "a/b/c", "is not a DNS subdomain"),
+        ("DEADLINE_STATE_CHANGE_SECONDS", "99999999999999999999", "between 1 and 172800"),
+        ("DEADLINE_STATE_CHANGE_SECONDS", "172801", "between 1 and 172800"),
+        ("DEADLINE_REBALANCE_SECONDS", "1_000", "digits 0-9"),
+        ("DEADLINE_ASG_TERMINATE_SECONDS", "\uff16\uff10", "digits 0-9"),  # full-width "60"
+        ("RECHECK_MAX_SECONDS", "3601", "between 1 and 3600"),
+        ("RECHECK_MIN_SECONDS", "0", "between 1 and 3600"),
+        ("LAUNCH_READY_TIMEOUT_SECONDS", "999999", "between 1 and 172800"),
+        ("SCHEDULED_CHANGE_LEAD_SECONDS", "604801", "between 0 and 604800"),
+        ("DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT", "1e3", "whole number"),
+        ("POWERTOOLS_LOG_LEVEL", "junk", "expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
+        ("LOG_LEVEL", "10", "expected one of DEBUG"),
     ],
 )
 def test_bad_values_name_the_variable(variable: str, value: str, expected: str) -> None:
@@ -63,3 +81,35 @@ def test_recheck_bounds_must_be_ordered() -> None:
     with pytest.raises(SettingsError) as err:
         WorkflowSettings.from_env({"RECHECK_MIN_SECONDS": "60", "RECHECK_MAX_SECONDS": "10"})
     assert err.value.variable == "RECHECK_MAX_SECONDS"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("node.kubernetes.io/draining", ("node.kubernetes.io/draining", "NoSchedule")),
+        ("a.b-c/K_1.x:PreferNoSchedule", ("a.b-c/K_1.x", "PreferNoSchedule")),
+        ("k" * 63 + ":NoExecute", ("k" * 63, "NoExecute")),
+    ],
+)
+def test_taint_keys_follow_kubernetes_qualified_names(raw: str, expected: tuple[str, str]) -> None:
+    assert WorkflowSettings.from_env({"DRAIN_TAINT": raw}).taint == expected
+
+
+def test_ascii_digits_with_sign_and_log_levels_in_any_case_are_accepted() -> None:
+    s = WorkflowSettings.from_env({"DEADLINE_REBALANCE_SECONDS": "+600", "POWERTOOLS_LOG_LEVEL": "debug"})
+    assert s.deadline_rebalance == 600
+
+
+def test_an_unknown_log_level_does_not_break_importing_the_handler() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import drain_orchestrator.handler\n"
+        "from drain_orchestrator.workflow import runtime\n"
+        "from drain_orchestrator.settings import SettingsError\n"
+        "try:\n    runtime.load_config()\nexcept SettingsError as e:\n    print(e.variable)\n"
+    )
+    env = {"POWERTOOLS_LOG_LEVEL": "junk", "CLUSTER_NAMES": "blue", "PATH": "", "AWS_DEFAULT_REGION": "us-east-1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "POWERTOOLS_LOG_LEVEL", out.stderr

@@ -11,6 +11,7 @@ then the failure path runs, and it does not depend on what failed.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext
@@ -74,6 +75,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     if decision.action == "cordon":
         summary["result"] = "cordoned"
         return summary
+    job = replace(job, counts_pods=cordoned.drain_claimed)
     result, report, error = _drain_passes(ctx, job, pace)
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
 

@@ -126,7 +126,14 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
             notify("started", job, dict(when))
     logger.info("node cordoned" if res.changed else "node already cordoned", extra={"node": node})
     runtime.inject_fault("after-cordon")
-    return Cordoned(now=now, cordoned=True, changed=res.changed, last_beat=hb.last_beat, hook_done=hb.hook_done)
+    return Cordoned(
+        now=now,
+        cordoned=True,
+        changed=res.changed,
+        last_beat=hb.last_beat,
+        hook_done=hb.hook_done,
+        drain_claimed=bool(first),
+    )
 
 
 @durable_step
@@ -147,11 +154,11 @@ def pass_step(step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | N
         except Exception as exc:
             fault = fault_of("drain-pass", exc)
             return PassOutcome(now=time.time(), last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault)
-    if rep.evicted:
+    if rep.evicted and job.counts_pods:
         metric("PodsEvicted", len(rep.evicted), cluster=job.cluster, kind=event.kind)
     if rep.blocked:
         metric("EvictionsBlockedByPDB", len(rep.blocked), cluster=job.cluster, kind=event.kind)
-    if rep.forced:
+    if rep.forced and job.counts_pods:
         metric("PodsForceDeleted", len(rep.forced), cluster=job.cluster, kind=event.kind)
     logger.info(
         "drain pass",

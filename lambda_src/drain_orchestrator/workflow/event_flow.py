@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from aws_durable_execution_sdk_python import BatchResult, DurableContext, StepContext, durable_step
 from aws_durable_execution_sdk_python.config import CompletionConfig, Duration, MapConfig
 
 from drain_orchestrator import deadlines
+from drain_orchestrator.clip import clip
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
 from drain_orchestrator.observability import logger, metric
+from drain_orchestrator.ownership import Decision
 from drain_orchestrator.settings import SettingsError
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.drain_flow import drain_instance
@@ -32,6 +35,12 @@ from drain_orchestrator.workflow.launch_flow import launch_instance
 from drain_orchestrator.workflow.pace import step_config
 from drain_orchestrator.workflow.results import Checkpointed, RunSettings, StepFault
 from drain_orchestrator.workflow.step_guard import fault_of
+
+# A step's result is one checkpoint (256 KB at most): decide in chunks whose assessments stay far below it
+# (about 80 KB for 200 instances), so a Health event naming thousands of instances still checkpoints.
+DECIDE_CHUNK = 200
+# Log lines and the execution's result name at most this many instances; their counts are complete.
+NAMED = 20
 
 
 class WorkflowError(RuntimeError):
@@ -63,13 +72,22 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     cfg: RunSettings = context.step(settings_step(), name="settings", config=step_config(RunSettings))
     parsed: Parsed = context.step(parse_step(raw_event), name="parse", config=step_config(Parsed))
     if parsed.event is None:
-        return {"event_id": event_id, "ignored": parsed.ignored, "message": parsed.message, "instances": []}
+        shown_id = clip(event_id) if isinstance(event_id, str) else None
+        return {"event_id": shown_id, "ignored": parsed.ignored, "message": parsed.message, "instances": []}
     event = Interruption.from_dict(parsed.event)
     logger.append_keys(kind=event.kind)
     assessments = [Assessment.from_dict(a) for a in _decide(context, event)]
     acted = [a for a in assessments if _acted_on(a)]
-    others = [a.decision.to_dict() for a in assessments if not _acted_on(a)]
-    items = [{"event": event.to_dict(), "assessment": a.to_dict(), "run_id": cfg.run_id} for a in acted]
+    others = [a.decision for a in assessments if not _acted_on(a)]
+    # each branch gets the event narrowed to its instance: a copy of thousands of ids per branch would not fit
+    items = [
+        {
+            "event": replace(event, instance_ids=(a.decision.instance_id,)).to_dict(),
+            "assessment": a.to_dict(),
+            "run_id": cfg.run_id,
+        }
+        for a in acted
+    ]
     results: list[dict[str, Any]] = []
     if items:
         batch: BatchResult[dict[str, Any]] = context.map(
@@ -83,15 +101,30 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
         )
         results = [r for r in batch.get_results() if r is not None]
         if batch.has_failure:
-            errors = "; ".join(str(e.message if e else "unknown error") for e in batch.get_errors() if e)
+            errors = "; ".join(clip(str(e.message), 200) for e in batch.get_errors()[:NAMED] if e)
             raise WorkflowError(f"{batch.failure_count} of {len(items)} instance workflows failed: {errors}")
     failed = [r for r in results if r.get("result") == "failed" or (r.get("lifecycle") or {}).get("error")]
     if failed:
+        more = f"; and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
         raise WorkflowError(
             f"{len(failed)} of {len(results)} drains failed after their verdict: "
-            + "; ".join(_failure_line(r) for r in failed)
+            + "; ".join(_failure_line(r) for r in failed[:NAMED])
+            + more
         )
-    return {"event_id": event.event_id, "kind": event.kind, "instances": results, "not_acted_on": others}
+    return outcome(event, results, others)
+
+
+def outcome(event: Interruption, results: list[dict[str, Any]], others: list[Decision]) -> dict[str, Any]:
+    """The execution's result, checkpointed like a step's (256 KB at most): the first few instances in full,
+    every instance counted."""
+    return {
+        "event_id": event.event_id,
+        "kind": event.kind,
+        "instances": results[:NAMED],
+        "instances_count": dict(Counter(str(r.get("result") or r.get("action")) for r in results)),
+        "not_acted_on": [d.to_dict() for d in others[:NAMED]],
+        "not_acted_on_count": dict(Counter(d.reason.value for d in others)),
+    }
 
 
 def _failure_line(summary: dict[str, Any]) -> str:
@@ -104,12 +137,22 @@ def _acted_on(assessment: Assessment) -> bool:
 
 
 def _decide(context: DurableContext, event: Interruption) -> list[dict[str, Any]]:
+    """Decide chunk by chunk (one step each: "decide", "decide-1", ...)."""
+    ids = event.instance_ids
+    decided: list[dict[str, Any]] = []
+    for k, start in enumerate(range(0, len(ids), DECIDE_CHUNK)):
+        part = event if len(ids) <= DECIDE_CHUNK else replace(event, instance_ids=ids[start : start + DECIDE_CHUNK])
+        decided.extend(_decide_chunk(context, part, "decide" if k == 0 else f"decide-{k}"))
+    return decided
+
+
+def _decide_chunk(context: DurableContext, event: Interruption, name: str) -> list[dict[str, Any]]:
     """Decide, retrying AWS failures with durable waits for as long as the event's deadline allows; without facts
     no instance can be claimed (it may be another cluster's), so giving up fails the execution."""
     until = deadlines.decide_deadline(event, runtime.wsettings())
     attempt = 0
     while True:
-        label = "decide" if attempt == 0 else f"decide-retry-{attempt}"
+        label = name if attempt == 0 else f"{name}-retry-{attempt}"
         res: Decided = context.step(decide_step(event), name=label, config=step_config(Decided))
         if res.fault is None:
             return res.assessments
@@ -118,7 +161,7 @@ def _decide(context: DurableContext, event: Interruption) -> list[dict[str, Any]
             raise WorkflowError(f"cannot decide: {res.fault.kind}: {res.fault.message}")
         context.wait(
             Duration.from_seconds(deadlines.wait_seconds(res.now, policy.delay(attempt), until, None)),
-            name=f"decide-backoff-{attempt}",
+            name=f"{name}-backoff-{attempt}",
         )
         attempt += 1
 
@@ -162,10 +205,12 @@ def parse_step(step_ctx: StepContext, raw_event: Any) -> Parsed:
     if isinstance(parsed, Ignored):
         metric("EventsReceived", kind="ignored")
         metric("EventsIgnored", reason=parsed.reason)
-        logger.info("event ignored", extra={"reason": parsed.reason, "detail_type": detail_type, "why": parsed.message})
+        shown = clip(detail_type) if isinstance(detail_type, str) else None
+        logger.info("event ignored", extra={"reason": parsed.reason, "detail_type": shown, "why": parsed.message})
         return Parsed(ignored=parsed.reason, message=parsed.message)
     metric("EventsReceived", kind=parsed.kind)
-    logger.info("event received", extra={"kind": parsed.kind, "instance_ids": list(parsed.instance_ids)})
+    ids = parsed.instance_ids
+    logger.info("event received", extra={"kind": parsed.kind, "instances": len(ids), "instance_ids": list(ids[:NAMED])})
     return Parsed(event=parsed.to_dict())
 
 
@@ -175,18 +220,31 @@ def decide_step(step_ctx: StepContext, event: Interruption) -> Decided:
         assessments = decide_event(event, runtime.settings(), BotoFacts(runtime.ec2(), runtime.autoscaling()))
     except Exception as exc:
         return Decided(now=time.time(), fault=fault_of("decide", exc))
+    # not ours (or nothing to do) is a decision, never an error or a retry loop: one metric and one line per
+    # reason, however many instances share it
+    by_reason: dict[str, list[Assessment]] = {}
     for a in assessments:
-        d = a.decision
-        if not d.owned or d.action == "skip":
-            # not ours (or nothing to do) is a decision, never an error or a retry loop
-            metric("EventsIgnored", reason=d.reason.value, kind=event.kind)
-            logger.info(
-                "instance not acted on",
-                extra={
-                    "instance_id": d.instance_id,
-                    "reason": d.reason.value,
-                    "cluster": d.cluster,
-                    "lifecycle_hook": "left to its owner" if event.lifecycle and not d.owned else None,
-                },
-            )
-    return Decided(now=time.time(), assessments=[a.to_dict() for a in assessments])
+        if not _acted_on(a):
+            by_reason.setdefault(a.decision.reason.value, []).append(a)
+    for reason, group in by_reason.items():
+        metric("EventsIgnored", len(group), reason=reason, kind=event.kind)
+        logger.info(
+            "instance not acted on" if len(group) == 1 else "instances not acted on",
+            extra={
+                "reason": reason,
+                "count": len(group),
+                "instance_id": group[0].decision.instance_id if len(group) == 1 else None,
+                "instance_ids": [a.decision.instance_id for a in group[:NAMED]],
+                "cluster": sorted({a.decision.cluster for a in group if a.decision.cluster})[:NAMED] or None,
+                "lifecycle_hook": "left to its owner" if event.lifecycle and not group[0].decision.owned else None,
+            },
+        )
+    return Decided(now=time.time(), assessments=[_without_tags(a).to_dict() for a in assessments])
+
+
+def _without_tags(assessment: Assessment) -> Assessment:
+    """What the drain needs after the decision (DNS name, zone); tags can be 50 x 384 bytes per instance."""
+    facts = assessment.facts
+    if facts is None:
+        return assessment
+    return replace(assessment, facts=replace(facts, instance_tags={}, asg_tags=None))

@@ -16,6 +16,8 @@ class DrainJob:
     decision: Decision
     plan: DrainPlan
     run_id: str
+    # of several executions draining one node, only the holder of its "drain-started" claim counts pods
+    counts_pods: bool = True
 
     @property
     def cluster(self) -> str:

@@ -97,6 +97,7 @@ class Cordoned(Checkpointed):
     last_beat: float | None = None
     hook_done: bool = False
     fault: StepFault | None = None
+    drain_claimed: bool = False  # this execution holds the node's "drain-started" claim (it counts the pods)
 
 
 @dataclass(frozen=True)
