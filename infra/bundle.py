@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import zipfile
 from pathlib import Path
@@ -107,11 +108,14 @@ def _run(cmd: list[str]) -> None:
 
 
 def _uv() -> str:
-    """`$UV` if set (the Makefile's pinned uv), else `uv` on PATH."""
-    uv = os.environ.get("UV") or shutil.which("uv")
+    """`$UV` if set, else the pinned uv installed beside the running interpreter (`.venv/bin/uv`, from the
+    `infra` dependency group, so `make setup` alone is enough for `npx cdk synth`), else `uv` on PATH."""
+    pinned = Path(sysconfig.get_path("scripts")) / "uv"
+    uv = os.environ.get("UV") or (str(pinned) if pinned.is_file() else None) or shutil.which("uv")
     if not uv:
         raise RuntimeError(
-            "bundling needs uv (it exports the runtime requirements from uv.lock): put it on PATH or set UV"
+            "bundling needs uv (it exports the runtime requirements from uv.lock): run `make setup` (installs the "
+            "pinned uv into .venv), put uv on PATH or set UV"
         )
     return uv
 
