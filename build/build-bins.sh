@@ -14,6 +14,15 @@ OUT="$CACHE_ROOT/k8s-$KV-etcd-$ETCD_V-kwok-$KWOK_V/bin"
 
 log() { printf '[build-bins] %s\n' "$*" >&2; }
 
+# One build at a time per machine: a second caller (another checkout, a parallel test run) waits for the first
+# and then finds the binaries cached, instead of compiling Kubernetes twice on the same cores.
+mkdir -p "$CACHE_ROOT"
+exec 9>"$CACHE_ROOT/.build.lock"
+if ! flock -n 9; then
+  log "another build of the test bed's binaries is running; waiting for it"
+  flock 9
+fi
+
 stamp_ok() { [ -x "$OUT/$1" ] && [ -f "$OUT/.$1.stamp" ] && [ "$(cat "$OUT/.$1.stamp")" = "$2" ]; }
 stamp() { printf '%s' "$2" > "$OUT/.$1.stamp"; }
 
