@@ -2,7 +2,7 @@
 
     uv run --frozen python -m bench.bench_drain [--repeat N] [--grace S] [--scenario a|b|all]
 
-Starts its own bed (or reuses one: DRAIN_TESTBED_DIR=.local/cluster). Scenarios (issue 3):
+Starts its own bed (or reuses one: DRAIN_TESTBED_DIR=.local/cluster). Scenarios:
   a  one node with 110 pods, no PDB                           goal: ours <= 0.8 x kubectl
   b  10 Deployments x 3 replicas, PDB maxUnavailable 1 each,
      spread over 4 nodes; drain the fullest node               goal: ours <= 0.5 x kubectl

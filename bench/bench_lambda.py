@@ -71,11 +71,11 @@ def bench_event_to_cordon(n: int) -> list[float]:
         nodes = aws.nodes_for(k8s, ids)
         env, _ = aws.lambda_env("blue")
         os.environ.update(env)
-        from drain_orchestrator import workflow
         from drain_orchestrator.handler import handler
+        from drain_orchestrator.workflow import runtime
 
         marks: dict[str, float] = {}
-        workflow.fault_injection = lambda point: marks.setdefault(point, time.perf_counter())
+        runtime.fault_injection = lambda point: marks.setdefault(point, time.perf_counter())
         latencies = []
         for i, iid in enumerate(ids):
             event = samples.ec2_event("rebalance-recommendation.json", instance_id=iid)  # cordon only

@@ -62,12 +62,12 @@ def lam(
     testbed: Testbed, aws: AwsSeed, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> Iterator[LambdaHarness]:
     """The real Lambda handler run by the durable local runner against the bed (tests/integration/lambda_support.py)."""
-    from drain_orchestrator import workflow
+    from drain_orchestrator.workflow import runtime
     from tests.integration.lambda_support import LambdaHarness
 
     yield LambdaHarness(testbed, aws, monkeypatch, capfd)
-    workflow.fault_injection = None
-    workflow.reset_config()
+    runtime.fault_injection = None
+    runtime.reset_config()
 
 
 if False:  # for type checkers only

@@ -7,9 +7,9 @@ module only fetches what it needs and applies the lifecycle-hook rule for instan
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from drain_orchestrator.aws import autoscaling as asg_api
 from drain_orchestrator.aws import ec2 as ec2_api
@@ -23,9 +23,6 @@ if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
 
 logger = logging.getLogger(__name__)
-
-LifecycleOutcome = Literal["completed", "already-done", "left-to-owner", "not-applicable"]
-MetricHook = Callable[[str, dict[str, str]], None]
 
 
 class FactsSource(Protocol):
@@ -92,59 +89,3 @@ def locate_node(core: Any, assessment: Assessment, event: Interruption) -> Decis
 
     node = find_node(core, decision.instance_id, facts.private_dns_name, facts.az)
     return with_node(decision, node, event)
-
-
-def with_hook_deadline(event: Interruption, autoscaling: AutoScalingClient) -> Interruption:
-    """Narrow a lifecycle event's deadline (parsed as the 48 h upper bound) to its hook's global timeout."""
-    ref = event.lifecycle
-    if ref is None:
-        return event
-    hook = asg_api.describe_hook(autoscaling, ref.asg_name, ref.hook_name)
-    if hook is None:
-        return event
-    return event.with_deadline(event.event_time + hook.global_timeout)
-
-
-def settle_lifecycle_without_node(
-    event: Interruption,
-    decision: Decision,
-    autoscaling: AutoScalingClient,
-    *,
-    metric: MetricHook | None = None,
-) -> LifecycleOutcome:
-    """The seed's fix. Complete the hook only for a served cluster's instance with nothing to drain;
-    leave another cluster's hook to its owner (log + metric, no error, no retry)."""
-    ref = event.lifecycle
-    if ref is None:
-        return "not-applicable"
-    if not decision.owned:
-        logger.info(
-            "lifecycle hook left to its owner",
-            extra={
-                "instance_id": decision.instance_id,
-                "asg": ref.asg_name,
-                "hook": ref.hook_name,
-                "reason": decision.reason.value,
-                "cluster": decision.cluster,
-            },
-        )
-        if metric is not None:
-            metric("EventsIgnored", {"reason": decision.reason.value, "kind": event.kind})
-        return "left-to-owner"
-    if decision.action != "complete-lifecycle":
-        return "not-applicable"  # there is a node: the workflow drains first, then completes
-    outcome = asg_api.complete_lifecycle_action(
-        autoscaling,
-        ref.asg_name,
-        ref.hook_name,
-        "CONTINUE",
-        token=ref.token,
-        instance_id=decision.instance_id,
-    )
-    logger.info(
-        "lifecycle action completed without drain",
-        extra={"instance_id": decision.instance_id, "asg": ref.asg_name, "reason": decision.reason.value},
-    )
-    if metric is not None and decision.cluster is not None:
-        metric("LifecycleActionsCompleted", {"cluster": decision.cluster, "kind": event.kind})
-    return outcome

@@ -14,11 +14,15 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from drain_orchestrator.aws.autoscaling import describe_hook
 from drain_orchestrator.aws.clients import autoscaling_client, ec2_client
+from drain_orchestrator.deadlines import drain_deadline
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locate_node
 from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
+from drain_orchestrator.failures import ApiError
 from drain_orchestrator.ownership import decide_ignored
 from drain_orchestrator.settings import Settings, SettingsError
+from drain_orchestrator.workflow_settings import WorkflowSettings
 
 EXIT_OK = 0
 EXIT_AWS_ERROR = 1
@@ -42,6 +46,7 @@ def add_explain_parser(subparsers: Any) -> None:
 def run_explain(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_env(os.environ)
+        WorkflowSettings.from_env(os.environ)  # the deadline settings are checked before any AWS call
         raw = _read_json(args.event_file)
         event = parse_event(raw)
     except (SettingsError, MalformedEvent, OSError, ValueError) as exc:
@@ -49,7 +54,7 @@ def run_explain(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         report = explain(event, settings, kubeconfig=args.kubeconfig, nodes=not args.no_node_lookup)
-    except (BotoCoreError, ClientError) as exc:
+    except (BotoCoreError, ClientError, ApiError) as exc:
         print(f"drain-orchestrator explain: cannot read instance facts from AWS: {exc}", file=sys.stderr)
         return EXIT_AWS_ERROR
     print(json.dumps(report, indent=2))
@@ -70,12 +75,28 @@ def explain(
             },
             "decisions": [d.to_dict() for d in decide_ignored(event)],
         }
-    assessments = decide_event(event, settings, BotoFacts(ec2_client(), autoscaling_client()))
+    autoscaling = autoscaling_client()
+    assessments = decide_event(event, settings, BotoFacts(ec2_client(), autoscaling))
     decisions = [_with_node(a, event, kubeconfig) if nodes else a.decision.to_dict() for a in assessments]
     return {
-        "event": {"kind": event.kind, "instance_ids": list(event.instance_ids), "deadline": event.deadline},
+        "event": {
+            "kind": event.kind,
+            "instance_ids": list(event.instance_ids),
+            "deadline": _drain_deadline(event, autoscaling),
+        },
         "decisions": decisions,
     }
+
+
+def _drain_deadline(event: Interruption, autoscaling: Any) -> float | None:
+    """The deadline the Lambda would use (same rule, same settings, the hook's own timeouts when it has one)."""
+    if event.kind == "asg-launch":
+        return event.deadline
+    lifetime = None
+    if event.lifecycle is not None:
+        hook = describe_hook(autoscaling, event.lifecycle.asg_name, event.lifecycle.hook_name)
+        lifetime = hook.global_timeout if hook is not None else None
+    return drain_deadline(event, WorkflowSettings.from_env(os.environ), lifetime)
 
 
 _connectors: dict[str, Any] = {}

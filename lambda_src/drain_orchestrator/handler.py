@@ -13,19 +13,19 @@ from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext, durable_execution
 
-from drain_orchestrator import workflow
 from drain_orchestrator.observability import logger, tracer
 from drain_orchestrator.settings import SettingsError
+from drain_orchestrator.workflow import event_flow, runtime
 
 with contextlib.suppress(SettingsError):  # reported per invocation by the workflow's "settings" step
-    workflow.load_config()
+    runtime.load_config()
 
 _tracer = tracer()
 
 
 @durable_execution
 def _durable(event: Any, context: DurableContext) -> dict[str, Any]:
-    return workflow.run(event, context)
+    return event_flow.run(event, context)
 
 
 def handler(event: Any, lambda_context: Any) -> Any:

@@ -49,10 +49,10 @@ def run_invoke(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if args.dry_run:
         os.environ["DRY_RUN"] = "true"
-    from drain_orchestrator import workflow  # noqa: PLC0415
     from drain_orchestrator.handler import handler  # noqa: PLC0415
+    from drain_orchestrator.workflow import runtime  # noqa: PLC0415
 
-    workflow.reset_config()
+    runtime.reset_config()
     with DurableFunctionTestRunner(handler=handler, skip_time=args.skip_waits) as runner:
         result = runner.run(input=json.dumps(event), execution_timeout=args.timeout)
     status = getattr(result.status, "name", str(result.status))

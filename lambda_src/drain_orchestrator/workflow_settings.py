@@ -46,7 +46,6 @@ class WorkflowSettings:
     recheck_min_seconds: int = 5
     recheck_max_seconds: int = 120
     dry_run: bool = False
-    tracing: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WorkflowSettings:
@@ -74,7 +73,6 @@ class WorkflowSettings:
             recheck_min_seconds=_int(env, "RECHECK_MIN_SECONDS", d.recheck_min_seconds, 1),
             recheck_max_seconds=_int(env, "RECHECK_MAX_SECONDS", d.recheck_max_seconds, 1),
             dry_run=_bool(env, "DRY_RUN", d.dry_run),
-            tracing=_bool(env, "TRACING", d.tracing),
         )
         if s.recheck_max_seconds < s.recheck_min_seconds:
             raise SettingsError("RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")

@@ -1,4 +1,4 @@
-"""Template assertions for every resource and property issue 6 lists, in two configurations (plus a third
+"""Template assertions for every resource and property the stack defines, in two configurations (plus a third
 for the VPC-without-security-groups and no-access-entries branches)."""
 
 from __future__ import annotations

@@ -65,9 +65,9 @@ class LambdaHarness:
         self._reset()
 
     def _reset(self) -> None:
-        from drain_orchestrator import workflow
+        from drain_orchestrator.workflow import runtime
 
-        workflow.reset_config()
+        runtime.reset_config()
 
     def run(self, event: dict[str, Any], *, timeout: int = 240, now: bool = True, **runner_kw: Any) -> Run:
         """Run the handler on ``event``; ``now`` stamps the event with the current time (samples are old)."""

@@ -86,7 +86,7 @@ def test_token_older_than_15_minutes_is_rejected(testbed: Any, aws: Any, k8s: An
     assert kclient.CoreV1Api(kclient.ApiClient(cfg)).read_node(node).metadata.name == node
 
 
-def test_8_expired_token_is_renewed_transparently(testbed: Any, aws: Any, k8s: Any) -> None:
+def test_a_cached_token_about_to_expire_is_renewed_transparently(testbed: Any, aws: Any, k8s: Any) -> None:
     grant(testbed, aws, "blue")
     [node] = k8s.add_nodes(1)
     clock = Clock()

@@ -1,193 +1,254 @@
-"""Issue 4, end to end over HTTP: moto server (with the lifecycle-action extension) and the real apiserver,
-reached through the EKS token webhook with the Lambda's assumed-role credentials and the shipped RBAC."""
+"""Ownership and lifecycle-hook decisions, each event run through the real Lambda handler (durable local runner)
+against moto server (with the lifecycle-action extension) and the real apiserver, reached through the EKS token
+webhook with the Lambda's assumed-role credentials and the shipped RBAC.
+
+Checks about one adapter on its own (the Auto Scaling calls, the per-cluster connector) call it directly."""
 
 from __future__ import annotations
 
+import email.utils
+import time
 from typing import Any
 
 import pytest
 
-from drain_orchestrator.decide import with_hook_deadline
-from drain_orchestrator.events import Interruption, parse_event
-from drain_orchestrator.ownership import Reason
+from drain_orchestrator import deadlines
+from drain_orchestrator.aws import clients
+from drain_orchestrator.aws.autoscaling import complete_lifecycle_action, describe_hook, record_heartbeat
+from drain_orchestrator.aws.eks_auth import ClusterDescriber, TokenSource
+from drain_orchestrator.events import parse_event
+from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.kube.client import ClusterConnector
+from drain_orchestrator.workflow_settings import WorkflowSettings
 from tests import samples
-from tests.integration.ownership_support import Product, action_state, grant, settings
+from tests.integration.lambda_support import LambdaHarness, Run
+from tests.integration.ownership_support import ROLE, action_state, grant
+from tests.testbed.aws_seed import LAUNCHING, AwsSeed
+from tests.testbed.bed import Testbed
+from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 
 IMPOSSIBLE = "i-0000000000000dead"
+BLUE = {"kubernetes.io/cluster/blue": "owned"}
 
 
-def _terminate(aws: Any, asg: str, instance_id: str, hook: str = "drain") -> dict[str, Any]:
+def _terminate(aws: AwsSeed, asg: str, instance_id: str, hook: str = "drain") -> dict[str, Any]:
     token = aws.start_lifecycle_action(asg, hook, instance_id)
     return samples.lifecycle_event("asg-terminate.json", instance_id=instance_id, asg=asg, hook=hook, token=token)
 
 
-def _calls_to_cluster(testbed: Any, cluster: str) -> list[dict[str, Any]]:
-    return [a for a in testbed.authentications() if a.get("cluster") == cluster]
+def _calls_to(testbed: Testbed, cluster: str) -> int:
+    return len([a for a in testbed.authentications() if a.get("cluster") == cluster])
 
 
-def test_1_instance_of_another_cluster_is_skipped_and_its_hook_left_alone(testbed: Any, aws: Any) -> None:
+def _succeeded(run: Run) -> dict[str, Any]:
+    assert run.status == "SUCCEEDED", run.error
+    assert run.result is not None
+    return run.result
+
+
+def test_instance_of_another_cluster_is_left_alone_without_a_kubernetes_call(
+    testbed: Testbed, aws: AwsSeed, lam: LambdaHarness
+) -> None:
     [iid] = aws.asg("green-nodes", size=1, tags={"kubernetes.io/cluster/green": "owned"})
-    raw = _terminate(aws, "green-nodes", iid)
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
+    event = _terminate(aws, "green-nodes", iid)
+    lam.configure("blue")
     audited = len(testbed.authentications())  # the audit log spans the session: look at this test's part
 
-    [out] = product.process(raw)
+    result = _succeeded(lam.run(event))
 
-    assert (out.decision.owned, out.decision.cluster, out.decision.reason) == (
+    assert result["instances"] == []
+    [other] = result["not_acted_on"]
+    assert (other["instance_id"], other["owned"], other["cluster"], other["reason"]) == (
+        iid,
         False,
         "green",
-        Reason.OTHER_CLUSTER,
+        "other-cluster",
     )
-    assert out.lifecycle == "left-to-owner"
     assert action_state(aws, iid)["state"] == "ACTIVE"  # untouched: the owner completes it
-    assert product.metrics == [("EventsIgnored", {"reason": "other-cluster", "kind": "asg-terminate"})]
     assert testbed.authentications()[audited:] == []  # not even a Kubernetes call
 
 
-def test_2_owned_asg_instance_without_node_completes_the_hook_with_continue(testbed: Any, aws: Any) -> None:
-    grant(testbed, aws, "blue")
-    [iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
-    raw = _terminate(aws, "blue-nodes", iid)
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
+def test_owned_instance_without_a_node_completes_the_hook_with_continue_and_drains_nothing(
+    testbed: Testbed, aws: AwsSeed, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    [iid] = aws.asg("blue-nodes", size=1, tags=BLUE)
+    event = _terminate(aws, "blue-nodes", iid)
+    lam.configure("blue")
     audited = len(testbed.authentications())
 
-    [out] = product.process(raw)
+    run = lam.run(event)
 
-    assert (out.decision.owned, out.decision.reason, out.decision.action) == (
-        True,
-        Reason.NO_NODE,
-        "complete-lifecycle",
-    )
-    assert out.lifecycle == "completed"
+    [inst] = _succeeded(run)["instances"]
+    assert (inst["instance_id"], inst["cluster"], inst["node"]) == (iid, "blue", None)
+    assert (inst["decision"], inst["action"]) == ("no-node", "complete-lifecycle")
+    assert inst["lifecycle"] == {"outcome": "completed", "result": "CONTINUE"}
+    assert "result" not in inst and "report" not in inst and "cordoned" not in inst  # nothing was drained
     action = action_state(aws, iid)
-    assert (action["state"], action["result"]) == ("COMPLETED", "CONTINUE")
+    assert (action["state"], action["result"], action["completed_by"]) == ("COMPLETED", "CONTINUE", "token")
+    assert run.metric_total("EventsIgnored", reason="no-node", kind="asg-terminate") == 1
+    assert run.metric_total("LifecycleActionsCompleted", cluster="blue") == 1
+    assert run.metric_total("NodesDrained") == 0
     # the node lookup really went to the apiserver with the Lambda's role, and was allowed
     calls = testbed.authentications()[audited:]
     assert calls and all(c["allowed"] for c in calls)
-    assert {c["arn"] for c in calls} == {aws.role_arn("drain-orchestrator")}
+    assert {c["arn"] for c in calls} == {aws.role_arn(ROLE)}
 
 
-def test_3_instance_unknown_to_ec2_is_skipped_and_its_hook_untouched(testbed: Any, aws: Any) -> None:
-    grant(testbed, aws, "blue")
-    [iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
+def test_instance_unknown_to_ec2_is_skipped_and_no_hook_is_touched(
+    testbed: Testbed, aws: AwsSeed, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    [iid] = aws.asg("blue-nodes", size=1, tags=BLUE)
     aws.start_lifecycle_action("blue-nodes", "drain", iid)
-    raw = samples.lifecycle_event(
+    lam.configure("blue")
+    audited = len(testbed.authentications())
+
+    terminate = samples.lifecycle_event(
         "asg-terminate.json", instance_id=IMPOSSIBLE, asg="blue-nodes", hook="drain", token=None
     )
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
+    result = _succeeded(lam.run(terminate))
+    assert result["instances"] == []
+    assert [(d["instance_id"], d["reason"]) for d in result["not_acted_on"]] == [(IMPOSSIBLE, "unknown-instance")]
+    assert action_state(aws, iid)["state"] == "ACTIVE"  # the group's real action is not this event's
 
-    [out] = product.process(raw)
-
-    assert (out.decision.owned, out.decision.reason, out.decision.action) == (
-        False,
-        Reason.UNKNOWN_INSTANCE,
-        "skip",
-    )
-    assert out.lifecycle == "left-to-owner"
-    assert action_state(aws, iid)["state"] == "ACTIVE"
-    spot = samples.ec2_event("spot-interruption-terminate.json", instance_id=IMPOSSIBLE)
-    [spot_out] = product.process(spot)
-    assert (spot_out.decision.reason, spot_out.lifecycle) == (Reason.UNKNOWN_INSTANCE, "not-applicable")
+    spot = _succeeded(lam.run(samples.ec2_event("spot-interruption-terminate.json", instance_id=IMPOSSIBLE)))
+    assert spot["instances"] == []
+    assert [(d["instance_id"], d["reason"]) for d in spot["not_acted_on"]] == [(IMPOSSIBLE, "unknown-instance")]
+    assert testbed.authentications()[audited:] == []
 
 
-def test_4_one_deployment_routes_each_event_to_its_own_cluster(testbed: Any, aws: Any, k8s: Any) -> None:
-    grant(testbed, aws, "blue")
-    grant(testbed, aws, "green")
-    [blue_iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
+def test_one_deployment_routes_each_event_to_its_own_cluster(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    aws.eks_cluster("green")
+    [blue_iid] = aws.asg("blue-nodes", size=1, tags=BLUE)
     [green_iid] = aws.asg("green-nodes", size=1, tags={"eks:cluster-name": "green"}, az="us-east-1b")
     [blue_node] = aws.nodes_for(k8s, [blue_iid])
     [green_node] = aws.nodes_for(k8s, [green_iid])
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue,green"))
+    lam.configure("blue,green")
+    before_blue, before_green = _calls_to(testbed, "blue"), _calls_to(testbed, "green")
 
-    before_blue, before_green = (
-        len(_calls_to_cluster(testbed, "blue")),
-        len(_calls_to_cluster(testbed, "green")),
-    )
-    [blue] = product.process(samples.ec2_event("spot-interruption-terminate.json", instance_id=blue_iid))
-    assert (blue.decision.cluster, blue.decision.node, blue.decision.action) == ("blue", blue_node, "drain")
-    assert len(_calls_to_cluster(testbed, "blue")) > before_blue
-    assert len(_calls_to_cluster(testbed, "green")) == before_green
+    blue = _succeeded(lam.run(samples.ec2_event("spot-interruption-terminate.json", instance_id=blue_iid)))
+    [inst] = blue["instances"]
+    assert (inst["cluster"], inst["node"], inst["action"], inst["result"]) == ("blue", blue_node, "drain", "drained")
+    assert _calls_to(testbed, "blue") > before_blue
+    assert _calls_to(testbed, "green") == before_green
+    assert k8s.core.read_node(blue_node).spec.unschedulable is True
+    assert not k8s.core.read_node(green_node).spec.unschedulable
 
-    [green] = product.process(samples.ec2_event("rebalance-recommendation.json", instance_id=green_iid))
-    assert (green.decision.cluster, green.decision.node, green.decision.action) == (
+    green = _succeeded(lam.run(samples.ec2_event("rebalance-recommendation.json", instance_id=green_iid)))
+    [inst] = green["instances"]
+    assert (inst["cluster"], inst["node"], inst["action"], inst["result"]) == (
         "green",
         green_node,
         "cordon",
+        "cordoned",
     )
-    assert len(_calls_to_cluster(testbed, "green")) > before_green
-    # two clusters, two cached clients with their own token
-    assert product.connector.api_client("blue") is not product.connector.api_client("green")
-    assert product.tokens.generated == 2
+    assert _calls_to(testbed, "green") > before_green
+    assert k8s.core.read_node(green_node).spec.unschedulable is True
 
 
-def test_5_ownership_only_on_the_asg_tags(testbed: Any, aws: Any) -> None:
+def test_connector_keeps_one_client_and_one_token_per_cluster(testbed: Testbed, aws: AwsSeed) -> None:
     grant(testbed, aws, "blue")
-    [iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"}, propagate=False)
+    grant(testbed, aws, "green")
+    session = aws.lambda_session()
+    connector = ClusterConnector(ClusterDescriber(clients.eks_client(session)), TokenSource(session))
+
+    blue = connector.api_client("blue")
+    green = connector.api_client("green")
+
+    assert connector.api_client("blue") is blue and connector.api_client("green") is green
+    assert blue is not green
+    assert connector.tokens.generated == 2
+
+
+def test_ownership_from_the_asg_tags_alone(testbed: Testbed, aws: AwsSeed, lam: LambdaHarness) -> None:
+    aws.eks_cluster("blue")
+    [iid] = aws.asg("blue-nodes", size=1, tags=BLUE, propagate=False)
     assert not any(t["Key"].startswith("kubernetes.io/") for t in aws.describe(iid).get("Tags", []))
-    raw = _terminate(aws, "blue-nodes", iid)
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
+    event = _terminate(aws, "blue-nodes", iid)
+    lam.configure("blue")
 
-    [out] = product.process(raw)
+    [inst] = _succeeded(lam.run(event))["instances"]
 
-    assert (out.decision.owned, out.decision.cluster) == (True, "blue")
-    assert out.decision.reason == Reason.NO_NODE  # owned through the ASG, and no node joined
-    assert out.lifecycle == "completed"
+    assert inst["cluster"] == "blue"  # owned through the ASG ...
+    assert inst["decision"] == "no-node"  # ... and no node joined
+    assert inst["lifecycle"]["outcome"] == "completed"
     assert action_state(aws, iid)["state"] == "COMPLETED"
 
 
-def test_5b_asg_tags_decide_with_owned_asg_tag_reason(testbed: Any, aws: Any, k8s: Any) -> None:
-    grant(testbed, aws, "blue")
+def test_asg_tag_ownership_drains_the_node_then_completes_the_hook(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
     [iid] = aws.asg("blue-nodes", size=1, tags={"eks:cluster-name": "blue"}, propagate=False)
     [node] = aws.nodes_for(k8s, [iid])
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
-    [out] = product.process(_terminate(aws, "blue-nodes", iid))
-    assert (out.decision.reason, out.decision.node, out.decision.action) == (
-        Reason.OWNED_ASG_TAG,
+    event = _terminate(aws, "blue-nodes", iid)
+    lam.configure("blue")
+
+    [inst] = _succeeded(lam.run(event))["instances"]
+
+    assert (inst["decision"], inst["node"], inst["action"], inst["result"]) == (
+        "owned-asg-tag",
         node,
         "drain",
+        "drained",
     )
-    assert out.lifecycle == "not-applicable"  # a node to drain: the workflow completes the hook afterwards
-    assert action_state(aws, iid)["state"] == "ACTIVE"
+    assert inst["lifecycle"] == {"outcome": "completed", "result": "CONTINUE"}  # after the drain, not before
+    assert k8s.core.read_node(node).spec.unschedulable is True
+    assert (action_state(aws, iid)["state"], action_state(aws, iid)["result"]) == ("COMPLETED", "CONTINUE")
 
 
-def test_6_a_tag_value_that_does_not_match(testbed: Any, aws: Any) -> None:
+def test_tag_values_that_do_not_count_leave_the_instance_alone(
+    testbed: Testbed, aws: AwsSeed, lam: LambdaHarness
+) -> None:
     [iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "yes"})
-    raw = _terminate(aws, "blue-nodes", iid)
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
-    [out] = product.process(raw)
-    assert (out.decision.owned, out.decision.reason) == (False, Reason.TAG_VALUE_MISMATCH)
-    assert out.lifecycle == "left-to-owner"
+    event = _terminate(aws, "blue-nodes", iid)
+    lam.configure("blue")
+    result = _succeeded(lam.run(event))
+    assert result["instances"] == []
+    [other] = result["not_acted_on"]
+    assert (other["owned"], other["reason"]) == (False, "tag-value-mismatch")
     assert action_state(aws, iid)["state"] == "ACTIVE"
 
     marked = aws.instance(tags={"drain-orchestrator": "off"})
-    custom = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue", OWNERSHIP_TAG="drain-orchestrator=on"))
-    [out] = custom.process(samples.ec2_event("state-change-stopping.json", instance_id=marked))
-    assert (out.decision.owned, out.decision.reason) == (False, Reason.TAG_VALUE_MISMATCH)
+    lam.configure("blue", OWNERSHIP_TAG="drain-orchestrator=on")
+    custom = _succeeded(lam.run(samples.ec2_event("state-change-stopping.json", instance_id=marked)))
+    assert custom["instances"] == []
+    [other] = custom["not_acted_on"]
+    assert (other["instance_id"], other["owned"], other["reason"]) == (marked, False, "tag-value-mismatch")
 
 
-def test_7_node_named_by_instance_id(testbed: Any, aws: Any, k8s: Any) -> None:
-    grant(testbed, aws, "blue")
+def test_node_named_by_its_instance_id_is_found_and_drained(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
     iid = aws.instance(tags={"eks:cluster-name": "blue"})
     [node] = aws.nodes_for(k8s, [iid], by="id")
     assert node == iid
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
-    [out] = product.process(samples.ec2_event("state-change-stopping.json", instance_id=iid))
-    assert (out.decision.reason, out.decision.node, out.decision.action) == (
-        Reason.OWNED_INSTANCE_TAG,
+    lam.configure("blue")
+
+    [inst] = _succeeded(lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid)))["instances"]
+
+    assert (inst["decision"], inst["node"], inst["action"], inst["result"]) == (
+        "owned-instance-tag",
         iid,
         "drain",
+        "drained",
     )
+    assert k8s.core.read_node(iid).spec.unschedulable is True
 
 
-def test_9_hook_already_completed_is_success(testbed: Any, aws: Any) -> None:
-    from drain_orchestrator.aws.autoscaling import complete_lifecycle_action, describe_hook, record_heartbeat
-    from drain_orchestrator.aws.clients import autoscaling_client
-
-    [iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
+def test_autoscaling_adapter_counts_an_inactive_action_as_done_and_applies_the_global_timeout_rule(
+    testbed: Testbed, aws: AwsSeed
+) -> None:
+    [iid] = aws.asg("blue-nodes", size=1, tags=BLUE)
     token = aws.start_lifecycle_action("blue-nodes", "drain", iid)
-    asc = autoscaling_client(aws.lambda_session())
+    asc = clients.autoscaling_client(aws.lambda_session())
 
     assert record_heartbeat(asc, "blue-nodes", "drain", token=token) == "recorded"
     assert action_state(aws, iid)["heartbeats"] == 1
@@ -199,46 +260,98 @@ def test_9_hook_already_completed_is_success(testbed: Any, aws: Any) -> None:
 
     hook = describe_hook(asc, "blue-nodes", "drain")
     assert hook is not None and (hook.heartbeat_timeout, hook.default_result) == (300, "ABANDON")
-    assert hook.global_timeout == 100 * 300  # smaller than 48 h
+    assert hook.global_timeout == 100 * 300  # smaller than the 48 h the emulator reports
     assert describe_hook(asc, "blue-nodes", "no-such-hook") is None
     event = parse_event(
         samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=token)
     )
     assert isinstance(event, Interruption)
-    assert with_hook_deadline(event, asc).deadline == event.event_time + 30000
+    ws = WorkflowSettings.from_env({})
+    assert deadlines.drain_deadline(event, ws, hook.global_timeout) == event.event_time + 30000
 
 
-def test_9b_completion_by_instance_id_when_the_event_has_no_token(testbed: Any, aws: Any) -> None:
-    grant(testbed, aws, "blue")
-    [iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
+def test_event_without_token_completes_by_instance_id_and_a_redelivery_counts_as_success(
+    testbed: Testbed, aws: AwsSeed, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    [iid] = aws.asg("blue-nodes", size=1, tags=BLUE)
     aws.start_lifecycle_action("blue-nodes", "drain", iid)
-    raw = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=None)
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
-    [first] = product.process(raw)
-    [again] = product.process(raw)  # an at-least-once redelivery
-    assert (first.lifecycle, again.lifecycle) == ("completed", "already-done")
-    assert action_state(aws, iid)["state"] == "COMPLETED"
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=None)
+    lam.configure("blue")
+
+    [first] = _succeeded(lam.run(event))["instances"]
+    action = action_state(aws, iid)
+    assert (action["state"], action["result"], action["completed_by"]) == ("COMPLETED", "CONTINUE", "instance-id")
+
+    again = lam.run(event)  # an at-least-once redelivery: the action is no longer active
+    [second] = _succeeded(again)["instances"]
+
+    assert (first["lifecycle"]["outcome"], second["lifecycle"]["outcome"]) == ("completed", "already-done")
+    assert "error" not in second["lifecycle"]
+    assert again.metric_total("LifecycleActionsCompleted") == 0
+    assert again.metric_total("Errors") == 0
 
 
-def test_10_health_event_with_instances_of_two_clusters_and_an_unknown_one(testbed: Any, aws: Any, k8s: Any) -> None:
-    grant(testbed, aws, "blue")
-    [blue_iid] = aws.asg("blue-nodes", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
+def test_health_event_with_instances_of_two_clusters_and_an_unknown_one(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aws.eks_cluster("blue")
+    [blue_iid] = aws.asg("blue-nodes", size=1, tags=BLUE)
     [green_iid] = aws.asg("green-nodes", size=1, tags={"kubernetes.io/cluster/green": "owned"})
     [blue_node] = aws.nodes_for(k8s, [blue_iid])
-    product = Product(aws.lambda_session(), settings(CLUSTER_NAMES="blue"))
+    [green_node] = aws.nodes_for(k8s, [green_iid])
+    lam.configure("blue")
     calls: list[list[str]] = []
-    product.ec2.meta.events.register(
-        "provide-client-params.ec2.DescribeInstances",
-        lambda params, **_: calls.append(list(params["InstanceIds"])),
-    )
+    real_ec2_client = clients.ec2_client
 
-    outcomes = product.process(samples.health_event([blue_iid, green_iid, IMPOSSIBLE]))
+    def observed_ec2_client(*args: Any, **kwargs: Any) -> Any:
+        """The function's own EC2 client, with its DescribeInstances calls recorded (they still go to moto)."""
+        client = real_ec2_client(*args, **kwargs)
+        client.meta.events.register(
+            "provide-client-params.ec2.DescribeInstances",
+            lambda params, **_: calls.append(list(params["InstanceIds"])),
+        )
+        return client
 
-    by_id = {o.decision.instance_id: o.decision for o in outcomes}
-    assert [o.decision.instance_id for o in outcomes] == [blue_iid, green_iid, IMPOSSIBLE]
-    assert (by_id[blue_iid].owned, by_id[blue_iid].node, by_id[blue_iid].action) == (True, blue_node, "drain")
-    assert (by_id[green_iid].reason, by_id[green_iid].cluster) == (Reason.OTHER_CLUSTER, "green")
-    assert by_id[IMPOSSIBLE].reason == Reason.UNKNOWN_INSTANCE
+    monkeypatch.setattr(clients, "ec2_client", observed_ec2_client)
+    event = samples.health_event([blue_iid, green_iid, IMPOSSIBLE])
+    # a window that opens within the scheduled-change lead: the drain starts at once
+    event["detail"]["startTime"] = email.utils.formatdate(time.time() + 600, usegmt=True)
+
+    result = _succeeded(lam.run(event))
+
+    [inst] = result["instances"]
+    assert (inst["instance_id"], inst["cluster"], inst["node"]) == (blue_iid, "blue", blue_node)
+    assert (inst["action"], inst["result"]) == ("drain", "drained")
+    assert [(d["instance_id"], d["reason"], d["cluster"]) for d in result["not_acted_on"]] == [
+        (green_iid, "other-cluster", "green"),
+        (IMPOSSIBLE, "unknown-instance", None),
+    ]
+    assert not k8s.core.read_node(green_node).spec.unschedulable
     # one call for all instances; EC2 rejects the whole call for the unknown id, so one retry without it
     assert calls == [[blue_iid, green_iid, IMPOSSIBLE], [blue_iid, green_iid]]
-    assert all(o.lifecycle == "not-applicable" for o in outcomes)
+
+
+def test_launch_into_the_warm_pool_completes_continue_without_waiting_for_a_node(
+    testbed: Testbed, aws: AwsSeed, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    hooks = [{"name": "launch", "transition": LAUNCHING, "heartbeat_timeout": 300}]
+    [iid] = aws.asg("blue-nodes", size=1, tags=BLUE, hooks=hooks)
+    token = aws.start_lifecycle_action("blue-nodes", "launch", iid)
+    event = samples.lifecycle_event("asg-launch.json", instance_id=iid, asg="blue-nodes", hook="launch", token=token)
+    event["detail"]["Destination"] = "WarmPool"
+    lam.configure("blue", LAUNCH_READY_TIMEOUT_SECONDS="120")
+    audited = len(testbed.authentications())
+    started = time.monotonic()
+
+    run = lam.run(event, skip_time=False)  # real time: a wait for the node would show
+
+    [inst] = _succeeded(run)["instances"]
+    assert (inst["instance_id"], inst["cluster"], inst["action"]) == (iid, "blue", "complete-lifecycle")
+    assert inst["lifecycle"] == {"outcome": "completed", "result": "CONTINUE"}
+    assert "node" not in inst and "result" not in inst  # never looked for a node, never waited for one
+    action = action_state(aws, iid)
+    assert (action["state"], action["result"]) == ("COMPLETED", "CONTINUE")
+    assert testbed.authentications()[audited:] == []  # no Kubernetes call at all
+    assert time.monotonic() - started < 60  # far below the 120 s the ready wait would take

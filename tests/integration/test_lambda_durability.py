@@ -55,7 +55,7 @@ def _spread(k8s: KubeScenario, node: str, spare: str, name: str = "web", replica
 def test_crash_mid_drain_resumes_without_repeating_finished_steps(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    from drain_orchestrator import workflow
+    from drain_orchestrator.workflow import runtime
 
     iid, node, spare = _blue_asg_node(aws, k8s)
     pods = _spread(k8s, node, spare)
@@ -72,7 +72,7 @@ def test_crash_mid_drain_resumes_without_repeating_finished_steps(
             release.wait(120)
             raise SystemExit("the killed invocation's thread, released after the test")
 
-    workflow.fault_injection = fault
+    runtime.fault_injection = fault
     try:
         run = lam.run(
             samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token),
@@ -142,7 +142,7 @@ def test_spot_warning_state_change_and_hook_for_one_instance_converge(
     # that is already terminating, so two executions racing on the same pod may both count it: at most 2x)
     assert len(pods) <= printed.metric_total("PodsEvicted") <= 2 * len(pods)
     assert printed.metric_total("NodesCordoned") == 1
-    assert printed.metric_total("NodesDrained") == 3  # each execution saw the node drained
+    assert printed.metric_total("NodesDrained") == 1  # counted by the execution holding the completion claim
     assert printed.metric_total("LifecycleActionsCompleted") == 1
     assert sorted(n["phase"] for n in lam.notifications()) == ["completed", "started"]
     (action,) = aws.lifecycle_actions()

@@ -154,8 +154,8 @@ def replay(bed: Testbed, log_path: Path, *, cleanup: bool = False) -> tuple[list
     saved_env = {k: os.environ.get(k) for k in [*world["env"], "RECHECK_MIN_SECONDS"]}
     os.environ.update(world["env"])
     os.environ["RECHECK_MIN_SECONDS"] = "1"
-    from drain_orchestrator import workflow
     from drain_orchestrator.handler import handler
+    from drain_orchestrator.workflow import runtime
 
     log_path.write_text("")
     outcomes: list[dict[str, Any]] = []
@@ -165,7 +165,7 @@ def replay(bed: Testbed, log_path: Path, *, cleanup: bool = False) -> tuple[list
             ev = make() if make else copy.deepcopy(event)
             if "time" in ev and "malformed" not in title.lower():
                 ev["time"] = _now()
-            workflow.reset_config()
+            runtime.reset_config()
             started = time.monotonic()
             sys.stdout.flush()
             sys.stderr.flush()
@@ -202,7 +202,7 @@ def replay(bed: Testbed, log_path: Path, *, cleanup: bool = False) -> tuple[list
                 for sc in world["scenarios"]:
                     sc.core = k8s_client.CoreV1Api(api)
                     sc.cleanup()
-        workflow.reset_config()
+        runtime.reset_config()
         for k, v in saved_env.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -138,7 +138,7 @@ def test_malformed_events_name_the_field_path(name: str, path: str) -> None:
     assert str(caught.value).startswith(f"{path}: ")
 
 
-def test_missing_instance_message_reads_like_the_issue() -> None:
+def test_missing_instance_id_is_reported_by_its_field_path() -> None:
     with pytest.raises(MalformedEvent, match=r"^detail\.EC2InstanceId: field required$"):
         parse_event(samples.load("malformed-asg-terminate-missing-instance.json"))
 

@@ -43,7 +43,7 @@ def test_pdb_still_processing_429_is_blocked_with_retry_after() -> None:
     assert (r.outcome, r.pdbs, r.retry_after) == (Outcome.BLOCKED, ["db"], 10.0)
 
 
-def test_429_without_pdb_cause_is_throttling_honouring_retry_after() -> None:
+def test_too_many_requests_without_a_pdb_cause_is_throttling_honouring_retry_after() -> None:
     r = classify_response(Response(429, {"message": "Too many requests"}, {"Retry-After": "3"}))
     assert (r.outcome, r.retry_after) == (Outcome.THROTTLED, 3.0)
     assert classify_response(status(504, "couldn't update PodDisruptionBudget")).outcome is Outcome.THROTTLED
@@ -55,7 +55,7 @@ def test_multiple_pdbs_500_is_blocked_other_500_failed() -> None:
     assert classify_response(status(500, "etcdserver: timeout")).outcome is Outcome.FAILED
 
 
-def test_403_namespace_terminating_vs_rbac() -> None:
+def test_forbidden_in_a_terminating_namespace_differs_from_an_rbac_denial() -> None:
     r = classify_response(status(403, "unable to create new content", [{"reason": "NamespaceTerminating"}]))
     assert r.outcome is Outcome.NAMESPACE_TERMINATING
     rbac = classify_response(status(403, 'pods "x" is forbidden: User "u" cannot create resource'))

@@ -7,14 +7,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
+from drain_orchestrator.aws.errors import translated
+from drain_orchestrator.deadlines import hook_global_timeout
+
 if TYPE_CHECKING:
     from mypy_boto3_autoscaling import AutoScalingClient
 
 LifecycleResult = Literal["CONTINUE", "ABANDON"]
 # AWS answers ValidationError "No active Lifecycle Action found with token …" / "… with instance ID …" when
 # the action was already completed, timed out or moved on: the work is done, retrying would loop forever.
+# AWS has no distinct error code for it, so this one message prefix is the documented signal.
 _NOT_ACTIVE = "No active Lifecycle Action found"
-_GLOBAL_TIMEOUT_MAX = 48 * 3600
+SERVICE = "autoscaling"
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,7 @@ class HookInfo:
     default_result: str
 
 
+@translated(SERVICE)
 def asg_tags(autoscaling: AutoScalingClient, asg_name: str) -> dict[str, str]:
     tags: dict[str, str] = {}
     paginator = autoscaling.get_paginator("describe_tags")
@@ -37,6 +42,7 @@ def asg_tags(autoscaling: AutoScalingClient, asg_name: str) -> dict[str, str]:
     return tags
 
 
+@translated(SERVICE)
 def describe_hook(autoscaling: AutoScalingClient, asg_name: str, hook_name: str) -> HookInfo | None:
     try:
         hooks = autoscaling.describe_lifecycle_hooks(AutoScalingGroupName=asg_name, LifecycleHookNames=[hook_name]).get(
@@ -49,10 +55,7 @@ def describe_hook(autoscaling: AutoScalingClient, asg_name: str, hook_name: str)
     for hook in hooks:
         if hook.get("LifecycleHookName") == hook_name:
             heartbeat = int(hook.get("HeartbeatTimeout", 3600))
-            # AWS: the global timeout is 48 h or 100 x the heartbeat timeout, whichever is smaller (some
-            # emulators report 48 h regardless, so apply the rule rather than trust the field alone).
-            reported = int(hook.get("GlobalTimeout") or _GLOBAL_TIMEOUT_MAX)
-            global_timeout = min(reported, _GLOBAL_TIMEOUT_MAX, 100 * heartbeat)
+            global_timeout = hook_global_timeout(heartbeat, int(hook.get("GlobalTimeout") or 0) or None)
             return HookInfo(
                 asg_name=asg_name,
                 hook_name=hook_name,
@@ -64,6 +67,7 @@ def describe_hook(autoscaling: AutoScalingClient, asg_name: str, hook_name: str)
     return None
 
 
+@translated(SERVICE)
 def complete_lifecycle_action(
     autoscaling: AutoScalingClient,
     asg_name: str,
@@ -89,6 +93,7 @@ def complete_lifecycle_action(
     return "completed"
 
 
+@translated(SERVICE)
 def record_heartbeat(
     autoscaling: AutoScalingClient,
     asg_name: str,

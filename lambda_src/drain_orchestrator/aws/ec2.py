@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from drain_orchestrator.aws.errors import translated
 from drain_orchestrator.facts import ASG_NAME_TAG, InstanceFacts
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ _ID_IN_MESSAGE = re.compile(r"i-[0-9a-zA-Z]+")
 _BATCH = 500
 
 
+@translated("ec2")
 def describe_instances(ec2: EC2Client, instance_ids: Sequence[str]) -> dict[str, InstanceFacts | None]:
     """Facts per instance id; None for an id EC2 does not know (a decision later, not an error)."""
     wanted = list(dict.fromkeys(instance_ids))

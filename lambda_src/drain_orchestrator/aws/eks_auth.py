@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from drain_orchestrator.aws.clients import eks_client, sts_client
+from drain_orchestrator.aws.errors import translated
 
 if TYPE_CHECKING:
     from mypy_boto3_eks import EKSClient
@@ -52,6 +53,7 @@ class ClusterDescriber:
         self._cache: dict[str, ClusterInfo] = {}
         self._lock = threading.Lock()
 
+    @translated("eks")
     def describe(self, name: str) -> ClusterInfo:
         with self._lock:
             cached = self._cache.get(name)
@@ -148,6 +150,7 @@ class TokenSource:
         self._lock = threading.Lock()
         self.generated = 0  # how many tokens were minted (observability, tests)
 
+    @translated("sts")
     def token(self, cluster: str) -> str:
         now = self._clock()
         with self._lock:

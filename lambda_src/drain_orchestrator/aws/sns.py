@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from drain_orchestrator.aws.errors import translated
+
 if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
 
 
+@translated("sns")
 def publish(sns: SNSClient, topic_arn: str, subject: str, message: dict[str, Any]) -> str:
     resp = sns.publish(
         TopicArn=topic_arn,

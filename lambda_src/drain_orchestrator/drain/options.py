@@ -52,6 +52,8 @@ class DrainOptions:
     # Poll cadence while waiting for evicted pods to disappear (one LIST per tick for the whole node).
     poll_min: float = 0.2
     poll_max: float = 1.0
+    # Longest wait between two passes (each pass checks that the node still exists).
+    node_check_seconds: float = 5.0
 
     @property
     def drain_taint(self) -> tuple[str, str] | None:

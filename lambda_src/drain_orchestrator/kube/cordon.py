@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from drain_orchestrator.kube.errors import KubeError, NodeGone
 from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
 
 ANNOTATION_PREFIX = "drain-orchestrator.io/"
@@ -21,10 +22,6 @@ ANN_DEADLINE = ANNOTATION_PREFIX + "deadline"
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
 EXCLUDE_LB_VALUE = "drain-orchestrator"
 CONFLICT_RETRIES = 5
-
-
-class CordonError(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -57,9 +54,7 @@ def cordon(
     """Make ``node`` unschedulable (+ optional taint/label/annotations). Existing annotations are kept, so
     two drains of one node agree on the first started-at and reason."""
     for _ in range(CONFLICT_RETRIES):
-        current = kube.request("GET", _node_path(node))
-        if not current.ok:
-            raise CordonError(f"get node/{node}: {current.status} {current.message}")
+        current = _get_node(kube, node)
         patch = _cordon_patch(
             current.body,
             reason=reason,
@@ -73,21 +68,28 @@ def cordon(
             return CordonResult(node, changed=False, dry_run=dry_run)
         if _apply(kube, node, patch, dry_run):
             return CordonResult(node, changed=True, dry_run=dry_run)
-    raise CordonError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries")
+    raise KubeError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries", 409)
 
 
 def uncordon(kube: Kube, node: str, *, taint_key: str | None = None, dry_run: bool = False) -> CordonResult:
     """Undo :func:`cordon`: schedulable again, our taint/label/annotations removed."""
     for _ in range(CONFLICT_RETRIES):
-        current = kube.request("GET", _node_path(node))
-        if not current.ok:
-            raise CordonError(f"get node/{node}: {current.status} {current.message}")
+        current = _get_node(kube, node)
         patch = _uncordon_patch(current.body, taint_key)
         if patch is None:
             return CordonResult(node, changed=False, dry_run=dry_run)
         if _apply(kube, node, patch, dry_run):
             return CordonResult(node, changed=True, dry_run=dry_run)
-    raise CordonError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries")
+    raise KubeError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries", 409)
+
+
+def _get_node(kube: Kube, node: str) -> Any:
+    current = kube.request("GET", _node_path(node))
+    if current.status == 404:
+        raise NodeGone(node)
+    if not current.ok:
+        raise current.error(f"get node/{node}")
+    return current
 
 
 def _apply(kube: Kube, node: str, patch: dict[str, Any], dry_run: bool) -> bool:
@@ -97,7 +99,9 @@ def _apply(kube: Kube, node: str, patch: dict[str, Any], dry_run: bool) -> bool:
         return True
     if resp.status == 409:  # resourceVersion precondition lost a race: re-read and recompute
         return False
-    raise CordonError(f"patch node/{node}: {resp.status} {resp.message}")
+    if resp.status == 404:
+        raise NodeGone(node)
+    raise resp.error(f"patch node/{node}")
 
 
 def _cordon_patch(

@@ -34,6 +34,7 @@ from drain_orchestrator.drain.plan import (
 )
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
 from drain_orchestrator.kube.cordon import cordon
+from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, Outcome, delete_pod, evict_pod
 from drain_orchestrator.kube.pdb_watch import list_allowing, wait_for_budget
 from drain_orchestrator.kube.pods import list_node_pods, look_up_daemonsets
@@ -96,6 +97,8 @@ def drain_pass(
         )
         say(f"node/{node} cordoned" if result.changed else f"node/{node} already cordoned")
         state.cordoned = True
+    else:
+        _check_node_exists(kube, node)
     report.cordoned = True
 
     pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node, options.pod_selector)]
@@ -127,6 +130,15 @@ def drain_pass(
     report.api_calls = kube.calls - calls0
     report.elapsed = time.monotonic() - started
     return report
+
+
+def _check_node_exists(kube: Kube, node: str) -> None:
+    """One GET a pass: a Node deleted mid-drain (instance terminated) ends the drain at the next poll tick."""
+    resp = kube.request("GET", f"/api/v1/nodes/{node}")
+    if resp.status == 404:
+        raise NodeGone(node)
+    if not resp.ok:
+        raise resp.error(f"get node/{node}")
 
 
 def _shorten_past_deadline(
@@ -385,7 +397,8 @@ def _wait(kube: Kube, state: DrainState, options: DrainOptions, interval: float,
     blocking PDB allows a disruption again (watched, so the retry is not a fixed sleep)."""
     mono, now = time.monotonic(), time.time()
     retry_at = min([*state.not_before.values(), *state.force_at.values()], default=float("inf"))
-    budget = max(0.0, min(end, retry_at) - mono)
+    # never longer than a node check: a node deleted during a PDB wait is noticed by the next pass
+    budget = max(0.0, min(end, retry_at, mono + options.node_check_seconds) - mono)
     overdue = [k for k, t in state.expected_gone.items() if t <= now]
     if overdue:
         # pods whose grace has run out (0 s: deleted at once): look again right away, once per pod

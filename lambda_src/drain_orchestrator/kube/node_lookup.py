@@ -7,6 +7,8 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from drain_orchestrator.kube.errors import translated
+
 ZONE_LABEL = "topology.kubernetes.io/zone"
 _NOT_FOUND = 404
 
@@ -19,6 +21,7 @@ def instance_id_from_provider_id(provider_id: str | None) -> str | None:
     return last if last.startswith("i-") else None
 
 
+@translated
 def find_node(
     core: k8s.CoreV1Api,
     instance_id: str,

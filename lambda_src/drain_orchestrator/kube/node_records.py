@@ -14,14 +14,11 @@ import secrets
 from typing import Any
 
 from drain_orchestrator.kube.cordon import ANNOTATION_PREFIX
+from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
 
 CLAIM_RETRIES = 5
 COMPONENT = "drain-orchestrator"
-
-
-class NodeGone(Exception):
-    """The node no longer exists (the instance went away first)."""
 
 
 def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = False) -> bool:
@@ -32,7 +29,7 @@ def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = Fals
         if cur.status == 404:
             raise NodeGone(node)
         if not cur.ok:
-            raise RuntimeError(f"get node/{node}: {cur.status} {cur.message}")
+            raise cur.error(f"get node/{node}")
         meta = cur.body.get("metadata") or {}
         holder = (meta.get("annotations") or {}).get(key)
         if holder is not None:
@@ -46,7 +43,7 @@ def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = Fals
         if resp.status == 404:
             raise NodeGone(node)
         if resp.status != 409:  # 409: someone else changed the node in between; look again
-            raise RuntimeError(f"patch node/{node}: {resp.status} {resp.message}")
+            raise resp.error(f"patch node/{node}")
     return False
 
 

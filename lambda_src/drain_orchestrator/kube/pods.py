@@ -10,10 +10,6 @@ from drain_orchestrator.kube.rest import Kube
 CHUNK_SIZE = 500  # kubectl's --chunk-size default
 
 
-class ListError(RuntimeError):
-    pass
-
-
 def list_node_pods(kube: Kube, node: str, label_selector: str | None = None) -> list[dict[str, Any]]:
     """All pods bound to ``node`` (``fieldSelector=spec.nodeName``), following continue tokens."""
     items: list[dict[str, Any]] = []
@@ -27,7 +23,7 @@ def list_node_pods(kube: Kube, node: str, label_selector: str | None = None) -> 
         }
         resp = kube.request("GET", "/api/v1/pods", query=query)
         if not resp.ok:
-            raise ListError(f"list pods on node/{node}: {resp.status} {resp.message}")
+            raise resp.error(f"list pods on node/{node}")
         items.extend(resp.body.get("items") or [])
         token = (resp.body.get("metadata") or {}).get("continue") or None
         if not token:

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import urllib3
+
+from drain_orchestrator.kube.errors import KubeError, unreachable
+
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
@@ -31,6 +35,10 @@ class Response:
     @property
     def message(self) -> str:
         return str(self.body.get("message", "")) if self.body else ""
+
+    def error(self, what: str) -> KubeError:
+        """This (failed) response as a typed error: ``what`` names the request, e.g. "get node/n1"."""
+        return KubeError(f"{what}: {self.status} {self.message}", self.status)
 
     def causes(self) -> list[dict[str, Any]]:
         details = self.body.get("details") or {}
@@ -91,6 +99,20 @@ class Kube:
     ) -> Response:
         url, headers, payload = self._prepare(method, path, query, body, content_type)
         self._count()
+        try:
+            raw, data = self._send(method, url, headers, payload, timeout)
+        except urllib3.exceptions.HTTPError as exc:
+            raise unreachable(exc) from exc
+        parsed: dict[str, Any] = {}
+        if data:
+            try:
+                loaded = json.loads(data)
+                parsed = loaded if isinstance(loaded, dict) else {}
+            except ValueError:
+                parsed = {"message": data.decode("utf-8", "replace")[:500]}
+        return Response(raw.status, parsed, dict(raw.headers))
+
+    def _send(self, method: str, url: str, headers: dict[str, str], payload: Any, timeout: float | None) -> Any:
         if self.connection is not None:
             raw = self.connection.pool.request(
                 method,
@@ -105,14 +127,7 @@ class Kube:
             # Through call_api so ApiClient subclasses (e.g. the EKS client's re-auth on 401) still apply.
             raw = self.api_client.call_api(method, url, header_params=headers, body=payload, _request_timeout=timeout)
             data = raw.read()
-        parsed: dict[str, Any] = {}
-        if data:
-            try:
-                loaded = json.loads(data)
-                parsed = loaded if isinstance(loaded, dict) else {}
-            except ValueError:
-                parsed = {"message": data.decode("utf-8", "replace")[:500]}
-        return Response(raw.status, parsed, dict(raw.headers))
+        return raw, data
 
     def stream_lines(self, path: str, query: Mapping[str, Any], timeout: float) -> Iterator[dict[str, Any]]:
         """A watch: yields decoded events until the server ends it (timeoutSeconds) or the timeout."""

@@ -1,0 +1,91 @@
+"""Typed failures of the APIs the orchestrator calls, and how long each kind is worth retrying.
+
+The adapters (`kube/`, `aws/`) turn HTTP statuses, AWS error codes and connection errors into `ApiError` with a
+`FailureKind`; nothing above them looks at an error's text. The workflow retries a failed step with durable waits
+according to `RETRY_POLICIES`, always bounded by the drain's deadline (see deadlines.py), then takes the failure
+path, whatever the kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class FailureKind(StrEnum):
+    NOT_FOUND = "not-found"
+    UNAUTHORIZED = "unauthorized"  # 401: no valid identity (token rejected, access entry missing)
+    FORBIDDEN = "forbidden"  # 403: known identity, not allowed (RBAC, IAM)
+    CONFLICT = "conflict"  # 409: lost a race; read again
+    THROTTLED = "throttled"  # 429, AWS Throttling / RequestLimitExceeded
+    UNAVAILABLE = "unavailable"  # 5xx with any body, connection refused or reset, timeouts
+    INVALID = "invalid"  # the request itself is wrong (400, 422): retrying cannot help
+    UNEXPECTED = "unexpected"  # not an API error at all: a defect, retried a few times then given up
+
+
+class ApiError(Exception):
+    """An API call failed; ``kind`` says what retrying can do about it."""
+
+    def __init__(self, kind: FailureKind, service: str, message: str, status: int | None = None) -> None:
+        super().__init__(f"{service}: {message}")
+        self.kind = kind
+        self.service = service
+        self.status = status
+
+
+def kind_for_status(status: int) -> FailureKind:
+    """The failure kind of an HTTP status (Kubernetes and AWS alike)."""
+    if status == 401:
+        return FailureKind.UNAUTHORIZED
+    if status == 403:
+        return FailureKind.FORBIDDEN
+    if status == 404:
+        return FailureKind.NOT_FOUND
+    if status == 409:
+        return FailureKind.CONFLICT
+    if status == 429:
+        return FailureKind.THROTTLED
+    if status >= 500:
+        return FailureKind.UNAVAILABLE
+    return FailureKind.INVALID
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff between ``first`` and ``cap`` seconds; ``attempts`` None = until the deadline.
+
+    After ``slow_after`` failures in a row the delay becomes ``slow_cap``: an outage of hours must not spend the
+    execution's durable operations (each retry is a step and a wait) on retries every few seconds."""
+
+    first: int
+    cap: int
+    attempts: int | None = None
+    slow_after: int = 20
+    slow_cap: int = 120
+
+    def delay(self, attempt: int) -> int:
+        if attempt >= self.slow_after:
+            return max(self.cap, self.slow_cap)
+        return int(min(self.cap, self.first * 2 ** min(attempt, 16)))
+
+    def gives_up_after(self, attempt: int) -> bool:
+        """True when ``attempt`` (0 = the first failure) was the last one this policy allows."""
+        return self.attempts is not None and attempt + 1 >= self.attempts
+
+
+# One home for the retry rules. A revoked access entry or a missing RBAC binding may be fixed by an operator
+# within minutes, and an outage may last longer than any library's retries: both wait until the deadline.
+RETRY_POLICIES: dict[FailureKind, RetryPolicy] = {
+    FailureKind.UNAVAILABLE: RetryPolicy(first=2, cap=30),
+    FailureKind.THROTTLED: RetryPolicy(first=5, cap=60),
+    FailureKind.UNAUTHORIZED: RetryPolicy(first=5, cap=30),
+    FailureKind.FORBIDDEN: RetryPolicy(first=5, cap=30),
+    FailureKind.CONFLICT: RetryPolicy(first=1, cap=5),
+    FailureKind.NOT_FOUND: RetryPolicy(first=1, cap=1, attempts=1),
+    FailureKind.INVALID: RetryPolicy(first=1, cap=1, attempts=1),
+    FailureKind.UNEXPECTED: RetryPolicy(first=2, cap=10, attempts=3),
+}
+
+
+def kind_of(exc: BaseException) -> FailureKind:
+    return exc.kind if isinstance(exc, ApiError) else FailureKind.UNEXPECTED

@@ -1,0 +1,162 @@
+"""One instance's drain, from plan to verdict; every path ends in `_verdict`.
+
+    plan (deadline, heartbeat pace) -> locate node -> [scheduled-change: durable wait until window start - lead]
+    -> cordon + annotate -> drain passes separated by durable waits (heartbeats when due)
+    -> verdict: complete the lifecycle action (CONTINUE when drained or the node is gone, LIFECYCLE_RESULT_ON_FAILURE
+       otherwise), then phase claim, metrics, Kubernetes Event, final notification.
+
+Failed steps are retried with durable waits by their failure kind (failures.RETRY_POLICIES) until the deadline;
+then the failure path runs, and it does not depend on what failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_durable_execution_sdk_python import DurableContext
+from aws_durable_execution_sdk_python.config import Duration
+
+from drain_orchestrator import deadlines
+from drain_orchestrator.decide import Assessment
+from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
+from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.observability import logger
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
+from drain_orchestrator.workflow.report_step import SUCCESS, report_step
+from drain_orchestrator.workflow.results import Cordoned, DrainPlan, Located, PassOutcome, Reported, StepFault
+
+
+def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> dict[str, Any]:
+    ws = runtime.wsettings()
+    plan: DrainPlan = ctx.step(plan_step(event), name="plan", config=step_config(DrainPlan))
+    job = DrainJob(event, assessment.decision, plan, run_id)
+    pace = Pace(
+        ctx, event, job.decision.instance_id, now=plan.now, interval=plan.heartbeat_interval, dry_run=ws.dry_run
+    )
+    summary: dict[str, Any] = {
+        "instance_id": job.decision.instance_id,
+        "cluster": job.decision.cluster,
+        "node": job.decision.node,
+        "decision": job.decision.reason.value,
+        "action": job.decision.action,
+    }
+    pace.beat_if_due("start")
+
+    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, plan.deadline)
+    if loc.fault is not None:
+        return _verdict(ctx, job, pace, summary, "failed", None, started_at=plan.now, error=loc.fault)
+    decision = loc.decision
+    job = job.with_decision(decision)
+    summary.update(node=decision.node, decision=decision.reason.value, action=decision.action)
+    if decision.action == "complete-lifecycle":  # owned but no node: nothing to drain, let the ASG go on
+        summary["lifecycle"] = complete_lifecycle(pace, job, "CONTINUE", "no node to drain")
+        return summary
+    if decision.action == "skip" or decision.node is None:
+        return summary
+    logger.thread_safe_append_keys(node=decision.node)
+    if event.kind == "scheduled-change" and event.window_start is not None:
+        start_at = event.window_start - ws.scheduled_change_lead
+        if start_at - pace.now >= 1:
+            ctx.wait(Duration.from_seconds(int(start_at - pace.now)), name="until-window")
+            pace.now = start_at
+
+    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, plan.deadline)
+    started_at = cordoned.now
+    summary["cordoned"] = cordoned.cordoned
+    if cordoned.fault is not None:
+        return _verdict(ctx, job, pace, summary, "failed", None, started_at=started_at, error=cordoned.fault)
+    if cordoned.gone:
+        return _verdict(ctx, job, pace, summary, "node-gone", None, started_at=started_at)
+    if decision.action == "cordon":
+        summary["result"] = "cordoned"
+        return summary
+    result, report, error = _drain_passes(ctx, job, pace)
+    return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
+
+
+def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, DrainReport | None, StepFault | None]:
+    """Passes until drained, refused, gone, failed for good, or the deadline. Returns (result, report, error)."""
+    ws = runtime.wsettings()
+    deadline = job.plan.deadline
+    report: DrainReport | None = None
+    n = ok_passes = faults = 0
+    while True:
+        out: PassOutcome = ctx.step(
+            pass_step(job, n, pace.last_beat), name=f"drain-pass-{n}", config=step_config(PassOutcome)
+        )
+        pace.absorb(out)
+        if out.gone:
+            return "node-gone", report, None
+        if out.fault is not None:
+            policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
+            if policy.gives_up_after(faults) or pace.now >= deadline:
+                return "failed", report, out.fault
+            want = float(policy.delay(faults))
+            faults += 1
+        else:
+            faults = 0
+            assert out.report is not None
+            report = out.report if report is None else _merged(report, out.report)
+            if report.drained:
+                return "drained", report, None
+            if report.refused:
+                return "refused", report, None
+            if pace.now >= deadline or ws.dry_run:  # dry run: one pass says what a drain would do
+                return "deadline-missed", report, None
+            want = float(deadlines.recheck_delay(ok_passes, ws))
+            ok_passes += 1
+        pace.wait(want, f"recheck-{n}", deadline)
+        n += 1
+
+
+def _merged(total: DrainReport, later: DrainReport) -> DrainReport:
+    merged = DrainReport.from_dict(total.to_dict())
+    merged.absorb(later)
+    return merged
+
+
+def _verdict(
+    ctx: DurableContext,
+    job: DrainJob,
+    pace: Pace,
+    summary: dict[str, Any],
+    result: str,
+    report: DrainReport | None,
+    *,
+    started_at: float,
+    error: StepFault | None = None,
+) -> dict[str, Any]:
+    """Settle the lifecycle action first (the instance must not wait on a report), then report."""
+    summary["result"] = result
+    summary["report"] = summary_of(report)
+    if error is not None:
+        summary["error"] = error.to_dict()
+    if job.event.lifecycle is not None and job.event.kind == "asg-terminate":
+        outcome = "CONTINUE" if result in SUCCESS else runtime.wsettings().lifecycle_result_on_failure
+        summary["lifecycle"] = complete_lifecycle(pace, job, outcome, result)
+    summary["heartbeats"] = pace.beats
+    verdict = {k: summary.get(k) for k in ("result", "lifecycle", "report", "error") if summary.get(k) is not None}
+    reported: Reported = ctx.step(report_step(job, verdict, started_at), name="report", config=step_config(Reported))
+    summary["duration_seconds"] = reported.duration
+    summary["notified"] = reported.notified
+    return summary
+
+
+def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    return {
+        "evicted": len(report.evicted),
+        "blocked": sorted({b.pod for b in report.blocked}),
+        "blocked_by": sorted({p for b in report.blocked for p in b.pdbs}),
+        "forced": [f.pod for f in report.forced],
+        "skipped": len(report.skipped),
+        "refused": [r.pod for r in report.refused],
+        "remaining": len(report.remaining),
+        "api_calls": report.api_calls,
+        "passes": report.passes,
+    }

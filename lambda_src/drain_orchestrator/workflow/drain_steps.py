@@ -1,0 +1,166 @@
+"""The steps of one instance's drain: plan the clock, locate the node, cordon it, drain passes.
+
+Each step is idempotent against the cluster and AWS (a crash mid-step repeats at most that step) and never raises:
+a failure comes back as ``fault`` (step_guard.py) for the flow to retry or to end in the failure path. Steps that
+may run long keep the lifecycle action alive from a thread (heartbeat.py).
+"""
+
+from __future__ import annotations
+
+import time
+
+from aws_durable_execution_sdk_python import StepContext, durable_step
+
+from drain_orchestrator import deadlines
+from drain_orchestrator.decide import Assessment
+from drain_orchestrator.failures import ApiError
+from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.kube.errors import NodeGone
+from drain_orchestrator.observability import logger, metric
+from drain_orchestrator.ownership import Reason
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.notify import notify
+from drain_orchestrator.workflow.results import Cordoned, DrainPlan, Located, PassOutcome
+from drain_orchestrator.workflow.step_guard import fault_of
+
+
+@durable_step
+def plan_step(step_ctx: StepContext, event: Interruption) -> DrainPlan:
+    """Deadline and heartbeat pace. The hook's timeouts are read from AWS; if that fails the drain goes on with
+    the event's own deadline and a heartbeat pace safe for any hook (never a reason to stop)."""
+    from drain_orchestrator.aws.autoscaling import describe_hook  # noqa: PLC0415
+
+    ws = runtime.wsettings()
+    lifetime: int | None = None
+    interval: int | None = None
+    if event.lifecycle is not None:
+        interval = deadlines.heartbeat_interval(None)
+        try:
+            hook = describe_hook(runtime.autoscaling(), event.lifecycle.asg_name, event.lifecycle.hook_name)
+        except ApiError as exc:
+            fault_of("plan", exc)
+            hook = None
+        if hook is not None:
+            lifetime = hook.global_timeout
+            interval = deadlines.heartbeat_interval(hook.heartbeat_timeout)
+    deadline = deadlines.drain_deadline(event, ws, lifetime)
+    return DrainPlan(
+        deadline=deadline,
+        completion_deadline=deadlines.completion_deadline(deadline, event, lifetime),
+        heartbeat_interval=interval,
+        now=time.time(),
+    )
+
+
+@durable_step
+def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, last_beat: float | None) -> Located:
+    from kubernetes import client as k8s  # noqa: PLC0415 - only owned instances reach this
+
+    from drain_orchestrator.decide import locate_node  # noqa: PLC0415
+
+    event = job.event
+    with HeartbeatKeeper(event.lifecycle, job.decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+        try:
+            core = k8s.CoreV1Api(runtime.connector().api_client(job.cluster))
+            decision = locate_node(core, assessment, event)
+        except Exception as exc:
+            return Located(job.decision, time.time(), hb.last_beat, hb.hook_done, fault_of("locate", exc))
+    logger.info(
+        "node located" if decision.node else "no node for instance",
+        extra={"instance_id": decision.instance_id, "node": decision.node, "reason": decision.reason.value},
+    )
+    if decision.reason is Reason.NO_NODE:
+        metric("EventsIgnored", reason=Reason.NO_NODE.value, kind=event.kind)
+    return Located(decision, time.time(), hb.last_beat, hb.hook_done)
+
+
+@durable_step
+def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> Cordoned:
+    from drain_orchestrator.kube.cordon import cordon  # noqa: PLC0415
+    from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
+
+    ws = runtime.wsettings()
+    event, decision, node, now = job.event, job.decision, job.node, time.time()
+    with HeartbeatKeeper(event.lifecycle, decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+        try:
+            kube = runtime.kube(job.cluster)
+            opts = job.drain_options()
+            res = cordon(
+                kube,
+                node,
+                reason=opts.reason,
+                event_id=opts.event_id,
+                deadline=job.plan.deadline,
+                taint=opts.drain_taint,
+                exclude_from_load_balancers=opts.exclude_from_load_balancers,
+                now=now,
+                dry_run=opts.dry_run,
+            )
+            # one execution announces each phase, however many events arrived for this node
+            cordon_claimed = claim(kube, node, "cordoned", job.run_id, dry_run=ws.dry_run)
+            # only a drain announces itself: a cordon-only run (rebalance) must not take the "started" claim
+            first = decision.action == "drain" and claim(kube, node, "drain-started", job.run_id, dry_run=ws.dry_run)
+        except NodeGone:
+            logger.info("node already gone", extra={"node": node})
+            return Cordoned(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
+        except Exception as exc:
+            return Cordoned(now=now, last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault_of("cordon", exc))
+        if cordon_claimed:
+            metric("NodesCordoned", cluster=job.cluster, kind=event.kind)
+            node_event(
+                kube, node, "NodeCordoned", f"cordoned for {event.kind} (event {event.event_id})", dry_run=ws.dry_run
+            )
+        if first:
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(job.plan.deadline))
+            node_event(
+                kube,
+                node,
+                "DrainStarted",
+                f"draining for {event.kind}, deadline {when} (event {event.event_id})",
+                dry_run=ws.dry_run,
+            )
+            notify("started", job, {"deadline": job.plan.deadline})
+    logger.info("node cordoned" if res.changed else "node already cordoned", extra={"node": node})
+    runtime.inject_fault("after-cordon")
+    return Cordoned(now=now, cordoned=True, changed=res.changed, last_beat=hb.last_beat, hook_done=hb.hook_done)
+
+
+@durable_step
+def pass_step(step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | None) -> PassOutcome:
+    from drain_orchestrator.kube.drainer import drain_node  # noqa: PLC0415
+
+    ws = runtime.wsettings()
+    event, decision = job.event, job.decision
+    runtime.inject_fault(f"pass-{n}")
+    budget = deadlines.pass_budget(time.time(), job.plan.deadline, ws)
+    with HeartbeatKeeper(event.lifecycle, decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+        try:
+            rep = drain_node(runtime.kube(job.cluster), job.node, job.drain_options(), timeout=budget)
+        except NodeGone:
+            # the Node object is gone (instance terminated, node deleted): nothing left to drain
+            logger.info("node gone while draining", extra={"node": job.node})
+            return PassOutcome(now=time.time(), gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
+        except Exception as exc:
+            fault = fault_of("drain-pass", exc)
+            return PassOutcome(now=time.time(), last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault)
+    if rep.evicted:
+        metric("PodsEvicted", len(rep.evicted), cluster=job.cluster, kind=event.kind)
+    if rep.blocked:
+        metric("EvictionsBlockedByPDB", len(rep.blocked), cluster=job.cluster, kind=event.kind)
+    if rep.forced:
+        metric("PodsForceDeleted", len(rep.forced), cluster=job.cluster, kind=event.kind)
+    logger.info(
+        "drain pass",
+        extra={
+            "pass": n,
+            "evicted": len(rep.evicted),
+            "blocked": [b.pod for b in rep.blocked],
+            "forced": [f.pod for f in rep.forced],
+            "remaining": len(rep.remaining),
+            "drained": rep.drained,
+            "api_calls": rep.api_calls,
+        },
+    )
+    return PassOutcome(now=time.time(), report=rep, last_beat=hb.last_beat, hook_done=hb.hook_done)

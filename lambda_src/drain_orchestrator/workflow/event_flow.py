@@ -1,0 +1,192 @@
+"""The durable execution of one EventBridge event: settings -> parse -> decide -> per-instance flows -> result.
+
+    settings (validated once per container) -> parse (the parser loads only here) -> decide (one
+    DescribeInstances, ASG tags if needed; retried with durable waits) -> for each owned instance, bounded
+    concurrency: drain_flow (or launch_flow for asg-launch) -> the execution fails only after every instance
+    reached its verdict, when one of them failed (so the event reaches the dead-letter queue).
+
+Replay rules (aws-durable-execution-sdk-python): the handler body re-runs from the top on every invocation, so
+everything that reads the clock, calls an API or emits a metric happens inside a step; step names are stable
+(numbered passes, instance ids); finished steps return their checkpointed results and are never repeated.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from aws_durable_execution_sdk_python import BatchResult, DurableContext, StepContext, durable_step
+from aws_durable_execution_sdk_python.config import CompletionConfig, Duration, MapConfig
+
+from drain_orchestrator import deadlines
+from drain_orchestrator.decide import Assessment, BotoFacts, decide_event
+from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
+from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
+from drain_orchestrator.observability import logger, metric
+from drain_orchestrator.settings import SettingsError
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.drain_flow import drain_instance
+from drain_orchestrator.workflow.launch_flow import launch_instance
+from drain_orchestrator.workflow.pace import step_config
+from drain_orchestrator.workflow.results import Checkpointed, RunSettings, StepFault
+from drain_orchestrator.workflow.step_guard import fault_of
+
+
+class WorkflowError(RuntimeError):
+    """The execution fails so its event reaches the dead-letter queue (after every verdict was reached)."""
+
+
+@dataclass(frozen=True)
+class Parsed(Checkpointed):
+    event: dict[str, Any] | None = None
+    ignored: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Decided(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    assessments: list[dict[str, Any]] = field(default_factory=list)
+    fault: StepFault | None = None
+
+
+def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
+    event_id = raw_event.get("id") if isinstance(raw_event, dict) else None
+    # a warm container serves many events: start each invocation's log context afresh
+    logger.clear_state()
+    logger.thread_safe_clear_keys()
+    logger.set_correlation_id(str(event_id) if event_id else None)
+    context.set_logger(logger)
+    cfg: RunSettings = context.step(settings_step(), name="settings", config=step_config(RunSettings))
+    parsed: Parsed = context.step(parse_step(raw_event), name="parse", config=step_config(Parsed))
+    if parsed.event is None:
+        return {"event_id": event_id, "ignored": parsed.ignored, "message": parsed.message, "instances": []}
+    event = Interruption.from_dict(parsed.event)
+    logger.append_keys(kind=event.kind)
+    assessments = [Assessment.from_dict(a) for a in _decide(context, event)]
+    acted = [a for a in assessments if _acted_on(a)]
+    others = [a.decision.to_dict() for a in assessments if not _acted_on(a)]
+    items = [{"event": event.to_dict(), "assessment": a.to_dict(), "run_id": cfg.run_id} for a in acted]
+    results: list[dict[str, Any]] = []
+    if items:
+        batch: BatchResult[dict[str, Any]] = context.map(
+            items,
+            _instance_branch,
+            name="instances",
+            config=MapConfig(
+                max_concurrency=cfg.max_concurrent_nodes,
+                completion_config=CompletionConfig.all_completed(),  # type: ignore[no-untyped-call]
+            ),
+        )
+        results = [r for r in batch.get_results() if r is not None]
+        if batch.has_failure:
+            errors = "; ".join(str(e.message if e else "unknown error") for e in batch.get_errors() if e)
+            raise WorkflowError(f"{batch.failure_count} of {len(items)} instance workflows failed: {errors}")
+    failed = [r for r in results if r.get("result") == "failed" or (r.get("lifecycle") or {}).get("error")]
+    if failed:
+        raise WorkflowError(
+            f"{len(failed)} of {len(results)} drains failed after their verdict: "
+            + "; ".join(_failure_line(r) for r in failed)
+        )
+    return {"event_id": event.event_id, "kind": event.kind, "instances": results, "not_acted_on": others}
+
+
+def _failure_line(summary: dict[str, Any]) -> str:
+    error = summary.get("error") or (summary.get("lifecycle") or {}).get("error") or {}
+    return f"{summary['instance_id']}: {error.get('step')} {error.get('kind')}: {error.get('message')}"
+
+
+def _acted_on(assessment: Assessment) -> bool:
+    return assessment.decision.owned and assessment.decision.action != "skip"
+
+
+def _decide(context: DurableContext, event: Interruption) -> list[dict[str, Any]]:
+    """Decide, retrying AWS failures with durable waits for as long as the event's deadline allows; without facts
+    no instance can be claimed (it may be another cluster's), so giving up fails the execution."""
+    until = deadlines.decide_deadline(event, runtime.wsettings())
+    attempt = 0
+    while True:
+        label = "decide" if attempt == 0 else f"decide-retry-{attempt}"
+        res: Decided = context.step(decide_step(event), name=label, config=step_config(Decided))
+        if res.fault is None:
+            return res.assessments
+        policy = RETRY_POLICIES[FailureKind(res.fault.kind)]
+        if policy.gives_up_after(attempt) or res.now >= until:
+            raise WorkflowError(f"cannot decide: {res.fault.kind}: {res.fault.message}")
+        context.wait(
+            Duration.from_seconds(deadlines.wait_seconds(res.now, policy.delay(attempt), until, None)),
+            name=f"decide-backoff-{attempt}",
+        )
+        attempt += 1
+
+
+def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, items: Any) -> dict[str, Any]:
+    event = Interruption.from_dict(item["event"])
+    assessment = Assessment.from_dict(item["assessment"])
+    d = assessment.decision
+    # map branches run in threads: per-thread keys, or one instance's keys would land on another's lines
+    logger.thread_safe_clear_keys()
+    logger.thread_safe_append_keys(instance_id=d.instance_id, cluster=d.cluster)
+    if event.kind == "asg-launch":
+        return launch_instance(ctx, event, assessment)
+    return drain_instance(ctx, event, assessment, item["run_id"])
+
+
+@durable_step
+def settings_step(step_ctx: StepContext) -> RunSettings:
+    try:
+        cfg = runtime.load_config()
+    except SettingsError as exc:
+        metric("Errors", reason="settings")
+        logger.error("invalid settings", extra={"variable": exc.variable, "error": str(exc)})
+        raise
+    return RunSettings(cfg.workflow.max_concurrent_nodes, cfg.workflow.dry_run, uuid.uuid4().hex)
+
+
+@durable_step
+def parse_step(step_ctx: StepContext, raw_event: Any) -> Parsed:
+    # the parser (pydantic + Powertools models) loads only here: replays read this step's checkpoint instead
+    from drain_orchestrator.events import parse_event  # noqa: PLC0415
+
+    detail_type = raw_event.get("detail-type") if isinstance(raw_event, dict) else None
+    try:
+        parsed = parse_event(raw_event)
+    except MalformedEvent as exc:
+        metric("EventsReceived", kind="malformed")
+        metric("Errors", reason="malformed-event")
+        logger.error("malformed event", extra={"field": exc.path, "error": str(exc)})
+        raise
+    if isinstance(parsed, Ignored):
+        metric("EventsReceived", kind="ignored")
+        metric("EventsIgnored", reason=parsed.reason)
+        logger.info("event ignored", extra={"reason": parsed.reason, "detail_type": detail_type, "why": parsed.message})
+        return Parsed(ignored=parsed.reason, message=parsed.message)
+    metric("EventsReceived", kind=parsed.kind)
+    logger.info("event received", extra={"kind": parsed.kind, "instance_ids": list(parsed.instance_ids)})
+    return Parsed(event=parsed.to_dict())
+
+
+@durable_step
+def decide_step(step_ctx: StepContext, event: Interruption) -> Decided:
+    try:
+        assessments = decide_event(event, runtime.settings(), BotoFacts(runtime.ec2(), runtime.autoscaling()))
+    except Exception as exc:
+        return Decided(now=time.time(), fault=fault_of("decide", exc))
+    for a in assessments:
+        d = a.decision
+        if not d.owned or d.action == "skip":
+            # not ours (or nothing to do) is a decision, never an error or a retry loop
+            metric("EventsIgnored", reason=d.reason.value, kind=event.kind)
+            logger.info(
+                "instance not acted on",
+                extra={
+                    "instance_id": d.instance_id,
+                    "reason": d.reason.value,
+                    "cluster": d.cluster,
+                    "lifecycle_hook": "left to its owner" if event.lifecycle and not d.owned else None,
+                },
+            )
+    return Decided(now=time.time(), assessments=[a.to_dict() for a in assessments])

@@ -1,0 +1,77 @@
+"""Keep a lifecycle action alive while a step runs: a thread that records heartbeats when they fall due.
+
+Between steps the flow beats with its own heartbeat steps (durable waits end when a beat is due); inside a step
+that may run long (a drain pass, a slow or unreachable API) this keeper beats, so the gap between two heartbeats
+stays under the hook's HeartbeatTimeout whatever a step costs. Heartbeats are idempotent: an extra one is harmless.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import TracebackType
+
+from drain_orchestrator.failures import ApiError
+from drain_orchestrator.interruption import LifecycleRef
+from drain_orchestrator.observability import logger, metric
+from drain_orchestrator.workflow import runtime
+
+RETRY_AFTER_FAILED_BEAT = 2.0
+
+
+def beat(ref: LifecycleRef, instance_id: str) -> str:
+    """One RecordLifecycleActionHeartbeat: "recorded", or "already-done" when the action is over."""
+    from drain_orchestrator.aws.autoscaling import record_heartbeat  # noqa: PLC0415
+
+    return record_heartbeat(
+        runtime.autoscaling(), ref.asg_name, ref.hook_name, token=ref.token, instance_id=instance_id
+    )
+
+
+class HeartbeatKeeper:
+    """``with HeartbeatKeeper(...) as keeper:`` beats every ``interval`` seconds after ``last_beat`` until the block
+    ends; ``keeper.last_beat`` and ``keeper.hook_done`` tell the flow what happened."""
+
+    def __init__(
+        self, ref: LifecycleRef | None, instance_id: str, interval: int | None, last_beat: float | None
+    ) -> None:
+        self.ref, self.instance_id, self.interval = ref, instance_id, interval
+        self.last_beat = last_beat
+        self.hook_done = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> HeartbeatKeeper:
+        if self.ref is not None and self.interval and not runtime.wsettings().dry_run:
+            self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        assert self.ref is not None and self.interval
+        due = (self.last_beat or time.time()) + self.interval
+        while not self._stop.wait(max(0.0, due - time.time())):
+            try:
+                outcome = beat(self.ref, self.instance_id)
+            except ApiError as exc:
+                metric("Errors", reason="heartbeat-failed")
+                logger.warning("lifecycle heartbeat failed", extra={"error_kind": exc.kind.value, "error": str(exc)})
+                due = time.time() + RETRY_AFTER_FAILED_BEAT
+                continue
+            except Exception as exc:  # a defect here must not kill the step; the flow's beat steps go on
+                logger.exception("lifecycle heartbeat failed", extra={"error": str(exc)[:300]})
+                due = time.time() + RETRY_AFTER_FAILED_BEAT
+                continue
+            self.last_beat = time.time()
+            if outcome == "already-done":
+                self.hook_done = True
+                logger.info("lifecycle action no longer active", extra={"instance_id": self.instance_id})
+                return
+            due = self.last_beat + self.interval

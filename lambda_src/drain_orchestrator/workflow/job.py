@@ -1,0 +1,52 @@
+"""What every step of one instance's drain needs to know, in one value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.ownership import Decision
+from drain_orchestrator.workflow.results import DrainPlan
+
+
+@dataclass(frozen=True)
+class DrainJob:
+    event: Interruption
+    decision: Decision
+    plan: DrainPlan
+    run_id: str
+
+    @property
+    def cluster(self) -> str:
+        assert self.decision.cluster is not None  # owned decisions name their cluster
+        return self.decision.cluster
+
+    @property
+    def node(self) -> str:
+        assert self.decision.node is not None  # steps after locate only run when there is a node
+        return self.decision.node
+
+    def with_decision(self, decision: Decision) -> DrainJob:
+        return replace(self, decision=decision)
+
+    def drain_options(self) -> Any:
+        from drain_orchestrator.drain.options import DrainOptions  # noqa: PLC0415
+        from drain_orchestrator.workflow.runtime import wsettings  # noqa: PLC0415
+
+        ws = wsettings()
+        return DrainOptions(
+            grace_period=ws.grace_period,
+            delete_emptydir_data=ws.delete_emptydir_data,
+            force=ws.force,
+            evict_daemonsets=ws.evict_daemonsets,
+            skip_wait_for_delete_timeout=float(ws.skip_wait_for_delete_timeout),
+            deadline=self.plan.deadline,
+            force_delete_on_deadline=ws.force_delete_on_deadline,
+            dry_run=ws.dry_run,
+            reason=self.event.kind,
+            event_id=self.event.event_id,
+            taint_key=ws.taint[0] if ws.taint else None,
+            taint_effect=ws.taint[1] if ws.taint else "NoSchedule",
+            exclude_from_load_balancers=ws.exclude_from_load_balancers,
+        )

@@ -1,0 +1,68 @@
+"""One instance's launch: wait (durably) for its node to register and be Ready, then complete the hook.
+
+CONTINUE when Ready; LAUNCH_TIMEOUT_RESULT when LAUNCH_READY_TIMEOUT_SECONDS pass first (or the cluster stays
+unreachable that long). An instance launching into a warm pool will not join now: CONTINUE at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_durable_execution_sdk_python import DurableContext
+
+from drain_orchestrator import deadlines
+from drain_orchestrator.decide import Assessment
+from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.lifecycle_steps import ready_step
+from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
+from drain_orchestrator.workflow.results import DrainPlan, ReadyCheck
+
+READY_RECHECK_SECONDS = 10
+
+
+def launch_instance(ctx: DurableContext, event: Interruption, assessment: Assessment) -> dict[str, Any]:
+    ws = runtime.wsettings()
+    decision = assessment.decision
+    summary: dict[str, Any] = {
+        "instance_id": decision.instance_id,
+        "cluster": decision.cluster,
+        "decision": decision.reason.value,
+        "action": decision.action,
+    }
+    first: ReadyCheck | None = None
+    if decision.action != "complete-lifecycle":
+        first = ctx.step(ready_step(event, assessment, None), name="ready-0", config=step_config(ReadyCheck))
+    now = first.now if first is not None else event.event_time
+    give_up_at = now + ws.launch_ready_timeout
+    # the completion is worth retrying until the action would expire on its own (its global timeout)
+    plan = DrainPlan(
+        deadline=give_up_at,
+        completion_deadline=deadlines.completion_deadline(give_up_at, event, None),
+        heartbeat_interval=first.heartbeat_interval if first is not None else None,
+        now=now,
+    )
+    job = DrainJob(event, decision, plan, run_id="")
+    pace = Pace(ctx, event, decision.instance_id, now=now, interval=plan.heartbeat_interval, dry_run=ws.dry_run)
+    if first is None:  # launching into the warm pool: it will not join now
+        summary["lifecycle"] = complete_lifecycle(pace, job, "CONTINUE", "warm pool")
+        return summary
+    pace.absorb(first)
+    check, n = first, 0
+    while not check.ready and pace.now < give_up_at:
+        pace.wait(READY_RECHECK_SECONDS, f"recheck-{n}", give_up_at)
+        n += 1
+        check = ctx.step(
+            ready_step(event, assessment, pace.last_beat), name=f"ready-{n}", config=step_config(ReadyCheck)
+        )
+        pace.absorb(check)
+    summary["node"] = check.node
+    summary["result"] = "ready" if check.ready else "timed-out"
+    if check.fault is not None and not check.ready:
+        summary["error"] = check.fault.to_dict()
+    summary["lifecycle"] = complete_lifecycle(
+        pace, job, "CONTINUE" if check.ready else ws.launch_timeout_result, summary["result"]
+    )
+    summary["heartbeats"] = pace.beats
+    return summary

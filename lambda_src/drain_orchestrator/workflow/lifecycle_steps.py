@@ -1,0 +1,92 @@
+"""Steps on the ASG lifecycle action: heartbeat, completion, and (launch) the node's readiness check."""
+
+from __future__ import annotations
+
+import time
+
+from aws_durable_execution_sdk_python import StepContext, durable_step
+
+from drain_orchestrator import deadlines
+from drain_orchestrator.decide import Assessment
+from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.observability import logger, metric
+from drain_orchestrator.ownership import Decision
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper, beat
+from drain_orchestrator.workflow.results import BeatOutcome, Completion, ReadyCheck
+from drain_orchestrator.workflow.step_guard import fault_of
+
+
+@durable_step
+def heartbeat_step(step_ctx: StepContext, event: Interruption, instance_id: str) -> BeatOutcome:
+    ref = event.lifecycle
+    assert ref is not None
+    if runtime.wsettings().dry_run:
+        return BeatOutcome("dry-run", time.time())
+    try:
+        outcome = beat(ref, instance_id)
+    except Exception as exc:
+        return BeatOutcome("failed", time.time(), fault_of("heartbeat", exc))
+    logger.info("lifecycle heartbeat", extra={"outcome": outcome})
+    return BeatOutcome(outcome, time.time())
+
+
+@durable_step
+def complete_step(step_ctx: StepContext, event: Interruption, decision: Decision, result: str, why: str) -> Completion:
+    from drain_orchestrator.aws.autoscaling import complete_lifecycle_action  # noqa: PLC0415
+
+    ref = event.lifecycle
+    if ref is None:
+        return Completion("not-applicable", None, time.time())
+    if runtime.wsettings().dry_run:
+        return Completion("dry-run", result, time.time())
+    try:
+        outcome = complete_lifecycle_action(
+            runtime.autoscaling(),
+            ref.asg_name,
+            ref.hook_name,
+            "ABANDON" if result == "ABANDON" else "CONTINUE",
+            token=ref.token,
+            instance_id=decision.instance_id,
+        )
+    except Exception as exc:
+        return Completion("failed", result, time.time(), fault_of("complete-lifecycle", exc))
+    if outcome == "completed":
+        metric("LifecycleActionsCompleted", cluster=decision.cluster, kind=event.kind)
+    logger.info(
+        "lifecycle action",
+        extra={"outcome": outcome, "result": result, "why": why, "asg": ref.asg_name, "hook": ref.hook_name},
+    )
+    return Completion(outcome, result, time.time())
+
+
+@durable_step
+def ready_step(
+    step_ctx: StepContext, event: Interruption, assessment: Assessment, last_beat: float | None
+) -> ReadyCheck:
+    """Launch: is the instance's node registered and Ready? Also reads the hook's heartbeat pace."""
+    from kubernetes import client as k8s  # noqa: PLC0415
+
+    from drain_orchestrator.aws.autoscaling import describe_hook  # noqa: PLC0415
+    from drain_orchestrator.decide import locate_node  # noqa: PLC0415
+    from drain_orchestrator.kube.errors import translated  # noqa: PLC0415
+
+    d = assessment.decision
+    assert d.cluster is not None
+    interval = deadlines.heartbeat_interval(None) if event.lifecycle is not None else None
+    with HeartbeatKeeper(event.lifecycle, d.instance_id, interval, last_beat) as hb:
+        try:
+            if event.lifecycle is not None:
+                hook = describe_hook(runtime.autoscaling(), event.lifecycle.asg_name, event.lifecycle.hook_name)
+                interval = deadlines.heartbeat_interval(hook.heartbeat_timeout if hook else None)
+            core = k8s.CoreV1Api(runtime.connector().api_client(d.cluster))
+            found = locate_node(core, assessment, event)
+            ready = False
+            if found.node:
+                node = translated(core.read_node)(found.node)
+                conditions = (node.status.conditions if node.status else None) or []
+                ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+        except Exception as exc:
+            fault = fault_of("ready", exc)
+            return ReadyCheck(time.time(), None, False, hb.last_beat, hb.hook_done, fault, interval)
+    return ReadyCheck(time.time(), found.node, ready, hb.last_beat, hb.hook_done, None, interval)

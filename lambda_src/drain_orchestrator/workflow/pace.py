@@ -1,0 +1,128 @@
+"""The flow's clock and heartbeat, fed by step results: orchestration code never reads the clock itself.
+
+On replay the flow re-runs from the top and every step returns its checkpoint, so all decisions taken here
+(how long to wait, whether a heartbeat is due, whether to retry) come out the same.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from aws_durable_execution_sdk_python import DurableContext
+from aws_durable_execution_sdk_python.config import Duration, StepConfig
+from aws_durable_execution_sdk_python.retries import RetryPresets
+
+from drain_orchestrator import deadlines
+from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
+from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.workflow.lifecycle_steps import complete_step, heartbeat_step
+from drain_orchestrator.workflow.results import BeatOutcome, Checkpointed, Completion, StepFault, StepSerDes
+
+if TYPE_CHECKING:
+    from drain_orchestrator.workflow.job import DrainJob
+
+RETRY_FAILED_BEAT_SECONDS = 5
+
+
+class Faultable(Protocol):
+    now: float
+    fault: StepFault | None
+
+
+R = TypeVar("R", bound=Checkpointed)
+
+
+def step_config(cls: type[Checkpointed]) -> StepConfig:
+    """Steps catch their own failures (step_guard.py); the SDK retries none, the flow decides."""
+    return StepConfig(retry_strategy=RetryPresets.none(), serdes=StepSerDes(cls))
+
+
+class Pace:
+    def __init__(
+        self,
+        ctx: DurableContext,
+        event: Interruption,
+        instance_id: str,
+        *,
+        now: float,
+        interval: int | None,
+        dry_run: bool,
+    ) -> None:
+        self.ctx, self.event, self.instance_id = ctx, event, instance_id
+        self.now = now
+        self.interval = interval if event.lifecycle is not None and not dry_run else None
+        # the action's heartbeat clock started when the hook fired, not when this execution began
+        self.last_beat: float | None = event.event_time if self.interval else None
+        self.beat_retry_at: float | None = None
+        self.hook_done = False
+        self.beats = 0
+
+    def absorb(self, result: Any) -> None:
+        self.now = max(self.now, result.now)
+        last = getattr(result, "last_beat", None)
+        if last is not None and (self.last_beat is None or last > self.last_beat):
+            self.last_beat = last
+        self.hook_done = self.hook_done or bool(getattr(result, "hook_done", False))
+
+    def next_beat(self) -> float | None:
+        if self.interval is None or self.hook_done or self.last_beat is None:
+            return None
+        due = self.last_beat + self.interval
+        return max(due, self.beat_retry_at) if self.beat_retry_at is not None else due
+
+    def wait(self, want: float, name: str, until: float) -> None:
+        """A durable wait (no compute billed) of ``want`` seconds, ending by ``until`` and by the next heartbeat;
+        the heartbeat follows when it is due."""
+        seconds = deadlines.wait_seconds(self.now, want, until, self.next_beat())
+        self.ctx.wait(Duration.from_seconds(seconds), name=name)
+        self.now += seconds
+        self.beat_if_due(name)
+
+    def beat_if_due(self, name: str) -> None:
+        due = self.next_beat()
+        if due is None or self.now < due - 0.5:
+            return
+        assert self.event.lifecycle is not None
+        res: BeatOutcome = self.ctx.step(
+            heartbeat_step(self.event, self.instance_id), name=f"heartbeat-{name}", config=step_config(BeatOutcome)
+        )
+        self.now = max(self.now, res.now)
+        self.beats += 1
+        if res.fault is not None:
+            self.beat_retry_at = res.now + RETRY_FAILED_BEAT_SECONDS
+        elif res.outcome == "already-done":
+            self.hook_done = True  # completed by someone else or timed out: nothing left to keep alive
+        else:
+            self.last_beat, self.beat_retry_at = res.now, None
+
+    def retrying(self, name: str, make: Any, cls: type[R], until: float) -> R:
+        """Run ``make(last_beat)`` as a step until it succeeds, its failure kind gives up, or ``until`` passes,
+        with the failure kind's backoff as durable waits in between. Returns the last result (fault set if it
+        never succeeded)."""
+        attempt = 0
+        while True:
+            label = name if attempt == 0 else f"{name}-retry-{attempt}"
+            res: R = self.ctx.step(make(self.last_beat), name=label, config=step_config(cls))
+            self.absorb(res)
+            fault: StepFault | None = getattr(res, "fault", None)
+            if fault is None:
+                return res
+            policy = RETRY_POLICIES[FailureKind(fault.kind)]
+            if policy.gives_up_after(attempt) or self.now >= until:
+                return res
+            self.wait(policy.delay(attempt), f"{name}-backoff-{attempt}", until)
+            attempt += 1
+
+
+def complete_lifecycle(pace: Pace, job: DrainJob, result: str, why: str) -> dict[str, Any]:
+    """CompleteLifecycleAction, retried until the job's completion deadline; the outcome as summary data."""
+    done = pace.retrying(
+        "complete-lifecycle",
+        lambda _lb: complete_step(job.event, job.decision, result, why),
+        Completion,
+        job.plan.completion_deadline,
+    )
+    out: dict[str, Any] = {"outcome": done.outcome, "result": done.result}
+    if done.fault is not None:
+        out["error"] = done.fault.to_dict()
+    return out

@@ -1,0 +1,75 @@
+"""The last word on a node's drain: phase claim, metrics, Kubernetes Event and the final notification.
+
+Runs once the lifecycle action is settled, whatever happened before. Every part is best effort and independent:
+an unreachable apiserver still gets a notification (without the claim that de-duplicates it across executions),
+a failed SNS publish still leaves the Event and the metrics. Never raises.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aws_durable_execution_sdk_python import StepContext, durable_step
+
+from drain_orchestrator.observability import SECONDS, logger, metric
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.notify import notify
+from drain_orchestrator.workflow.results import Reported
+
+SUCCESS = ("drained", "node-gone")
+
+
+@durable_step
+def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], started_at: float) -> Reported:
+    from drain_orchestrator.kube.errors import NodeGone  # noqa: PLC0415
+    from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
+
+    ws = runtime.wsettings()
+    now = time.time()
+    duration = round(now - started_at, 3)
+    result = str(verdict["result"])
+    drained = result in SUCCESS
+    phase = "drain-completed" if drained else "drain-failed"
+    kube = None
+    try:
+        if job.decision.node is None:  # the node could not even be located: nothing to claim on
+            raise LookupError("no node")
+        kube = runtime.kube(job.cluster)
+        first = claim(kube, job.node, phase, job.run_id, dry_run=ws.dry_run)
+    except NodeGone:
+        first, kube = True, None  # no node left to hold the claim or an Event: this execution reports
+    except Exception as exc:
+        # the apiserver cannot arbitrate: report anyway (a duplicate notification beats none)
+        logger.warning("phase claim failed", extra={"phase": phase, "error": str(exc)[:300]})
+        first, kube = True, None
+    if first:
+        _count(job, result, duration)
+        if kube is not None:
+            outcome = "drained" if drained else "not drained"
+            message = f"{outcome} ({result}) after {duration:.0f} s (event {job.event.event_id})"
+            node_event(
+                kube,
+                job.node,
+                "DrainCompleted" if drained else "DrainFailed",
+                message,
+                event_type="Normal" if drained else "Warning",
+                dry_run=ws.dry_run,
+            )
+    notified = first and notify("completed" if drained else "failed", job, {"duration_seconds": duration, **verdict})
+    if not drained:
+        logger.warning("drain did not finish", extra={"verdict": verdict})
+    return Reported(duration=duration, notified=notified, now=now)
+
+
+def _count(job: DrainJob, result: str, duration: float) -> None:
+    """Counted by the execution holding the phase claim: duplicate deliveries do not inflate the numbers."""
+    cluster, kind = job.cluster, job.event.kind
+    if result in SUCCESS:
+        metric("NodesDrained", cluster=cluster, kind=kind)
+        metric("DrainDurationSeconds", duration, SECONDS, cluster=cluster, kind=kind)
+    elif result == "failed":
+        metric("Errors", reason="drain-failed")
+    else:
+        metric("DrainDeadlineMissed", cluster=cluster, kind=kind)

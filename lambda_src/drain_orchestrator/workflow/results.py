@@ -1,0 +1,151 @@
+"""Typed results of the workflow's steps, as checkpointed by the durable SDK.
+
+Each result is a frozen dataclass with ``to_dict``/``from_dict``; `StepSerDes` stores it as JSON. A step that
+failed returns its result with ``fault`` set instead of raising, so the flow decides (retry with a durable wait,
+or the failure path) and the execution never fails before its verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar, Self, TypeVar
+
+from aws_durable_execution_sdk_python.serdes import SerDes, SerDesContext
+
+from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.ownership import Decision
+
+T = TypeVar("T", bound="Checkpointed")
+
+
+class Checkpointed:
+    """JSON round trip of a result dataclass; ``_nested`` names the fields holding other typed values."""
+
+    _nested: ClassVar[dict[str, Any]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            out[f.name] = value.to_dict() if hasattr(value, "to_dict") else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        values = dict(data)
+        for name, typ in cls._nested.items():
+            if values.get(name) is not None:
+                values[name] = typ.from_dict(values[name])
+        return cls(**values)
+
+
+class StepSerDes[T: "Checkpointed"](SerDes[T]):
+    def __init__(self, cls: type[T]) -> None:
+        self.cls = cls
+
+    def serialize(self, value: T, serdes_context: SerDesContext) -> str:
+        return json.dumps(value.to_dict(), separators=(",", ":"))
+
+    def deserialize(self, data: str, serdes_context: SerDesContext) -> T:
+        return self.cls.from_dict(json.loads(data))
+
+
+@dataclass(frozen=True)
+class StepFault(Checkpointed):
+    """Why a step did not do its work: the failure kind (failures.FailureKind) and a short message."""
+
+    step: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class RunSettings(Checkpointed):
+    max_concurrent_nodes: int
+    dry_run: bool
+    run_id: str  # unique per execution, stable across replays: who announces each phase of a node's drain
+
+
+@dataclass(frozen=True)
+class DrainPlan(Checkpointed):
+    """The drain's clock: its deadline, how long completing the hook is worth retrying, the heartbeat pace."""
+
+    deadline: float
+    completion_deadline: float
+    heartbeat_interval: int | None
+    now: float
+
+
+@dataclass(frozen=True)
+class Located(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"decision": Decision, "fault": StepFault}
+    decision: Decision
+    now: float
+    last_beat: float | None = None
+    hook_done: bool = False
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class Cordoned(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    cordoned: bool = False
+    gone: bool = False
+    changed: bool = False
+    last_beat: float | None = None
+    hook_done: bool = False
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class PassOutcome(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"report": DrainReport, "fault": StepFault}
+    now: float
+    report: DrainReport | None = None
+    gone: bool = False
+    last_beat: float | None = None
+    hook_done: bool = False
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class BeatOutcome(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    outcome: str  # recorded | already-done | dry-run | failed
+    now: float
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class Completion(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    outcome: str  # completed | already-done | not-applicable | dry-run | failed
+    result: str | None
+    now: float
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class Reported(Checkpointed):
+    duration: float
+    notified: bool
+    now: float
+
+
+@dataclass(frozen=True)
+class ReadyCheck(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    node: str | None = None
+    ready: bool = False
+    last_beat: float | None = None
+    hook_done: bool = False
+    fault: StepFault | None = None
+    heartbeat_interval: int | None = None
+
+
+def as_plain(value: Any) -> Any:
+    """A result as plain JSON data (for summaries)."""
+    return value.to_dict() if hasattr(value, "to_dict") else asdict(value)

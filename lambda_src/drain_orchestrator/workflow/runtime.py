@@ -1,0 +1,122 @@
+"""What one Lambda container keeps between invocations: validated settings and API clients.
+
+Settings are validated once per container (cold start); a bad value fails every invocation with the variable's
+name instead of crash-looping. Clients are built on first use and cached, so a warm container reuses connections,
+cluster facts and tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from drain_orchestrator.settings import Settings, SettingsError
+from drain_orchestrator.workflow_settings import WorkflowSettings
+
+if TYPE_CHECKING:
+    from mypy_boto3_autoscaling import AutoScalingClient
+    from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_sns import SNSClient
+
+    from drain_orchestrator.kube.client import ClusterConnector
+    from drain_orchestrator.kube.rest import Kube
+
+# Where a test simulates a crash (a Lambda killed mid-invocation): called with a point's name. None in production.
+fault_injection: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    settings: Settings
+    workflow: WorkflowSettings
+
+
+_config: Config | None = None
+_config_error: SettingsError | None = None
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
+def load_config(env: Mapping[str, str] | None = None) -> Config:
+    """The container's settings (validated at first use); with ``env``, validate those instead, uncached."""
+    global _config, _config_error  # noqa: PLW0603 - per-container cache, the Lambda pattern
+    if env is not None:
+        return Config(Settings.from_env(env), WorkflowSettings.from_env(env))
+    if _config is not None:
+        return _config
+    if _config_error is not None:
+        raise _config_error
+    try:
+        _config = Config(Settings.from_env(os.environ), WorkflowSettings.from_env(os.environ))
+    except SettingsError as exc:
+        _config_error = exc
+        raise
+    return _config
+
+
+def settings() -> Settings:
+    return load_config().settings
+
+
+def wsettings() -> WorkflowSettings:
+    return load_config().workflow
+
+
+def reset_config() -> None:
+    """Forget cached settings and clients (tests and the CLI change the environment between runs)."""
+    global _config, _config_error
+    _config, _config_error = None, None
+    with _clients_lock:
+        _clients.clear()
+
+
+def _cached(name: str, build: Callable[[], Any]) -> Any:
+    with _clients_lock:
+        if name in _clients:
+            return _clients[name]
+    built = build()  # outside the lock: building may call AWS, and other instances' threads must not wait on it
+    with _clients_lock:
+        return _clients.setdefault(name, built)
+
+
+def ec2() -> EC2Client:
+    from drain_orchestrator.aws.clients import ec2_client  # noqa: PLC0415
+
+    return _cached("ec2", ec2_client)  # type: ignore[no-any-return]
+
+
+def autoscaling() -> AutoScalingClient:
+    from drain_orchestrator.aws.clients import autoscaling_client  # noqa: PLC0415
+
+    return _cached("autoscaling", autoscaling_client)  # type: ignore[no-any-return]
+
+
+def sns() -> SNSClient:
+    from drain_orchestrator.aws.sns import sns_client  # noqa: PLC0415
+
+    return _cached("sns", sns_client)  # type: ignore[no-any-return]
+
+
+def connector() -> ClusterConnector:
+    from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415 - kubernetes only when needed
+
+    return _cached("connector", ClusterConnector)  # type: ignore[no-any-return]
+
+
+def kube(cluster: str) -> Kube:
+    """A counted REST handle on the cluster (EKS token auth, CA verified), cached per container."""
+
+    def build() -> Kube:
+        from drain_orchestrator.kube.rest import Kube  # noqa: PLC0415
+
+        return Kube(connector().api_client(cluster), pool_size=32)
+
+    return _cached(f"kube:{cluster}", build)  # type: ignore[no-any-return]
+
+
+def inject_fault(point: str) -> None:
+    if fault_injection is not None:
+        fault_injection(point)

@@ -1,0 +1,53 @@
+"""Step results survive the checkpoint: serialized by the workflow's serdes and read back equal."""
+
+from __future__ import annotations
+
+from drain_orchestrator.drain.report import BlockedPod, DrainReport
+from drain_orchestrator.ownership import Decision, Reason
+from drain_orchestrator.workflow.event_flow import Decided, Parsed
+from drain_orchestrator.workflow.results import (
+    BeatOutcome,
+    Completion,
+    Cordoned,
+    DrainPlan,
+    Located,
+    PassOutcome,
+    ReadyCheck,
+    Reported,
+    RunSettings,
+    StepFault,
+    StepSerDes,
+)
+
+FAULT = StepFault(step="drain-pass", kind="unavailable", message="apiserver unreachable")
+DECISION = Decision("i-0123456789abcdef0", True, "blue", Reason.OWNED_INSTANCE_TAG, "drain", "ip-10-0-0-1.ec2.internal")
+
+
+def _round_trip(value: object) -> object:
+    serdes = StepSerDes(type(value))  # type: ignore[arg-type]
+    return serdes.deserialize(serdes.serialize(value, None), None)  # type: ignore[arg-type]
+
+
+def test_every_result_type_round_trips() -> None:
+    report = DrainReport(node="n1", evicted=["a/b"], blocked=[BlockedPod("a/c", ["a/pdb"], "429")], passes=2)
+    values = [
+        RunSettings(4, False, "run"),
+        DrainPlan(deadline=2.0, completion_deadline=3.0, heartbeat_interval=10, now=1.0),
+        Located(DECISION, 1.0, last_beat=0.5, hook_done=False, fault=None),
+        Located(DECISION, 1.0, fault=FAULT),
+        Cordoned(now=1.0, cordoned=True, changed=True),
+        Cordoned(now=1.0, gone=True),
+        PassOutcome(now=1.0, report=report, last_beat=0.9),
+        PassOutcome(now=1.0, fault=FAULT),
+        BeatOutcome("recorded", 1.0),
+        BeatOutcome("failed", 1.0, FAULT),
+        Completion("completed", "CONTINUE", 1.0),
+        Reported(duration=3.5, notified=True, now=1.0),
+        ReadyCheck(now=1.0, node="n1", ready=True, heartbeat_interval=100),
+        Parsed(event={"kind": "rebalance"}),
+        Parsed(ignored="unsupported", message="why"),
+        Decided(now=1.0, assessments=[{"decision": DECISION.to_dict(), "facts": None}]),
+        Decided(now=1.0, fault=FAULT),
+    ]
+    for value in values:
+        assert _round_trip(value) == value, value
