@@ -80,11 +80,14 @@ def _steps(history: list[dict[str, Any]], event_type: str) -> list[str]:
     return [e["Id"] for e in history if e["EventType"] == event_type]
 
 
-def _in_flight_step(runtime: LambdaRuntime, arn: str) -> list[str]:
-    """Operation ids of steps started (checkpointed) but not finished: a kill now lands inside one."""
+def _in_flight_drain_pass(runtime: LambdaRuntime, arn: str) -> list[str]:
+    """Operation ids of drain passes started (checkpointed) but not finished: a kill now lands inside one, after
+    the cordon step (which announces the drain) has finished."""
     history = runtime.history(arn)
     done = set(_steps(history, "StepSucceeded")) | set(_steps(history, "StepFailed"))
-    return [op for op in _steps(history, "StepStarted") if op not in done]
+    passes = [e for e in history if e["EventType"] == "StepStarted" and e.get("Name", "").startswith("drain-pass")]
+    started = [e["Id"] for e in passes]
+    return [op for op in started if op not in done]
 
 
 def test_runtime_killed_mid_step_resumes_without_repeating_finished_steps(
@@ -97,7 +100,7 @@ def test_runtime_killed_mid_step_resumes_without_repeating_finished_steps(
 
     arn = runtime.start_execution(_event(iid, token), "asg-terminate-crash")
     k8s.wait_for(lambda: k8s.core.read_node(node).spec.unschedulable, timeout=120, what="node cordoned")
-    (killed_in,) = k8s.wait_for(lambda: _in_flight_step(runtime, arn), timeout=60, what="a step in flight")
+    (killed_in,) = k8s.wait_for(lambda: _in_flight_drain_pass(runtime, arn), timeout=60, what="a drain pass running")
     finished = set(_steps(runtime.history(arn), "StepSucceeded"))
     (pid,) = runtime.runtime_pids()
     os.kill(pid, signal.SIGKILL)
@@ -112,8 +115,9 @@ def test_runtime_killed_mid_step_resumes_without_repeating_finished_steps(
     assert finished and all(started.count(op) == 1 for op in finished)  # finished steps never ran again
     assert killed_in in _steps(history, "StepSucceeded")  # the interrupted step was run again and finished
     assert sorted(set(_steps(history, "StepSucceeded"))) == sorted(_steps(history, "StepSucceeded"))
-    cordon_events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
-    assert [e.reason for e in cordon_events].count("NodeCordoned") == 1
+    node_events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    reasons = [e.reason for e in node_events]
+    assert reasons.count("NodeCordoned") == 1 and reasons.count("DrainStarted") == 1, reasons  # announced once
     (action,) = aws.lifecycle_actions()
     assert action["state"] == "COMPLETED"
 
