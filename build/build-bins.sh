@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test bed's binaries once per machine into a cache outside the repo, keyed by versions:
 #   kube-apiserver, kube-controller-manager, kube-scheduler (k8s.io/kubernetes, build/k8s/go.mod)
-#   etcd (build/etcd/go.mod), kwok (build/kwok/go.mod) and kwok-stages.yaml (from kwok's module).
+#   etcd (build/etcd/go.mod), kwok (build/kwok/go.mod) and kwok-stages.yaml (from kwok's module),
+#   aws-lambda-rie, the AWS Lambda Runtime Interface Emulator (build/rie/go.mod; the real-runtime path).
 # A binary whose stamp matches is skipped, so the second run costs a second.
 # Prints the bin directory on its last line.
 set -euo pipefail
@@ -9,6 +10,8 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 KV=v1.35.4; MINOR=35
 ETCD_V=v3.6.14
 KWOK_V=v0.7.0
+# the module proxy serves only pseudo-versions of the emulator; build/rie/go.mod pins this one
+RIE_V=v0.0.0-20261030222936-bef5c4ba774d
 CACHE_ROOT="${DRAIN_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/drain-orchestrator/testbed}"
 OUT="$CACHE_ROOT/k8s-$KV-etcd-$ETCD_V-kwok-$KWOK_V/bin"
 
@@ -27,7 +30,8 @@ stamp_ok() { [ -x "$OUT/$1" ] && [ -f "$OUT/.$1.stamp" ] && [ "$(cat "$OUT/.$1.s
 stamp() { printf '%s' "$2" > "$OUT/.$1.stamp"; }
 
 if stamp_ok kube-apiserver "$KV" && stamp_ok kube-controller-manager "$KV" && stamp_ok kube-scheduler "$KV" \
-   && stamp_ok etcd "$ETCD_V" && stamp_ok kwok "$KWOK_V" && [ -d "$OUT/kwok-stages" ]; then
+   && stamp_ok etcd "$ETCD_V" && stamp_ok kwok "$KWOK_V" && stamp_ok aws-lambda-rie "$RIE_V" \
+   && [ -d "$OUT/kwok-stages" ]; then
   log "all binaries cached in $OUT"
   echo "$OUT"
   exit 0
@@ -80,6 +84,15 @@ if ! stamp_ok kwok "$KWOK_V"; then
   stamp kwok "$KWOK_V"
 else
   log "kwok $KWOK_V: cached"
+fi
+
+if ! stamp_ok aws-lambda-rie "$RIE_V"; then
+  log "building aws-lambda-rie $RIE_V"
+  (cd "$HERE/rie" && go build -trimpath -ldflags "-s -w" -o "$OUT/aws-lambda-rie" \
+    github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie)
+  stamp aws-lambda-rie "$RIE_V"
+else
+  log "aws-lambda-rie $RIE_V: cached"
 fi
 
 # kwok's stage YAMLs ship in its module (go:embed); copy them from the module cache rather than

@@ -15,9 +15,11 @@ import argparse
 import ast
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import zipfile
 from pathlib import Path
@@ -107,10 +109,21 @@ class _Digest:
         return self._sha.hexdigest()
 
 
-def dependencies_key() -> str:
+def host_platform() -> str:
+    """This machine's wheel platform, for running the bundle here (tests/testbed/runtime.py)."""
+    machine = platform.machine().lower()
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    if arch not in ("x86_64", "aarch64"):
+        raise RuntimeError(f"no Lambda architecture matches this machine ({machine}); Lambda runs x86_64 or arm64")
+    return f"{arch}-manylinux2014"
+
+
+def dependencies_key(wheel_platform: str = PLATFORM) -> str:
     """Hash of what decides the third-party part: the lock, pyproject and the install/prune recipe."""
     digest = _Digest()
-    recipe = "|".join((RECIPE_VERSION, PYTHON_VERSION, PLATFORM, *PRUNED_DISTRIBUTIONS, *PRUNED_PATHS, *PRUNED_GLOBS))
+    recipe = "|".join(
+        (RECIPE_VERSION, PYTHON_VERSION, wheel_platform, *PRUNED_DISTRIBUTIONS, *PRUNED_PATHS, *PRUNED_GLOBS)
+    )
     digest.feed("recipe", recipe.encode())
     digest.feed("uv.lock", (REPO_ROOT / "uv.lock").read_bytes())
     digest.feed("pyproject.toml", (REPO_ROOT / "pyproject.toml").read_bytes())
@@ -133,16 +146,19 @@ def _run(cmd: list[str]) -> None:
 
 
 def _uv() -> str:
-    """`$UV` if set (the Makefile's pinned uv), else `uv` on PATH."""
-    uv = os.environ.get("UV") or shutil.which("uv")
+    """`$UV` if set, else the pinned uv installed beside the running interpreter (`.venv/bin/uv`, from the
+    `infra` dependency group, so `make setup` alone is enough for `npx cdk synth`), else `uv` on PATH."""
+    pinned = Path(sysconfig.get_path("scripts")) / "uv"
+    uv = os.environ.get("UV") or (str(pinned) if pinned.is_file() else None) or shutil.which("uv")
     if not uv:
         raise RuntimeError(
-            "bundling needs uv (it exports the runtime requirements from uv.lock): put it on PATH or set UV"
+            "bundling needs uv (it exports the runtime requirements from uv.lock): run `make setup` (installs the "
+            "pinned uv into .venv), put uv on PATH or set UV"
         )
     return uv
 
 
-def _install_dependencies(target: Path, work: Path) -> None:
+def _install_dependencies(target: Path, work: Path, wheel_platform: str) -> None:
     requirements = work / "requirements.txt"
     uv = _uv()
     _run(
@@ -154,7 +170,7 @@ def _install_dependencies(target: Path, work: Path) -> None:
     _run(
         [
             uv, "pip", "install", "--quiet", "--no-config", "--target", str(target),
-            "--python-platform", PLATFORM, "--python-version", PYTHON_VERSION,
+            "--python-platform", wheel_platform, "--python-version", PYTHON_VERSION,
             "--only-binary", ":all:", "--no-deps", "--require-hashes", "--no-compile",
             "--link-mode", "copy", "-r", str(requirements),
         ]
@@ -189,12 +205,12 @@ def compile_bytecode(tree: Path) -> None:
     _run([sys.executable, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(tree)])
 
 
-def cached_dependencies() -> Path:
+def cached_dependencies(wheel_platform: str = PLATFORM) -> Path:
     """The pruned third-party tree for the current lock, installed once and reused by every synth.
 
     Our own package is not part of it, so editing the code costs a copy, not a reinstall.
     """
-    key = dependencies_key()
+    key = dependencies_key(wheel_platform)
     final = CACHE_ROOT / key
     if (final / ".complete").exists():
         return final
@@ -203,9 +219,10 @@ def cached_dependencies() -> Path:
     try:
         tree = staging / "tree"
         with tempfile.TemporaryDirectory(prefix="bundle-reqs-") as work:
-            _install_dependencies(tree, Path(work))
+            _install_dependencies(tree, Path(work), wheel_platform)
         _prune(tree)
         compile_bytecode(tree)
+        (tree / ".platform").write_text(wheel_platform)
         (tree / ".complete").write_text(key)
         try:
             tree.rename(final)
@@ -214,18 +231,21 @@ def cached_dependencies() -> Path:
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    _drop_stale(keep=key)
+    _drop_stale(keep=key, wheel_platform=wheel_platform)
     return final
 
 
-def _drop_stale(keep: str) -> None:
-    """Keep the cache to the current dependency set: each one is ~70 MB."""
+def _drop_stale(keep: str, wheel_platform: str) -> None:
+    """Keep the cache to the current dependency set per platform: each one is ~70 MB."""
     for entry in CACHE_ROOT.iterdir():
-        if entry.name != keep and len(entry.name) == 64 and entry.is_dir():
+        if entry.name == keep or len(entry.name) != 64 or not entry.is_dir():
+            continue
+        marker = entry / ".platform"
+        if (marker.read_text() if marker.exists() else PLATFORM) == wheel_platform:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def assemble(output_dir: Path) -> None:
+def assemble(output_dir: Path, wheel_platform: str = PLATFORM) -> None:
     """Fill `output_dir` (CDK's bundling output) with dependencies and our package.
 
     Dependencies are hard-linked where possible: the cache is never modified in place, and linking ~70 MB
@@ -240,11 +260,11 @@ def assemble(output_dir: Path) -> None:
         return dst
 
     shutil.copytree(
-        cached_dependencies(),
+        cached_dependencies(wheel_platform),
         output_dir,
         dirs_exist_ok=True,
         copy_function=link_or_copy,
-        ignore=shutil.ignore_patterns(".complete"),
+        ignore=shutil.ignore_patterns(".complete", ".platform"),
     )
     shutil.copytree(
         SOURCE_ROOT / PACKAGE_NAME,
@@ -260,7 +280,7 @@ def zip_size(tree: Path) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "bundle.zip"
         with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-            for path in sorted(p for p in tree.rglob("*") if p.is_file() and p.name != ".complete"):
+            for path in sorted(p for p in tree.rglob("*") if p.is_file() and p.name not in (".complete", ".platform")):
                 info = zipfile.ZipInfo(path.relative_to(tree).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
                 info.external_attr = 0o644 << 16
                 info.compress_type = zipfile.ZIP_DEFLATED

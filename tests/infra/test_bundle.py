@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -83,3 +86,14 @@ def test_shipped_rbac_binds_the_access_entry_group() -> None:
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     evict = [r for r in role["rules"] if "pods/eviction" in r["resources"]]
     assert evict and evict[0]["verbs"] == ["create"]
+
+
+def test_bundler_finds_the_pinned_uv_without_path_or_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make setup` puts uv into .venv (infra group); the bundler must not need it on PATH or in $UV."""
+    monkeypatch.delenv("UV", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    uv = Path(bundle._uv())
+    assert uv.parent == Path(sys.executable).parent
+    version = subprocess.run([str(uv), "--version"], capture_output=True, text=True, check=True).stdout
+    locked = tomllib.loads((bundle.REPO_ROOT / "pyproject.toml").read_text())["dependency-groups"]["infra"]
+    assert f"uv=={version.split()[1]}" in locked

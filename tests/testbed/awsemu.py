@@ -31,6 +31,7 @@ import base64
 import datetime as dt
 import hashlib
 import hmac
+import io
 import json
 import re
 import ssl
@@ -44,6 +45,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
+
+from tests.testbed import aws_calls
 
 TOKEN_PREFIX = "k8s-aws-v1."
 MAX_TOKEN_LEN = 4096
@@ -517,14 +520,14 @@ def _make_handler(verifier: TokenVerifier) -> type[BaseHTTPRequestHandler]:
 # --------------------------------------------------------------------------------------------------
 # Test-bed control routes on the moto port: /_testbed/...
 # --------------------------------------------------------------------------------------------------
-def _wrap_app(app: Any) -> Any:
+def _wrap_app(app: Any, state_dir: Path) -> Any:
     def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
         if not path.startswith("/_testbed/"):
             _presigned_as_header_signed(environ)
             if path == "/moto-api/reset":
                 LIFECYCLE.clear()
-            return app(environ, start_response)
+            return _recorded(app, state_dir, environ, start_response)
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
             body = json.loads(environ["wsgi.input"].read(length) or b"{}") if length else {}
@@ -546,6 +549,22 @@ def _wrap_app(app: Any) -> Any:
             return [json.dumps({"error": str(exc)}).encode()]
 
     return wsgi
+
+
+def _recorded(app: Any, state_dir: Path, environ: dict[str, Any], start_response: Any) -> Any:
+    """Serve the request, then append it to the record of the function's AWS calls (aws_calls.py)."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    status: list[int] = []
+
+    def capture(code: str, headers: Any, *rest: Any) -> Any:
+        status.append(int(code.split(maxsplit=1)[0]))
+        return start_response(code, headers, *rest)
+
+    result = app(environ, capture)
+    aws_calls.record(state_dir, environ, body, status[0] if status else 0)
+    return result
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -581,7 +600,7 @@ def main(argv: list[str] | None = None) -> None:
     hook_server.socket = ctx.wrap_socket(hook_server.socket, server_side=True)
     threading.Thread(target=hook_server.serve_forever, daemon=True).start()
 
-    app = _wrap_app(DomainDispatcherApplication(create_backend_app))
+    app = _wrap_app(DomainDispatcherApplication(create_backend_app), a.state_dir)
     server = make_server("127.0.0.1", a.port, app, threaded=True, request_handler=MotoRequestHandler)
     server.serve_forever()
 

@@ -72,6 +72,18 @@ spec:
   next:
     delete: true
 """
+# The apiserver's audit log records every request of the function's Kubernetes group (and nothing else), so a test
+# can compare what the product really does with what infra/k8s/rbac.yaml grants.
+AUDIT_GROUP = "drain-orchestrator"
+AUDIT_POLICY = f"""\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  userGroups: ["{AUDIT_GROUP}"]
+- level: None
+"""
 KWOK_STAGE_FILES = (
     "node_fast_node-initialize.yaml",
     "node_heartbeat_node-heartbeat.yaml",
@@ -155,6 +167,11 @@ class Testbed:
     @property
     def logs(self) -> Path:
         return self.dir / "logs"
+
+    @property
+    def audit_log(self) -> Path:
+        """JSON lines, one audit event per request of the `drain-orchestrator` group (see AUDIT_POLICY)."""
+        return self.dir / "audit.jsonl"
 
     def aws_env(self) -> dict[str, str]:
         """Environment that points boto3 (and the product) at the emulator."""
@@ -363,6 +380,7 @@ class Testbed:
             "etcd",
         )
         say("etcd healthy; starting kube-apiserver")
+        (d / "audit-policy.yaml").write_text(AUDIT_POLICY)
         self._spawn(
             "kube-apiserver",
             [
@@ -387,6 +405,10 @@ class Testbed:
                 "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
+                f"--audit-policy-file={d / 'audit-policy.yaml'}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-mode=blocking",  # written before the response: a test reads it right after a run
                 "--v=1",
             ],
         )

@@ -37,6 +37,11 @@ class BinDir:
         return self.path / "kwok"
 
     @property
+    def lambda_rie(self) -> Path:
+        """The AWS Lambda Runtime Interface Emulator (tests/testbed/runtime.py)."""
+        return self.path / "aws-lambda-rie"
+
+    @property
     def kwok_stages(self) -> Path:
         return self.path / "kwok-stages"
 

@@ -1,0 +1,140 @@
+"""The synthesized IAM policy is sufficient and tight, checked against the AWS calls the function really makes.
+
+A lifecycle drain long enough to send a heartbeat runs through the real handler on the bed; the emulator records
+every call the function's role makes (action, resource ARN, the resource's tags: tests/testbed/aws_calls.py). Each
+call is evaluated offline by @cloud-copilot/iam-simulate (tests/testbed/iam_simulate.mjs) against the role's
+policy from the template the CDK app synthesizes for the served cluster: every call must be allowed, and the same
+calls aimed at another cluster's Auto Scaling group or EKS cluster, or another SNS topic, must be denied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from tests import samples
+from tests.integration.lambda_support import LambdaHarness
+from tests.testbed.aws_calls import AwsCall, read_calls
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.bed import ACCOUNT_ID, REGION, REPO, Testbed
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+OWNED = {"kubernetes.io/cluster/blue": "owned"}
+NODE = REPO / "node_modules" / "node" / "bin" / "node"
+SIMULATOR = REPO / "tests" / "testbed" / "iam_simulate.mjs"
+LIFECYCLE = {"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"}
+
+
+def _resolve(value: Any, refs: dict[str, str]) -> Any:
+    """CloudFormation intrinsics in a policy document, resolved for the bed's account and Region."""
+    pseudo = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT_ID, "AWS::URLSuffix": ""}
+    if isinstance(value, list):
+        return [_resolve(v, refs) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if set(value) == {"Ref"}:
+        name = value["Ref"]
+        return pseudo.get(name) or refs.get(name, f"arn:aws:unresolved:::{name}")
+    if set(value) == {"Fn::GetAtt"}:
+        return refs.get(value["Fn::GetAtt"][0], f"arn:aws:unresolved:::{value['Fn::GetAtt'][0]}")
+    if set(value) == {"Fn::Join"}:
+        sep, parts = value["Fn::Join"]
+        return sep.join(str(_resolve(p, refs)) for p in parts)
+    return {k: _resolve(v, refs) for k, v in value.items()}
+
+
+def role_policies(template: dict[str, Any], topic_arn: str) -> list[dict[str, Any]]:
+    """The inline policies attached to the function's role (managed policies are AWS's: logs, checkpoints)."""
+    resources = template["Resources"]
+    (function,) = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    refs = {k: topic_arn for k, r in resources.items() if r["Type"] == "AWS::SNS::Topic" and "Notification" in k}
+    policies = [
+        {"name": k, "policy": _resolve(r["Properties"]["PolicyDocument"], refs)}
+        for k, r in resources.items()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
+    ]
+    assert policies, "the function's role has no inline policy"
+    return policies
+
+
+def simulate(policies: list[dict[str, Any]], calls: list[AwsCall], principal: str) -> list[str]:
+    payload = {
+        "account": ACCOUNT_ID,
+        "principal": principal,
+        "policies": policies,
+        "calls": [{"action": c.action, "resource": c.resource, "tags": c.tags} for c in calls],
+    }
+    out = subprocess.run(
+        [str(NODE), str(SIMULATOR)], input=json.dumps(payload), capture_output=True, text=True, timeout=120, check=True
+    )
+    results = json.loads(out.stdout)
+    assert not [r for r in results if r["errors"]], results
+    return [r["result"] for r in results]
+
+
+def elsewhere(call: AwsCall) -> AwsCall:
+    """The same call aimed at what another cluster (or nobody) owns."""
+    if call.action in LIFECYCLE:
+        arn = call.resource.rsplit("/", 1)[0] + "/ng-green"
+        return AwsCall(call.role_arn, call.action, arn, {"kubernetes.io/cluster/green": "owned"})
+    if call.action == "eks:DescribeCluster":
+        return AwsCall(call.role_arn, call.action, call.resource.rsplit("/", 1)[0] + "/green", {})
+    if call.action == "sns:Publish":
+        return AwsCall(call.role_arn, call.action, call.resource.rsplit(":", 1)[0] + ":someone-elses-topic", {})
+    raise AssertionError(f"no resource-scoped variant of {call.action}")
+
+
+def test_every_call_of_a_lifecycle_drain_is_allowed_and_other_clusters_resources_are_denied(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, template: dict[str, Any]
+) -> None:
+    aws.eks_cluster("blue")
+    hook = {"name": "drain", "transition": "autoscaling:EC2_INSTANCE_TERMINATING", "heartbeat_timeout": 30}
+    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED, hooks=[hook])
+    (node,) = aws.nodes_for(k8s, [iid])
+    (spare,) = k8s.add_nodes(1)
+    k8s.deployment_on("web", 2, [node], spare, grace=1)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=0)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue", DRAIN_PASS_SECONDS="5")
+    role = aws.role_arn()
+    before = len(read_calls(testbed.dir))
+
+    def unblock_later() -> None:
+        time.sleep(20)  # past the 15 s heartbeat interval of a 30 s hook: the run sends a heartbeat
+        k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+
+    t = threading.Thread(target=unblock_later)
+    t.start()
+    run = lam.run(
+        samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    )
+    t.join()
+    assert run.status == "SUCCEEDED", run.error
+    assert run.result["instances"][0]["result"] == "drained"
+
+    calls = [c for c in read_calls(testbed.dir)[before:] if c.role_arn == role]
+    actions = {c.action for c in calls}
+    assert not [a for a in actions if a.startswith("unknown:")], actions
+    assert {"ec2:DescribeInstances", "eks:DescribeCluster", "sns:Publish", *LIFECYCLE} <= actions, actions
+    assert all(200 <= c.status < 300 for c in calls), [c for c in calls if not 200 <= c.status < 300]
+    (asg_call, *_) = [c for c in calls if c.action in LIFECYCLE]
+    assert asg_call.tags == OWNED and ":autoScalingGroupName/ng-blue" in asg_call.resource
+
+    policies = role_policies(template, os.environ["NOTIFICATION_TOPIC_ARN"])
+    distinct = list({(c.action, c.resource, json.dumps(c.tags, sort_keys=True)): c for c in calls}.values())
+    verdicts = simulate(policies, distinct, role)
+    assert dict(zip([(c.action, c.resource) for c in distinct], verdicts, strict=True)) == {
+        (c.action, c.resource): "Allowed" for c in distinct
+    }
+    scoped = [elsewhere(c) for c in distinct if c.resource != "*"]
+    assert {c.action for c in scoped} == {"eks:DescribeCluster", "sns:Publish", *LIFECYCLE}
+    assert simulate(policies, scoped, role) == ["ImplicitlyDenied"] * len(scoped)

@@ -1,0 +1,113 @@
+"""A record of every AWS call an assumed role makes on the emulator: the IAM action, the resource ARN it acts
+on and that resource's tags, one JSON line each in ``<bed dir>/aws-calls.jsonl``.
+
+The function runs with an assumed role's credentials (tests/testbed/aws_seed.py), the test set-up with the
+emulator's root keys, so only the function's calls are recorded. A test evaluates the records against the IAM
+policy synthesized by the CDK app (tests/integration/test_iam_policy.py). An operation this module cannot name
+is recorded as ``unknown:<method> <path>`` so a new kind of call fails that test instead of passing unseen.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.parse
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+CALLS_FILE = "aws-calls.jsonl"
+_CREDENTIAL = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/aws4_request")
+_EKS_CLUSTER = re.compile(r"^/clusters/([^/]+)$")
+_LIFECYCLE = {"CompleteLifecycleAction", "RecordLifecycleActionHeartbeat"}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class AwsCall:
+    role_arn: str
+    action: str  # IAM action, e.g. "autoscaling:CompleteLifecycleAction"
+    resource: str  # the ARN IAM authorizes the call against ("*" for actions without resource-level permissions)
+    tags: dict[str, str] = field(default_factory=dict)
+    status: int = 0
+
+    @classmethod
+    def from_json(cls, line: str) -> AwsCall:
+        return cls(**json.loads(line))
+
+
+def read_calls(bed_dir: Path) -> list[AwsCall]:
+    path = bed_dir / CALLS_FILE
+    if not path.exists():
+        return []
+    return [AwsCall.from_json(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _role_of(access_key_id: str) -> str | None:
+    from moto.sts.models import sts_backends
+
+    for account in list(sts_backends.keys()):
+        role = sts_backends[account]["aws"].get_assumed_role_from_access_key(access_key_id)
+        if role is not None:
+            return str(role.role_arn)
+    return None
+
+
+def _operation(environ: dict[str, Any], params: dict[str, str]) -> str | None:
+    if "Action" in params:  # query protocol (EC2, Auto Scaling, SNS, STS)
+        return params["Action"]
+    target = environ.get("HTTP_X_AMZ_TARGET")
+    if target:  # JSON protocol
+        return str(target).rsplit(".", 1)[-1]
+    if environ.get("REQUEST_METHOD") == "GET" and _EKS_CLUSTER.match(environ.get("PATH_INFO", "")):
+        return "DescribeCluster"
+    return None
+
+
+def _resource(
+    service: str, operation: str, params: dict[str, str], environ: dict[str, Any]
+) -> tuple[str, dict[str, str]]:
+    from moto.core import DEFAULT_ACCOUNT_ID
+
+    region = "us-east-1"
+    if service == "autoscaling" and operation in _LIFECYCLE:
+        from moto.autoscaling.models import autoscaling_backends
+
+        group = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups[params["AutoScalingGroupName"]]
+        tags = {str(t.get("key", t.get("Key"))): str(t.get("value", t.get("Value"))) for t in group.tags}
+        return str(group.arn), tags
+    if service == "eks" and operation == "DescribeCluster":
+        from moto.eks.models import eks_backends
+
+        name = urllib.parse.unquote(_EKS_CLUSTER.match(environ["PATH_INFO"]).group(1))  # type: ignore[union-attr]
+        cluster = eks_backends[DEFAULT_ACCOUNT_ID][region].clusters[name]
+        return str(cluster.arn), dict(cluster.tags or {})
+    if service == "sns" and operation == "Publish":
+        return params["TopicArn"], {}
+    return "*", {}
+
+
+def record(bed_dir: Path, environ: dict[str, Any], body: bytes, status: int) -> None:
+    """Append the call to the record when an assumed role made it (after the emulator answered it)."""
+    found = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+    if not found:
+        return
+    role_arn = _role_of(found.group(1))
+    if role_arn is None:
+        return
+    service = found.group(2)
+    params = dict(urllib.parse.parse_qsl(environ.get("QUERY_STRING", "")))
+    if "x-www-form-urlencoded" in environ.get("CONTENT_TYPE", ""):
+        params.update(urllib.parse.parse_qsl(body.decode(errors="replace")))
+    operation = _operation(environ, params)
+    if operation is None:
+        call = AwsCall(role_arn, f"unknown:{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}", "*")
+    else:
+        try:
+            resource, tags = _resource(service, operation, params, environ)
+        except (KeyError, AttributeError):  # e.g. an unknown group: AWS authorizes against the named ARN anyway
+            resource, tags = "*", {}
+        call = AwsCall(role_arn, f"{service}:{operation}", resource, tags, status)
+    with _lock, (bed_dir / CALLS_FILE).open("a") as f:
+        f.write(json.dumps(asdict(call), sort_keys=True) + "\n")
