@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+from botocore.parsers import ResponseParserError
 
 from drain_orchestrator.failures import ApiError, FailureKind, kind_for_status
 
@@ -82,6 +83,10 @@ def translated(service: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 raise from_client_error(exc, service) from exc
             except BotoCoreError as exc:
                 raise from_botocore_error(exc, service) from exc
+            except ResponseParserError as exc:  # an unparseable body (plain-text 503): transient, retried
+                raise AwsError(
+                    FailureKind.UNAVAILABLE, service, f"unparseable response: {str(exc)[:200]}", None, ""
+                ) from exc
 
         return call
 
