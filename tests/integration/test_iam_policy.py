@@ -109,7 +109,7 @@ def test_every_call_of_a_lifecycle_drain_is_allowed_and_other_clusters_resources
     before = len(read_calls(testbed.dir))
 
     def unblock_later() -> None:
-        time.sleep(20)  # past the 15 s heartbeat interval of a 30 s hook: the run sends a heartbeat
+        time.sleep(20)  # past the 10 s heartbeat interval of a 30 s hook: the run sends a heartbeat
         k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
 
     t = threading.Thread(target=unblock_later)
