@@ -87,7 +87,8 @@ def test_owned_instance_without_a_node_completes_the_hook_with_continue_and_drai
     assert inst["lifecycle"] == {"outcome": "completed", "result": "CONTINUE"}
     assert "result" not in inst and "report" not in inst and "cordoned" not in inst  # nothing was drained
     action = action_state(aws, iid)
-    assert (action["state"], action["result"], action["completed_by"]) == ("COMPLETED", "CONTINUE", "token")
+    assert (action["state"], action["result"], action["completed_with"]) == ("COMPLETED", "CONTINUE", "token")
+    assert action["completed_by"] == aws.role_arn(ROLE)
     assert run.metric_total("EventsIgnored", reason="no-node", kind="asg-terminate") == 1
     assert run.metric_total("LifecycleActionsCompleted", cluster="blue") == 1
     assert run.metric_total("NodesDrained") == 0
@@ -281,7 +282,8 @@ def test_event_without_token_completes_by_instance_id_and_a_redelivery_counts_as
 
     [first] = _succeeded(lam.run(event))["instances"]
     action = action_state(aws, iid)
-    assert (action["state"], action["result"], action["completed_by"]) == ("COMPLETED", "CONTINUE", "instance-id")
+    assert (action["state"], action["result"], action["completed_with"]) == ("COMPLETED", "CONTINUE", "instance-id")
+    assert action["completed_by"] == aws.role_arn(ROLE)
 
     again = lam.run(event)  # an at-least-once redelivery: the action is no longer active
     [second] = _succeeded(again)["instances"]
