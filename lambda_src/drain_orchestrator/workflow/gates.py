@@ -70,7 +70,7 @@ class _Gate:
     def summary(self, start: float, now: float, still: str) -> dict[str, Any]:
         out: dict[str, Any] = {
             "held": sorted(self.held),
-            "waited_seconds": round((self.done_at or now) - start, 1),
+            "waited_seconds": round((self.done_at or now) - start, 1) if self.held else 0.0,
             still: self.holding if self.on else [],
         }
         if self.error is not None:
