@@ -140,6 +140,21 @@ def test_ip_mode_targets_of_the_nodes_pods_hold_the_hook_and_other_pods_do_not(
     assert states[other.status.pod_ip] == "healthy"  # another node's pod: not the drain's business
 
 
+def test_target_group_registered_by_hand_is_deregistered_by_the_orchestrator(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, _node = _instance_with_pods(aws, k8s)
+    tg = target_group(aws, "tg-by-hand", cluster=None, delay=4)  # no controller tag, no controller
+    register(aws, tg, [iid])
+    run = _terminate(aws, lam, iid, TARGET_GROUP_ARNS=tg)
+    inst = _only(run)
+    assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
+    lbs = inst["gates"]["load_balancers"]
+    assert lbs["deregistered"] == [f"tg-by-hand ({iid})"] and lbs["held"] == [f"tg-by-hand ({iid})"]
+    assert lbs["waited_seconds"] >= 3 and lbs["still_draining"] == []
+    assert iid not in target_states(aws, tg)  # deregistered, then drained away before the hook was completed
+
+
 def test_volumes_released_late_hold_the_hook_until_detached(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, volumes: VolumeAttachments
 ) -> None:
@@ -167,7 +182,14 @@ def test_no_load_balancer_costs_one_call_and_no_wait(aws: AwsSeed, k8s: KubeScen
     inst = _only(run)
     assert inst["result"] == "drained"
     lbs = inst["gates"]["load_balancers"]
-    assert lbs == {"held": [], "waited_seconds": 0.0, "still_draining": [], "target_groups": [], "api_calls": 2}
+    assert lbs == {
+        "held": [],
+        "waited_seconds": 0.0,
+        "still_draining": [],
+        "target_groups": [],
+        "deregistered": [],
+        "api_calls": 2,
+    }
     assert elbv2_calls(aws) == {"DescribeTargetGroups": 1, "DescribeTags": 1}
     assert not [op for op in run.operations if str(getattr(op, "name", "")).startswith("gate-wait")]
 

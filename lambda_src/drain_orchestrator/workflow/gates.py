@@ -113,6 +113,7 @@ def _hold(
     targets, vols = _Gate(on=lb), _Gate(on=volumes)
     groups: list[dict[str, Any]] | None = None
     seen_groups: set[str] = set()
+    deregistered: list[str] = []
     api_calls = n = 0
     while True:
         if targets.on:
@@ -126,6 +127,7 @@ def _hold(
             if t.fault is None:
                 groups = t.groups
                 seen_groups.update(str(g["name"]) for g in groups)
+                deregistered.extend(t.deregistered)
             targets.absorb(t.fault, t.holding, pace.now, deadline)
         if vols.on:
             v: VolumesCheck = ctx.step(volumes_step(job), name=f"gate-volumes-{n}", config=step_config(VolumesCheck))
@@ -141,6 +143,7 @@ def _hold(
         out["load_balancers"] = {
             **targets.summary(start, pace.now, "still_draining"),
             "target_groups": sorted(seen_groups),
+            "deregistered": deregistered,  # by the orchestrator: target groups configured by ARN
             "api_calls": api_calls,
         }
         if targets.on:
