@@ -202,3 +202,25 @@ def test_no_load_balancer_costs_one_call_and_no_wait(aws: AwsSeed, k8s: KubeScen
     inst = _only(lam.run(event, skip_time=False))
     assert inst["result"] == "drained" and "load_balancers" not in inst.get("gates", {})
     assert elbv2_calls(aws) == {}
+
+
+def test_terminated_instance_node_gets_the_out_of_service_taint_only_when_enabled(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    first, second = aws.instance(tags=OWNED), aws.instance(tags=OWNED)
+    node_on, node_off = aws.nodes_for(k8s, [first, second])
+
+    def taints(node: str) -> list[tuple[str, str, str]]:
+        return [(t.key, t.value, t.effect) for t in k8s.core.read_node(node).spec.taints or []]
+
+    lam.configure("blue", OUT_OF_SERVICE_TAINT="true")
+    inst = _only(lam.run(samples.ec2_event("state-change-terminated.json", instance_id=first)))
+    assert inst["out_of_service"] is True
+    assert ("node.kubernetes.io/out-of-service", "nodeshutdown", "NoExecute") in taints(node_on)
+
+    lam.monkeypatch.delenv("OUT_OF_SERVICE_TAINT")
+    lam.configure("blue")  # off by default
+    inst = _only(lam.run(samples.ec2_event("state-change-terminated.json", instance_id=second)))
+    assert "out_of_service" not in inst
+    assert not [t for t in taints(node_off) if t[0] == "node.kubernetes.io/out-of-service"]
