@@ -89,6 +89,7 @@ class LoadBalancerControllerStandIn(Actor):
         super().__init__()
         self.aws, self.k8s, self.nodes, self.groups = aws, k8s, nodes, groups  # nodes: node name -> instance id
         self.deregistered: list[tuple[str, str, float]] = []
+        self.owner: dict[str, str] = {}  # ip target -> uid of the pod it was registered for
 
     def tick(self) -> None:
         elbv2 = self.aws.client("elbv2")
@@ -97,17 +98,16 @@ class LoadBalancerControllerStandIn(Actor):
             with contextlib.suppress(ApiException):
                 if EXCLUDE_LB_LABEL in (self.k8s.core.read_node(node).metadata.labels or {}):
                     excluded.add(iid)
-        live = {
-            p.status.pod_ip
-            for p in self.k8s.core.list_namespaced_pod(self.k8s.ns).items
-            if p.metadata.deletion_timestamp is None and p.status.pod_ip
-        }
+        pods = [p for p in self.k8s.core.list_namespaced_pod(self.k8s.ns).items if p.status.pod_ip]
+        live = {p.metadata.uid for p in pods if p.metadata.deletion_timestamp is None}
+        for p in pods:  # a target belongs to the pod it was registered for (kwok may reuse an IP on another node)
+            self.owner.setdefault(p.status.pod_ip, p.metadata.uid)
         for arn in self.groups:
             tg = elbv2.describe_target_groups(TargetGroupArns=[arn])["TargetGroups"][0]
             for target, state in target_states(self.aws, arn).items():
                 if state == "draining":
                     continue
-                gone = target in excluded if tg["TargetType"] == "instance" else target not in live
+                gone = target in excluded if tg["TargetType"] == "instance" else self.owner.get(target) not in live
                 if gone:
                     elbv2.deregister_targets(TargetGroupArn=arn, Targets=[{"Id": target, "Port": 80}])
                     self.deregistered.append((arn, target, time.time()))
