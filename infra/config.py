@@ -148,6 +148,10 @@ WORKFLOW_VARIABLES = (
     "RECHECK_MIN_SECONDS",
     "RECHECK_MAX_SECONDS",
     "DRY_RUN",
+    "WAIT_FOR_DEREGISTRATION",
+    "WAIT_FOR_VOLUME_DETACH",
+    "TARGET_GROUP_ARNS",
+    "OUT_OF_SERVICE_TAINT",
 )
 DEFAULT_DRAIN_PASS_SECONDS = 120
 # One durable drain step may run DRAIN_PASS_SECONDS; the invocation needs headroom for the rest of the replay.

@@ -21,6 +21,14 @@ AUTOSCALING_DESCRIBE = [
 ]
 
 
+# The load-balancer gate's reads; ELBv2 Describe* calls support no resource-level permissions.
+ELBV2_DESCRIBE = [
+    "elasticloadbalancing:DescribeTargetGroups",
+    "elasticloadbalancing:DescribeTags",
+    "elasticloadbalancing:DescribeTargetHealth",
+]
+
+
 def _asg_arns(config: OrchestratorConfig) -> list[str]:
     # The group id in an ASG ARN is a UUID unknown at synth time, hence the `*` in that position.
     prefix = f"arn:{cdk.Aws.PARTITION}:autoscaling:{cdk.Aws.REGION}:{cdk.Aws.ACCOUNT_ID}:autoScalingGroup:*"
@@ -70,4 +78,22 @@ def function_statements(config: OrchestratorConfig) -> list[iam.PolicyStatement]
             conditions={"StringEquals": {f"{ASG_TAG_CONDITION}/eks:cluster-name": list(config.clusters)}},
         )
     )
+    statements.extend(_load_balancer_statements(config))
     return statements
+
+
+def _load_balancer_statements(config: OrchestratorConfig) -> list[iam.PolicyStatement]:
+    """Reads for the load-balancer gate unless it is off; DeregisterTargets only on the target groups configured
+    by ARN (TARGET_GROUP_ARNS), the ones nobody else deregisters the instance from."""
+    settings = dict(config.drain_settings)
+    if settings.get("WAIT_FOR_DEREGISTRATION", "").strip().lower() in ("never", "false", "0", "no", "off"):
+        return []
+    out = [iam.PolicyStatement(sid="DescribeTargetHealth", actions=ELBV2_DESCRIBE, resources=["*"])]
+    arns = [a.strip() for a in settings.get("TARGET_GROUP_ARNS", "").split(",") if a.strip()]
+    if arns:
+        out.append(
+            iam.PolicyStatement(
+                sid="DeregisterConfiguredTargets", actions=["elasticloadbalancing:DeregisterTargets"], resources=arns
+            )
+        )
+    return out

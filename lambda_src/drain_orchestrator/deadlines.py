@@ -16,6 +16,7 @@ GLOBAL_TIMEOUT_HEARTBEATS = 100  # ... or 100 x its heartbeat timeout, whichever
 MIN_HEARTBEAT_TIMEOUT = 30  # the smallest HeartbeatTimeout AWS accepts, and the smallest we keep alive
 HEARTBEAT_FALLBACK_INTERVAL = 10  # beat this often while the hook's own timeout is unknown
 COMPLETION_GRACE_SECONDS = 120  # completing the hook is retried this long past the deadline (below the expiry)
+GATE_RECHECK_MAX_SECONDS = 15  # a gate (load-balancer deregistration, volume detach) is checked at least this often
 
 
 def hook_global_timeout(heartbeat_timeout: int, reported: int | None) -> int:
@@ -86,3 +87,9 @@ def decide_deadline(event: Interruption, ws: WorkflowSettings) -> float:
     """How long reading the instances' facts is worth retrying: until the event's own deadline, at most an hour
     after the event (past that, the dead-letter queue and an operator serve the event better)."""
     return min(drain_deadline(event, ws), event.event_time + DECIDE_RETRY_MAX_SECONDS)
+
+
+def gate_recheck_delay(attempt: int, ws: WorkflowSettings) -> int:
+    """The durable wait between two checks of a gate: like drain rechecks, but at most GATE_RECHECK_MAX_SECONDS
+    (a target group's deregistration delay is known to the second; waiting much past it holds the instance)."""
+    return min(GATE_RECHECK_MAX_SECONDS, recheck_delay(attempt, ws))

@@ -17,6 +17,9 @@ from drain_orchestrator.clip import clip
 from drain_orchestrator.settings import SettingsError
 
 LifecycleResult = Literal["CONTINUE", "ABANDON"]
+# which drains wait on a gate (load-balancer deregistration, volume detach) before their verdict
+GateScope = Literal["lifecycle", "always", "never"]
+_TARGET_GROUP_ARN = re.compile(r"^arn:aws[a-z-]*:elasticloadbalancing:[a-z0-9-]+:\d{12}:targetgroup/[\w-]+/[0-9a-f]+$")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -59,6 +62,15 @@ class WorkflowSettings:
     recheck_min_seconds: int = 5
     recheck_max_seconds: int = 120
     dry_run: bool = False
+    # gates between the drain and the verdict (docs/gates.md)
+    wait_for_deregistration: GateScope = "lifecycle"
+    wait_for_volume_detach: GateScope = "lifecycle"
+    target_group_arns: tuple[str, ...] = ()  # checked besides the controller's; the instance is deregistered
+    out_of_service_taint: bool = False  # taint a terminated instance's leftover Node (non-graceful shutdown)
+
+    def gate_applies(self, scope: GateScope, lifecycle: bool) -> bool:
+        """Whether a drain (holding a lifecycle action or not) waits on a gate with this scope."""
+        return not self.dry_run and (scope == "always" or (scope == "lifecycle" and lifecycle))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> WorkflowSettings:
@@ -88,6 +100,10 @@ class WorkflowSettings:
             recheck_min_seconds=_int(env, "RECHECK_MIN_SECONDS", d.recheck_min_seconds, 1, MAX_RECHECK_SECONDS),
             recheck_max_seconds=_int(env, "RECHECK_MAX_SECONDS", d.recheck_max_seconds, 1, MAX_RECHECK_SECONDS),
             dry_run=_bool(env, "DRY_RUN", d.dry_run),
+            wait_for_deregistration=_scope(env, "WAIT_FOR_DEREGISTRATION", d.wait_for_deregistration),
+            wait_for_volume_detach=_scope(env, "WAIT_FOR_VOLUME_DETACH", d.wait_for_volume_detach),
+            target_group_arns=_target_groups(_raw(env, "TARGET_GROUP_ARNS")),
+            out_of_service_taint=_bool(env, "OUT_OF_SERVICE_TAINT", d.out_of_service_taint),
         )
         if s.recheck_max_seconds < s.recheck_min_seconds:
             raise SettingsError("RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")
@@ -180,3 +196,30 @@ def _qualified_name_problem(key: str) -> str | None:
             "or digit"
         )
     return None
+
+
+def _scope(env: Mapping[str, str], name: str, default: GateScope) -> GateScope:
+    """lifecycle (drains holding a lifecycle action), always, never; true/false mean lifecycle/never."""
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    value = raw.lower()
+    if value in ("lifecycle", *_TRUE):
+        return "lifecycle"
+    if value == "always":
+        return "always"
+    if value in ("never", *_FALSE):
+        return "never"
+    raise SettingsError(name, f"{clip(raw)!r}: expected lifecycle, always or never (true = lifecycle, false = never)")
+
+
+def _target_groups(raw: str | None) -> tuple[str, ...]:
+    arns = tuple(a.strip() for a in (raw or "").split(",") if a.strip())
+    for arn in arns:
+        if not _TARGET_GROUP_ARN.match(arn):
+            raise SettingsError(
+                "TARGET_GROUP_ARNS",
+                f"{clip(arn)!r}: expected comma-separated target group ARNs "
+                "(arn:aws:elasticloadbalancing:<region>:<account>:targetgroup/<name>/<id>)",
+            )
+    return arns

@@ -290,6 +290,9 @@ def test_least_privilege_actions(single: Synthesized) -> None:
         "autoscaling:CompleteLifecycleAction",
         "autoscaling:RecordLifecycleActionHeartbeat",
         "eks:DescribeCluster",
+        "elasticloadbalancing:DescribeTargetGroups",
+        "elasticloadbalancing:DescribeTags",
+        "elasticloadbalancing:DescribeTargetHealth",
         "sns:Publish",
         # the on-failure destination is written with the function's role
         "sqs:SendMessage",
@@ -508,3 +511,17 @@ def test_outputs(config: str, request: pytest.FixtureRequest) -> None:
         "DeliveryDeadLetterQueueUrl",
         "FailedInvocationQueueUrl",
     }
+
+
+TG_ARN = "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/by-hand/0123456789abcdef"
+
+
+def test_load_balancer_gate_permissions(single: Synthesized, synth: Any) -> None:
+    sids = by_sid(single)
+    assert sids["DescribeTargetHealth"]["Resource"] == "*"  # ELBv2 Describe* support no resource-level scoping
+    assert "DeregisterConfiguredTargets" not in sids
+    by_hand = by_sid(synth({"clusters": "prod", "drainSettings": json.dumps({"TARGET_GROUP_ARNS": TG_ARN})}))
+    assert by_hand["DeregisterConfiguredTargets"]["Action"] == "elasticloadbalancing:DeregisterTargets"
+    assert by_hand["DeregisterConfiguredTargets"]["Resource"] == TG_ARN
+    off = statements(synth({"clusters": "prod", "drainSettings": '{"WAIT_FOR_DEREGISTRATION": "never"}'}))
+    assert not [s for s in off if "elasticloadbalancing" in json.dumps(s["Action"])]

@@ -3,7 +3,7 @@ and the EKS token webhook the local kube-apiserver authenticates bearer tokens w
 
 Run as ``python -m tests.testbed.awsemu --port P --webhook-port W --state-dir DIR ...``.
 
-Extensions to moto 5.2.5 (see docs/testbed.md):
+Extensions to moto 5.2.5 (see docs/testbed.md; ELBv2 target draining is in elbv2_emu.py):
 1. Lifecycle actions. moto lacks CompleteLifecycleAction and RecordLifecycleActionHeartbeat. Here an action is
    *active* for (ASG, hook, instance) while it waits; it is started by ``POST /_testbed/lifecycle/start`` (what AWS
    does when an instance enters Pending:Wait / Terminating:Wait), completed by token or instance id, and times out
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from tests.testbed import aws_calls
+from tests.testbed import aws_calls, elbv2_emu
 
 TOKEN_PREFIX = "k8s-aws-v1."
 MAX_TOKEN_LEN = 4096
@@ -580,6 +580,7 @@ def main(argv: list[str] | None = None) -> None:
 
     _install_lifecycle_extension()
     _install_eks_extension(a.eks_endpoint, base64.b64encode(a.eks_ca_file.read_bytes()).decode())
+    elbv2_emu.install()
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -600,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
     hook_server.socket = ctx.wrap_socket(hook_server.socket, server_side=True)
     threading.Thread(target=hook_server.serve_forever, daemon=True).start()
 
-    app = _wrap_app(DomainDispatcherApplication(create_backend_app), a.state_dir)
+    app = elbv2_emu.wrap(_wrap_app(DomainDispatcherApplication(create_backend_app), a.state_dir))
     server = make_server("127.0.0.1", a.port, app, threaded=True, request_handler=MotoRequestHandler)
     server.serve_forever()
 

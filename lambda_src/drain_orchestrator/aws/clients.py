@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from mypy_boto3_autoscaling import AutoScalingClient
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_eks import EKSClient
+    from mypy_boto3_elbv2 import ElasticLoadBalancingv2Client
     from mypy_boto3_sts import STSClient
 
 # Standard retry mode backs off on throttling (Rate exceeded, RequestLimitExceeded) and transient 5xx.
@@ -39,4 +40,9 @@ def eks_client(session: boto3.Session | None = None, region: str | None = None) 
 
 def sts_client(session: boto3.Session | None = None, region: str | None = None) -> STSClient:
     client: STSClient = _client("sts", session, region)
+    return client
+
+
+def elbv2_client(session: boto3.Session | None = None, region: str | None = None) -> ElasticLoadBalancingv2Client:
+    client: ElasticLoadBalancingv2Client = _client("elbv2", session, region)
     return client

@@ -2,6 +2,7 @@
 
     plan (deadline, heartbeat pace) -> locate node -> [scheduled-change: durable wait until window start - lead]
     -> cordon + annotate -> drain passes separated by durable waits (heartbeats when due)
+    -> gates (gates.py): load-balancer deregistration and volume detach, bounded by the deadline
     -> verdict: complete the lifecycle action (CONTINUE when drained or the node is gone, LIFECYCLE_RESULT_ON_FAILURE
        otherwise), then phase claim, metrics, Kubernetes Event, final notification.
 
@@ -23,7 +24,7 @@ from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.observability import logger
-from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow import gates, runtime
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
@@ -76,7 +77,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         summary["result"] = "cordoned"
         return summary
     job = replace(job, counts_pods=cordoned.drain_claimed)
-    result, report, error = _drain_passes(ctx, job, pace)
+    result, report, error = gates.around_drain(ctx, job, pace, summary, lambda: _drain_passes(ctx, job, pace))
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
 
 
@@ -143,7 +144,8 @@ def _verdict(
         outcome = "CONTINUE" if result in SUCCESS else runtime.wsettings().lifecycle_result_on_failure
         summary["lifecycle"] = complete_lifecycle(pace, job, outcome, result)
     summary["heartbeats"] = pace.beats
-    verdict = {k: summary.get(k) for k in ("result", "lifecycle", "report", "error") if summary.get(k) is not None}
+    reported_keys = ("result", "lifecycle", "report", "error", "gates")
+    verdict = {k: summary.get(k) for k in reported_keys if summary.get(k) is not None}
     reported: Reported = ctx.step(report_step(job, verdict, started_at), name="report", config=step_config(Reported))
     summary["duration_seconds"] = reported.duration
     summary["notified"] = reported.notified

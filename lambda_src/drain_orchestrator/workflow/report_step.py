@@ -14,6 +14,7 @@ from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator.observability import SECONDS, logger, metric
 from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.gate_steps import describe
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.notify import notify
 from drain_orchestrator.workflow.results import Reported
@@ -48,7 +49,8 @@ def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], s
         _count(job, result, duration)
         if kube is not None:
             outcome = "drained" if drained else "not drained"
-            message = f"{outcome} ({result}) after {duration:.0f} s (event {job.event.event_id})"
+            gates = describe(verdict.get("gates"))
+            message = f"{outcome} ({result}) after {duration:.0f} s{gates} (event {job.event.event_id})"
             node_event(
                 kube,
                 job.node,

@@ -19,6 +19,7 @@ from drain_orchestrator.workflow_settings import WorkflowSettings
 if TYPE_CHECKING:
     from mypy_boto3_autoscaling import AutoScalingClient
     from mypy_boto3_ec2 import EC2Client
+    from mypy_boto3_elbv2 import ElasticLoadBalancingv2Client
     from mypy_boto3_sns import SNSClient
 
     from drain_orchestrator.kube.client import ClusterConnector
@@ -92,6 +93,12 @@ def autoscaling() -> AutoScalingClient:
     from drain_orchestrator.aws.clients import autoscaling_client  # noqa: PLC0415
 
     return _cached("autoscaling", autoscaling_client)  # type: ignore[no-any-return]
+
+
+def elbv2() -> ElasticLoadBalancingv2Client:
+    from drain_orchestrator.aws.clients import elbv2_client  # noqa: PLC0415
+
+    return _cached("elbv2", elbv2_client)  # type: ignore[no-any-return]
 
 
 def sns() -> SNSClient:

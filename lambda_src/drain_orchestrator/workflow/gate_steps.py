@@ -1,0 +1,175 @@
+"""The steps of the gates between a drain and its verdict (orchestrated by gates.py). They never raise.
+
+- `pod_ips_step`: at drain start, the IPs of the node's pods (ip-mode targets are pod IPs; the pods are gone later).
+- `targets_step`: the load-balancer targets that still hold the instance (instance id, or a recorded pod IP) in a
+  state where traffic may still reach it; on its first run it finds the target groups in scope and deregisters the
+  instance from the ones configured by ARN (registered by hand: nobody else will).
+- `volumes_step`: the node's VolumeAttachments that are not deleted yet.
+- `out_of_service_step`: the non-graceful-shutdown taint on a terminated instance's Node.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from aws_durable_execution_sdk_python import StepContext, durable_step
+
+from drain_orchestrator.observability import SECONDS, logger, metric
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.results import Checkpointed, StepFault
+from drain_orchestrator.workflow.step_guard import fault_of
+
+OUT_OF_SERVICE_TAINT = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
+
+
+@dataclass(frozen=True)
+class PodAddresses(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    ips: list[str] = field(default_factory=list)
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class TargetsCheck(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    groups: list[dict[str, Any]] = field(default_factory=list)  # aws.elbv2.TargetGroup.to_dict()
+    holding: list[str] = field(default_factory=list)  # "<target group name> (<target id>)"
+    deregistered: list[str] = field(default_factory=list)  # deregistered by this step (target groups by hand)
+    api_calls: int = 0
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class VolumesCheck(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    attached: list[str] = field(default_factory=list)
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class Tainted(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    tainted: bool = False
+    fault: StepFault | None = None
+
+
+@durable_step
+def pod_ips_step(step_ctx: StepContext, job: DrainJob) -> PodAddresses:
+    from drain_orchestrator.kube.pods import list_node_pods  # noqa: PLC0415
+
+    try:
+        pods = list_node_pods(runtime.kube(job.cluster), job.node)
+    except Exception as exc:
+        return PodAddresses(now=time.time(), fault=fault_of("gate-pod-ips", exc))
+    ips = {
+        ip["ip"]
+        for p in pods
+        if not (p.get("spec") or {}).get("hostNetwork")  # host-network pods share the instance's address
+        for ip in (p.get("status") or {}).get("podIPs") or []
+        if ip.get("ip")
+    }
+    return PodAddresses(now=time.time(), ips=sorted(ips))
+
+
+@durable_step
+def targets_step(
+    step_ctx: StepContext,
+    job: DrainJob,
+    ips: list[str],
+    groups: list[dict[str, Any]] | None,
+    previous: list[str],
+    since: float,
+) -> TargetsCheck:
+    """``groups`` None: first check, find the target groups in scope. ``previous``: what held at the last check."""
+    from drain_orchestrator.aws.elbv2 import HOLDING_STATES, REGISTERED_STATES, Elbv2, TargetGroup  # noqa: PLC0415
+
+    api = Elbv2(runtime.elbv2())
+    holding: list[str] = []
+    deregistered: list[str] = []
+    in_scope: list[TargetGroup] = []
+    try:
+        if groups is None:
+            tgs = api.target_groups(job.cluster, runtime.wsettings().target_group_arns)
+        else:
+            tgs = [TargetGroup(**g) for g in groups]
+        for tg in tgs:
+            ours = {job.decision.instance_id} if tg.target_type == "instance" else set(ips)
+            if tg.target_type not in ("instance", "ip") or not ours:
+                continue
+            targets = [t for t in api.targets(tg.arn) if t.id in ours and t.state in HOLDING_STATES]
+            if groups is None and tg.by_hand:  # registered by hand: nobody else deregisters it
+                to_go = [t for t in targets if t.state in REGISTERED_STATES]
+                api.deregister(tg.arn, to_go)
+                deregistered.extend(f"{tg.name} ({t.id})" for t in to_go)
+            if targets:
+                in_scope.append(tg)  # later checks look only where something still held
+                holding.extend(f"{tg.name} ({t.id})" for t in targets)
+    except Exception as exc:
+        return TargetsCheck(now=time.time(), groups=groups or [], api_calls=api.calls, fault=fault_of("gate", exc))
+    now = time.time()
+    gone = set(previous) - set(holding)
+    if gone:
+        metric("TargetsDeregistered", len(gone), cluster=job.cluster, kind=job.event.kind)
+        if not holding:
+            metric("DeregistrationWaitSeconds", now - since, SECONDS, cluster=job.cluster, kind=job.event.kind)
+    logger.info("load-balancer targets", extra={"holding": holding, "deregistered": deregistered, "calls": api.calls})
+    return TargetsCheck(
+        now=now,
+        groups=[tg.to_dict() for tg in in_scope],
+        holding=sorted(set(holding)),
+        deregistered=deregistered,
+        api_calls=api.calls,
+    )
+
+
+@durable_step
+def volumes_step(step_ctx: StepContext, job: DrainJob) -> VolumesCheck:
+    from drain_orchestrator.kube.volumes import node_attachments  # noqa: PLC0415
+
+    try:
+        attached = node_attachments(runtime.kube(job.cluster), job.node)
+    except Exception as exc:
+        return VolumesCheck(now=time.time(), fault=fault_of("gate-volumes", exc))
+    return VolumesCheck(now=time.time(), attached=attached)
+
+
+@durable_step
+def out_of_service_step(step_ctx: StepContext, job: DrainJob) -> Tainted:
+    """Non-graceful node shutdown: with this taint the pod GC deletes the node's pods at once and the attach/detach
+    controller detaches their volumes without waiting for the kubelet (which is gone with the instance)."""
+    from drain_orchestrator.kube.errors import NodeGone  # noqa: PLC0415
+    from drain_orchestrator.kube.taints import add_taint  # noqa: PLC0415
+
+    try:
+        changed = add_taint(runtime.kube(job.cluster), job.node, OUT_OF_SERVICE_TAINT)
+    except NodeGone:
+        return Tainted(now=time.time())
+    except Exception as exc:
+        return Tainted(now=time.time(), fault=fault_of("out-of-service", exc))
+    if changed:
+        metric("NodesTaintedOutOfService", cluster=job.cluster, kind=job.event.kind)
+        logger.info("out-of-service taint added", extra={"node": job.node})
+    return Tainted(now=time.time(), tainted=True)
+
+
+def describe(gates: dict[str, Any] | None) -> str:
+    """The gates' part of a Kubernetes Event message, e.g. "; waited 12 s for load-balancer deregistration"."""
+    if not gates:
+        return ""
+    parts = []
+    lbs = gates.get("load_balancers") or {}
+    if lbs.get("held"):
+        parts.append(f"waited {lbs.get('waited_seconds', 0):.0f} s for load-balancer deregistration")
+    vols = gates.get("volumes") or {}
+    if vols.get("held"):
+        parts.append(f"waited {vols.get('waited_seconds', 0):.0f} s for volumes to detach")
+    if gates.get("reason"):
+        parts.append(str(gates["reason"]))
+    return "".join(f"; {p}" for p in parts)

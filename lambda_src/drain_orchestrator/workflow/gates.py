@@ -1,0 +1,158 @@
+"""Gates between the drain and the verdict: the instance goes only once nothing outside Kubernetes still needs it.
+
+    [state-change "terminated", OUT_OF_SERVICE_TAINT] out-of-service taint on the leftover Node
+    -> [load-balancer gate] record the node's pod IPs (ip-mode targets)
+    -> drain passes (drain_flow)
+    -> when drained (or the node is gone): checks separated by durable waits (heartbeats when due), until
+       no target in scope is initial/healthy/unhealthy/draining and the node has no VolumeAttachment left,
+       or the drain's deadline. Still holding at the deadline: result ``gate-held``, the reason named in the
+       error (``gate: targets still draining: tg-x (i-...)``), the lifecycle action completed with
+       LIFECYCLE_RESULT_ON_FAILURE.
+
+A gate that cannot check (ELBv2 AccessDenied, an unreachable API) is retried by its failure kind like any step;
+when it gives up it stops holding, and its error is in the summary (counted as ``Errors``): a missing permission
+must not keep every instance to its deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_durable_execution_sdk_python import DurableContext
+
+from drain_orchestrator import deadlines
+from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.gate_steps import (
+    PodAddresses,
+    Tainted,
+    TargetsCheck,
+    VolumesCheck,
+    out_of_service_step,
+    pod_ips_step,
+    targets_step,
+    volumes_step,
+)
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.pace import Pace, step_config
+from drain_orchestrator.workflow.results import StepFault
+
+Drained = tuple[str, DrainReport | None, StepFault | None]
+GATED_RESULTS = ("drained", "node-gone")
+HELD = "gate-held"
+
+
+@dataclass
+class _Gate:
+    """One gate's progress across checks (rebuilt identically on replay from the checks' checkpoints)."""
+
+    on: bool
+    holding: list[str] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)
+    faults: int = 0
+    error: StepFault | None = None
+    done_at: float | None = None
+
+    def absorb(self, fault: StepFault | None, holding: list[str], now: float, deadline: float) -> None:
+        if fault is not None:
+            if RETRY_POLICIES[FailureKind(fault.kind)].gives_up_after(self.faults) or now >= deadline:
+                self.on, self.error = False, fault
+            self.faults += 1
+            return
+        self.faults, self.holding = 0, holding
+        self.held.update(holding)
+        if not holding:
+            self.on, self.done_at = False, now
+
+    def summary(self, start: float, now: float, still: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "held": sorted(self.held),
+            "waited_seconds": round((self.done_at or now) - start, 1) if self.held else 0.0,
+            still: self.holding if self.on else [],
+        }
+        if self.error is not None:
+            out["error"] = self.error.to_dict()
+        return out
+
+
+def around_drain(
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: dict[str, Any], drain: Callable[[], Drained]
+) -> Drained:
+    """Run ``drain`` inside the gates; returns its (result, report, error), or ``gate-held`` with the reason."""
+    ws = runtime.wsettings()
+    lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
+    lb = ws.gate_applies(ws.wait_for_deregistration, lifecycle)
+    volumes = ws.gate_applies(ws.wait_for_volume_detach, lifecycle)
+    if ws.out_of_service_taint and job.event.kind == "state-change" and job.event.state == "terminated":
+        tainted: Tainted = ctx.step(out_of_service_step(job), name="out-of-service", config=step_config(Tainted))
+        pace.absorb(tainted)
+        summary["out_of_service"] = tainted.tainted
+    ips: list[str] = []
+    if lb:
+        snap: PodAddresses = ctx.step(pod_ips_step(job), name="gate-pod-ips", config=step_config(PodAddresses))
+        pace.absorb(snap)
+        ips = snap.ips  # unknown (a fault, already logged): the gate still waits on instance targets
+    result, report, error = drain()
+    if result not in GATED_RESULTS or not (lb or volumes):
+        return result, report, error
+    gates, reason = _hold(ctx, job, pace, ips, lb=lb, volumes=volumes and result == "drained")
+    summary["gates"] = gates
+    if reason is not None:
+        return HELD, report, StepFault(step="gate", kind="deadline", message=reason)
+    return result, report, error
+
+
+def _hold(
+    ctx: DurableContext, job: DrainJob, pace: Pace, ips: list[str], *, lb: bool, volumes: bool
+) -> tuple[dict[str, Any], str | None]:
+    ws = runtime.wsettings()
+    deadline, start = job.plan.deadline, pace.now
+    targets, vols = _Gate(on=lb), _Gate(on=volumes)
+    groups: list[dict[str, Any]] | None = None
+    seen_groups: set[str] = set()
+    deregistered: list[str] = []
+    api_calls = n = 0
+    while True:
+        if targets.on:
+            t: TargetsCheck = ctx.step(
+                targets_step(job, ips, groups, targets.holding, start),
+                name=f"gate-targets-{n}",
+                config=step_config(TargetsCheck),
+            )
+            pace.absorb(t)
+            api_calls += t.api_calls
+            if t.fault is None:
+                groups = t.groups
+                seen_groups.update(str(g["name"]) for g in groups)
+                deregistered.extend(t.deregistered)
+            targets.absorb(t.fault, t.holding, pace.now, deadline)
+        if vols.on:
+            v: VolumesCheck = ctx.step(volumes_step(job), name=f"gate-volumes-{n}", config=step_config(VolumesCheck))
+            pace.absorb(v)
+            vols.absorb(v.fault, v.attached, pace.now, deadline)
+        if not (targets.on or vols.on) or pace.now >= deadline:
+            break
+        pace.wait(deadlines.gate_recheck_delay(n, ws), f"gate-wait-{n}", deadline)
+        n += 1
+    out: dict[str, Any] = {}
+    reasons = []
+    if lb:
+        out["load_balancers"] = {
+            **targets.summary(start, pace.now, "still_draining"),
+            "target_groups": sorted(seen_groups),
+            "deregistered": deregistered,  # by the orchestrator: target groups configured by ARN
+            "api_calls": api_calls,
+        }
+        if targets.on:
+            reasons.append(f"targets still draining: {', '.join(targets.holding)}")
+    if volumes:
+        out["volumes"] = vols.summary(start, pace.now, "still_attached")
+        if vols.on:
+            reasons.append(f"volumes still attached: {', '.join(vols.holding)}")
+    reason = f"gate: {'; '.join(reasons)}" if reasons else None
+    if reason is not None:
+        out["reason"] = reason
+    return out, reason

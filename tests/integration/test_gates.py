@@ -1,0 +1,226 @@
+"""The gates between a drain and its verdict, end to end: the Lambda holds the lifecycle action until the instance's
+load-balancer targets have finished draining and the node's volumes are detached, or until the deadline.
+
+Target groups drain for their deregistration delay in the AWS emulator (tests/testbed/elbv2_emu.py); a stand-in
+for the AWS Load Balancer Controller deregisters the targets as the real one does. These runs use real durable waits
+(``skip_time=False``), so what is measured is time that really passed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests import samples
+from tests.integration.gates_support import (
+    LoadBalancerControllerStandIn,
+    VolumeAttachments,
+    elbv2_calls,
+    register,
+    target_group,
+    target_states,
+)
+from tests.integration.lambda_support import LambdaHarness, Run
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+OWNED = {"kubernetes.io/cluster/blue": "owned"}
+
+
+@pytest.fixture
+def volumes(k8s: KubeScenario) -> Iterator[VolumeAttachments]:
+    va = VolumeAttachments(k8s)
+    yield va
+    va.cleanup()
+
+
+def _instance_with_pods(aws: AwsSeed, k8s: KubeScenario, app: str = "web", replicas: int = 2) -> tuple[str, str]:
+    """An ASG instance, its node running ``replicas`` pods that may move to a spare node, a terminate hook."""
+    aws.eks_cluster("blue")
+    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED)
+    (node,) = aws.nodes_for(k8s, [iid])
+    (spare,) = k8s.add_nodes(1)
+    k8s.deployment_on(app, replicas, [node], spare, grace=0)
+    return iid, node
+
+
+def _terminate(aws: AwsSeed, lam: LambdaHarness, iid: str, **env: str) -> Run:
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue", **env)
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    return lam.run(event, skip_time=False)
+
+
+def _only(run: Run) -> dict[str, Any]:
+    assert run.status == "SUCCEEDED", run.error
+    (inst,) = run.result["instances"]  # type: ignore[index]
+    return inst  # type: ignore[no-any-return]
+
+
+def _node_events(k8s: KubeScenario, node: str) -> dict[str, str]:
+    items = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    return {e.reason: e.message for e in items}
+
+
+def test_hook_is_held_until_the_instance_target_has_finished_draining(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node = _instance_with_pods(aws, k8s)
+    tg = target_group(aws, "tg-web", delay=6)
+    register(aws, tg, [iid])
+    with LoadBalancerControllerStandIn(aws, k8s, {node: iid}, [tg]) as controller:
+        run = _terminate(aws, lam, iid)
+        returned = time.time()
+    inst = _only(run)
+    assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
+    (action,) = aws.lifecycle_actions()
+    assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE"
+    # deregistered by the controller on the exclusion label, then draining 6 s: the hook waited for all of it
+    ((_, target, deregistered_at),) = controller.deregistered
+    assert target == iid
+    assert returned >= deregistered_at + 6
+    assert iid not in target_states(aws, tg)
+    lbs = inst["gates"]["load_balancers"]
+    assert lbs["held"] == [f"tg-web ({iid})"] and lbs["target_groups"] == ["tg-web"]
+    assert lbs["still_draining"] == [] and lbs["waited_seconds"] >= 3
+    assert run.metric_total("TargetsDeregistered", cluster="blue") == 1
+    assert run.metric_total("DeregistrationWaitSeconds", cluster="blue") >= 3
+    (completed,) = [m for m in lam.notifications() if m["phase"] == "completed"]
+    assert completed["gates"]["load_balancers"]["held"] == [f"tg-web ({iid})"]
+    assert "for load-balancer deregistration" in _node_events(k8s, node)["DrainCompleted"]
+
+
+def test_deadline_reached_while_still_draining_completes_with_the_configured_result_and_names_the_reason(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, volumes: VolumeAttachments
+) -> None:
+    iid, node = _instance_with_pods(aws, k8s)
+    tg = target_group(aws, "tg-slow", delay=600)
+    register(aws, tg, [iid])
+    stuck = volumes.attach(node, "pv-data")
+    with LoadBalancerControllerStandIn(aws, k8s, {node: iid}, [tg]):
+        run = _terminate(aws, lam, iid, DEADLINE_ASG_TERMINATE_SECONDS="25", LIFECYCLE_RESULT_ON_FAILURE="ABANDON")
+    inst = _only(run)
+    assert inst["result"] == "gate-held"
+    (action,) = aws.lifecycle_actions()
+    assert action["state"] == "COMPLETED" and action["result"] == "ABANDON"
+    reason = inst["error"]["message"]
+    assert reason == f"gate: targets still draining: tg-slow ({iid}); volumes still attached: {stuck} (pv-data)"
+    assert inst["gates"]["load_balancers"]["still_draining"] == [f"tg-slow ({iid})"]
+    assert inst["gates"]["volumes"]["still_attached"] == [f"{stuck} (pv-data)"]
+    assert target_states(aws, tg)[iid] == "draining"
+    (failed,) = [m for m in lam.notifications() if m["phase"] == "failed"]
+    assert failed["error"]["message"] == reason
+    assert reason in _node_events(k8s, node)["DrainFailed"]
+
+
+def test_ip_mode_targets_of_the_nodes_pods_hold_the_hook_and_other_pods_do_not(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node = _instance_with_pods(aws, k8s, app="api", replicas=2)
+    ips = sorted(p.status.pod_ip for p in k8s.pods("app=api", node=node))
+    assert len(ips) == 2 and all(ips), "fixture: kwok gives the node's pods IPs"
+    k8s.deployment("other", 1, nodes=[n for n in k8s.nodes if n != node])
+    (other,) = k8s.wait_pods_ready("app=other", 1)
+    tg = target_group(aws, "tg-api-ip", kind="ip", delay=5)
+    register(aws, tg, [*ips, other.status.pod_ip])
+    with LoadBalancerControllerStandIn(aws, k8s, {node: iid}, [tg]) as controller:
+        run = _terminate(aws, lam, iid)
+    inst = _only(run)
+    assert inst["result"] == "drained"
+    lbs = inst["gates"]["load_balancers"]
+    assert lbs["held"] == sorted(f"tg-api-ip ({ip})" for ip in ips)
+    assert lbs["still_draining"] == []
+    assert {t for _, t, _ in controller.deregistered} == set(ips)
+    states = target_states(aws, tg)
+    assert not set(ips) & set(states)  # drained away before the hook was completed
+    assert states[other.status.pod_ip] == "healthy"  # another node's pod: not the drain's business
+
+
+def test_target_group_registered_by_hand_is_deregistered_by_the_orchestrator(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, _node = _instance_with_pods(aws, k8s)
+    tg = target_group(aws, "tg-by-hand", cluster=None, delay=4)  # no controller tag, no controller
+    register(aws, tg, [iid])
+    run = _terminate(aws, lam, iid, TARGET_GROUP_ARNS=tg)
+    inst = _only(run)
+    assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
+    lbs = inst["gates"]["load_balancers"]
+    assert lbs["deregistered"] == [f"tg-by-hand ({iid})"] and lbs["held"] == [f"tg-by-hand ({iid})"]
+    assert lbs["waited_seconds"] >= 3 and lbs["still_draining"] == []
+    assert iid not in target_states(aws, tg)  # deregistered, then drained away before the hook was completed
+
+
+def test_volumes_released_late_hold_the_hook_until_detached(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, volumes: VolumeAttachments
+) -> None:
+    iid, node = _instance_with_pods(aws, k8s)
+    (other_node,) = [n for n in k8s.nodes if n != node]
+    late = volumes.attach(node, "pv-late")
+    elsewhere = volumes.attach(other_node, "pv-elsewhere")
+    volumes.release_after(late, 8)
+    run = _terminate(aws, lam, iid)
+    inst = _only(run)
+    assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
+    assert not volumes.exists(late)
+    vols = inst["gates"]["volumes"]
+    assert vols["held"] == [f"{late} (pv-late)"] and vols["still_attached"] == []
+    assert vols["waited_seconds"] >= 2
+    assert volumes.exists(elsewhere)  # not this node's: never waited on
+    assert "for volumes to detach" in _node_events(k8s, node)["DrainCompleted"]
+
+
+def test_no_load_balancer_costs_one_call_and_no_wait(aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness) -> None:
+    iid, _node = _instance_with_pods(aws, k8s)
+    target_group(aws, "tg-not-ours", cluster="green")  # another cluster's: listed, never looked into
+    elbv2_calls(aws, reset=True)
+    run = _terminate(aws, lam, iid)
+    inst = _only(run)
+    assert inst["result"] == "drained"
+    lbs = inst["gates"]["load_balancers"]
+    assert lbs == {
+        "held": [],
+        "waited_seconds": 0.0,
+        "still_draining": [],
+        "target_groups": [],
+        "deregistered": [],
+        "api_calls": 2,
+    }
+    assert elbv2_calls(aws) == {"DescribeTargetGroups": 1, "DescribeTags": 1}
+    assert not [op for op in run.operations if str(getattr(op, "name", "")).startswith("gate-wait")]
+
+    elbv2_calls(aws, reset=True)
+    iid2 = aws.asg("ng-blue-2", size=1, tags=OWNED)[0]
+    aws.nodes_for(k8s, [iid2])
+    token = aws.start_lifecycle_action("ng-blue-2", "drain", iid2)
+    lam.configure("blue", WAIT_FOR_DEREGISTRATION="never")
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid2, asg="ng-blue-2", hook="drain", token=token)
+    inst = _only(lam.run(event, skip_time=False))
+    assert inst["result"] == "drained" and "load_balancers" not in inst.get("gates", {})
+    assert elbv2_calls(aws) == {}
+
+
+def test_terminated_instance_node_gets_the_out_of_service_taint_only_when_enabled(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    aws.eks_cluster("blue")
+    first, second = aws.instance(tags=OWNED), aws.instance(tags=OWNED)
+    node_on, node_off = aws.nodes_for(k8s, [first, second])
+
+    def taints(node: str) -> list[tuple[str, str, str]]:
+        return [(t.key, t.value, t.effect) for t in k8s.core.read_node(node).spec.taints or []]
+
+    lam.configure("blue", OUT_OF_SERVICE_TAINT="true")
+    inst = _only(lam.run(samples.ec2_event("state-change-terminated.json", instance_id=first)))
+    assert inst["out_of_service"] is True
+    assert ("node.kubernetes.io/out-of-service", "nodeshutdown", "NoExecute") in taints(node_on)
+
+    lam.monkeypatch.delenv("OUT_OF_SERVICE_TAINT")
+    lam.configure("blue")  # off by default
+    inst = _only(lam.run(samples.ec2_event("state-change-terminated.json", instance_id=second)))
+    assert "out_of_service" not in inst
+    assert not [t for t in taints(node_off) if t[0] == "node.kubernetes.io/out-of-service"]
