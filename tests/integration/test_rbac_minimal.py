@@ -4,7 +4,8 @@ The bed's kube-apiserver audits every request of the `drain-orchestrator` group 
 drain through the real handler, under the shipped RBAC, touches every path the product has on the Kubernetes API:
 a node found by providerID (get by DNS name misses, then list), cordon (get + patch), a Kubernetes Event, a
 DaemonSet pod (its owner looked up), a Deployment whose PodDisruptionBudget never allows a disruption (eviction
-refused, budgets listed and watched) forced just before the deadline (delete). The (group, resource, verb) set it
+refused, budgets listed and watched) forced just before the deadline (delete), then the volume gate (the node's
+VolumeAttachments listed). The (group, resource, verb) set it
 used must equal the set the ClusterRole grants: a rule nobody uses is a failure, and so is a request refused.
 """
 
@@ -67,7 +68,7 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     k8s.wait_pods_ready("app=web", 2)
     k8s.pdb("web", {"app": "web"}, min_available=2)
     k8s.wait_pdb("web", disruptions_allowed=0)
-    lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20")
+    lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20", WAIT_FOR_VOLUME_DETACH="always")
     offset = testbed.audit_log.stat().st_size
 
     run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
