@@ -19,7 +19,7 @@ export PATH := $(CURDIR)/node_modules/node/bin:$(CURDIR)/node_modules/.bin:$(PAT
 PYTEST_ARGS ?=
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        cluster-up cluster-down demo bench bench-drain bench-lambda clean
+        cluster-up cluster-down demo bench bench-drain bench-lambda bench-storm clean
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
@@ -28,6 +28,7 @@ help:
 	@echo "make cluster-up    start the local control plane + AWS emulator (kubeconfig: .local/cluster/kubeconfig)"
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
+	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 
 setup: setup-python setup-node setup-bins
 
@@ -84,6 +85,10 @@ bench-drain: setup-python setup-bins
 
 bench-lambda: setup-python setup-bins
 	$(PY) -m bench.bench_lambda
+
+# 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
+bench-storm: setup-python setup-bins
+	nice -n 19 $(PY) -m bench.bench_storm --nodes 50 --pods-per-node 20 --json .local/bench-storm.json
 
 clean:
 	rm -rf .local cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -202,3 +202,7 @@ class AwsSeed:
 
     def lifecycle_actions(self) -> list[dict[str, Any]]:
         return list(self._post("/_testbed/lifecycle/actions"))
+
+    def requests(self) -> list[dict[str, Any]]:
+        """AWS requests the emulator served since the last reset: access_key, service, action, count."""
+        return list(self._post("/_testbed/requests"))
