@@ -19,7 +19,7 @@ export PATH := $(CURDIR)/node_modules/node/bin:$(CURDIR)/node_modules/.bin:$(PAT
 PYTEST_ARGS ?=
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        cluster-up cluster-down demo bench bench-drain bench-lambda bench-storm clean
+        cluster-up cluster-down demo bench bench-drain bench-lambda bench-storm build-nth clean
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
@@ -85,6 +85,10 @@ bench-drain: setup-python setup-bins
 
 bench-lambda: setup-python setup-bins
 	$(PY) -m bench.bench_lambda
+
+# aws-node-termination-handler for side-by-side runs: built on demand into the bed's cache, never by `make setup`
+build-nth:
+	@bash build/build-nth.sh
 
 # 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
 bench-storm: setup-python setup-bins
