@@ -4,8 +4,8 @@ real handler at once, and the observer sees each node cordoned, drained and its 
 from __future__ import annotations
 
 import pytest
-
 from bench import bench_storm
+
 from tests.testbed.bed import Testbed
 
 pytestmark = pytest.mark.integration
