@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        cluster-up cluster-down env demo package bench bench-drain bench-lambda clean
+        cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm build-nth clean
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
@@ -32,6 +32,7 @@ help:
 	@echo 'eval "$$(make -s env)"  the local account in this shell: endpoint, region, credentials, CLUSTER_NAMES, PATH'
 	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
+	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 
 setup: setup-python setup-node setup-bins
 
@@ -97,6 +98,14 @@ bench-drain: setup-python setup-bins
 
 bench-lambda: setup-python setup-bins
 	$(PY) -m bench.bench_lambda
+
+# aws-node-termination-handler for side-by-side runs: built on demand into the bed's cache, never by `make setup`
+build-nth:
+	@bash build/build-nth.sh
+
+# 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
+bench-storm: setup-python setup-bins
+	nice -n 19 $(PY) -m bench.bench_storm --nodes 50 --pods-per-node 20 --json .local/bench-storm.json
 
 clean:
 	rm -rf .local cdk.out .pytest_cache .mypy_cache .ruff_cache

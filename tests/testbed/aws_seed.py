@@ -213,3 +213,7 @@ class AwsSeed:
         self.lambda_session(role_name).client("autoscaling", endpoint_url=self.endpoint).complete_lifecycle_action(
             AutoScalingGroupName=asg, LifecycleHookName=hook, InstanceId=instance_id, LifecycleActionResult=result
         )
+
+    def requests(self) -> list[dict[str, Any]]:
+        """AWS requests the emulator served since the last reset: access_key, service, action, count."""
+        return list(self._post("/_testbed/requests"))

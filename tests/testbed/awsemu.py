@@ -14,6 +14,8 @@ Extensions to moto 5.2.5 (see docs/testbed.md; ELBv2 target draining is in elbv2
 2. EKS: DescribeCluster answers with the local apiserver's endpoint and CA (moto invents both).
 3. STS: a presigned GetCallerIdentity (query-string SigV4, as EKS tokens carry it) is routed and attributed by its
    ``X-Amz-Credential``; moto only looks at the Authorization header.
+4. Request counts: every AWS request is counted by access key, service and action (``POST /_testbed/requests``),
+   so a benchmark can tell apart the calls of two tools running side by side.
 
 The token webhook (HTTPS, TokenReview v1) checks ``k8s-aws-v1.`` tokens the way EKS does: prefix, length, a
 presigned STS GetCallerIdentity GET aimed at the emulated STS, only whitelisted query parameters,
@@ -518,15 +520,60 @@ def _make_handler(verifier: TokenVerifier) -> type[BaseHTTPRequestHandler]:
 
 
 # --------------------------------------------------------------------------------------------------
+# 4. Request counts
+# --------------------------------------------------------------------------------------------------
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]+/[^/]+/([^/]+)/")
+
+
+class RequestCounter:
+    """AWS requests by (access key id, service, action); cleared with moto's reset."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: dict[tuple[str, str, str], int] = {}
+
+    def record(self, environ: dict[str, Any]) -> None:
+        m = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
+        if not m:
+            return  # unsigned: moto-api, or a presigned STS call (the token webhook's check)
+        action = environ.get("HTTP_X_AMZ_TARGET", "").rpartition(".")[2]
+        if not action:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            body = environ["wsgi.input"].read(length) if length else b""
+            environ["wsgi.input"] = io.BytesIO(body)  # put the body back for moto
+            query = urllib.parse.parse_qs(environ.get("QUERY_STRING", "") + "&" + body.decode(errors="replace"))
+            action = (query.get("Action") or [environ.get("PATH_INFO", "")])[0]
+        key = (m.group(1), m.group(2), action)
+        with self.lock:
+            self.counts[key] = self.counts.get(key, 0) + 1
+
+    def describe(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [
+                {"access_key": k, "service": s, "action": a, "count": n} for (k, s, a), n in sorted(self.counts.items())
+            ]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.counts.clear()
+
+
+REQUESTS = RequestCounter()
+
+
+# --------------------------------------------------------------------------------------------------
 # Test-bed control routes on the moto port: /_testbed/...
 # --------------------------------------------------------------------------------------------------
 def _wrap_app(app: Any, state_dir: Path) -> Any:
     def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
         if not path.startswith("/_testbed/"):
-            _presigned_as_header_signed(environ)
             if path == "/moto-api/reset":
                 LIFECYCLE.clear()
+                REQUESTS.clear()
+            else:
+                REQUESTS.record(environ)  # before the presigned restatement: the webhook's STS checks don't count
+            _presigned_as_header_signed(environ)
             return _recorded(app, state_dir, environ, start_response)
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
@@ -536,6 +583,8 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 payload: Any = a.to_dict()
             elif path == "/_testbed/lifecycle/actions":
                 payload = LIFECYCLE.describe()
+            elif path == "/_testbed/requests":
+                payload = REQUESTS.describe()
             elif path == "/_testbed/health":
                 payload = {"ok": True}
             else:

@@ -1,0 +1,303 @@
+"""Storm benchmark (not a test): N nodes of one ASG get their terminate lifecycle event at the same instant, each run
+as its own durable execution of the real handler (durable local runner, moto server, the real apiserver with EKS
+token auth and API priority and fairness), as Lambda would run them. Before the storm, one node of the same fleet
+is drained alone: the baseline the storm is compared with.
+
+    make bench-storm                       # = python -m bench.bench_storm --nodes 50 --pods-per-node 20
+    python -m bench.bench_storm --nodes 3 --pods-per-node 4 --json out.json
+
+Results go to stdout as Markdown; docs/benchmarks.md records them with the command. Reuses a bed started with
+`make cluster-up` when DRAIN_TESTBED_DIR is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.bed import Testbed
+from tests.testbed.kube import KubeScenario
+
+from bench import storm
+
+REPO = Path(__file__).resolve().parents[1]
+OWNED = {"kubernetes.io/cluster/blue": "owned"}
+OUR_FLOW_SCHEMA = "global-default"  # the Lambda's identity (group drain-orchestrator) falls in APF's default schema
+
+
+@dataclass
+class Phase:
+    """One wave of events (the solo baseline or the storm), timed from the instant the events were delivered."""
+
+    nodes: int
+    pods: int
+    all_done_s: float | None  # every node drained and its hook completed
+    cordon_s: list[float]
+    drained_s: list[float]
+    hook_s: list[float]
+    statuses: dict[str, int]
+    kube_requests: float  # dispatched by APF for the tool's flow schema
+    apf_rejected: float
+    eviction_429: float
+    all_429: float
+    aws_calls: dict[str, int]  # "service:action" -> count, the tool's own credentials only
+    operations: list[dict[str, int]] = field(default_factory=list)  # per execution: operation type -> count
+    errors: list[str] = field(default_factory=list)
+
+    def per_pod(self) -> float:
+        return self.kube_requests / self.pods if self.pods else 0.0
+
+
+def _run_execution(event: dict[str, Any], timeout: int) -> tuple[str, dict[str, int], str]:
+    from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
+
+    from drain_orchestrator.handler import handler
+
+    with DurableFunctionTestRunner(handler=handler) as runner:
+        res = runner.run(input=json.dumps(event), execution_timeout=timeout)
+        ops = Counter(getattr(op.operation_type, "name", str(op.operation_type)) for op in res.get_all_operations())
+    status = getattr(res.status, "name", str(res.status))
+    return status, dict(ops), "" if status == "SUCCEEDED" else str(res.error)[:300]
+
+
+def run_phase(
+    aws: AwsSeed, k8s: KubeScenario, fleet: storm.Fleet, ids: list[str], access_key: str, timeout: int = 900
+) -> Phase:
+    nodes = [fleet.nodes[fleet.instance_ids.index(i)] for i in ids]
+    events = [fleet.event(i) for i in ids]
+    obs = storm.Observer(k8s, nodes)
+    obs.start()
+    before, aws_before = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
+    results: list[tuple[str, dict[str, int], str] | None] = [None] * len(ids)
+    gate = threading.Barrier(len(ids) + 1)
+
+    def go(i: int) -> None:
+        gate.wait()
+        try:
+            results[i] = _run_execution(events[i], timeout)
+        except Exception as exc:
+            results[i] = ("CRASHED", {}, f"{type(exc).__name__}: {exc}"[:300])
+
+    threads = [threading.Thread(target=go, args=(i,), daemon=True) for i in range(len(ids))]
+    for t in threads:
+        t.start()
+    gate.wait()
+    t0 = time.time()
+    obs.t0 = t0
+    for t in threads:
+        t.join(max(1.0, timeout - (time.time() - t0)))
+    # the pod watch may deliver the last deletions a moment after the executions have returned
+    deadline = time.time() + 10
+    while time.time() < deadline and len(obs.drained()) < len(nodes):
+        time.sleep(0.2)
+    obs.stop()
+    after, aws_after = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
+    return _phase(aws, fleet, ids, nodes, obs, t0, before, after, aws_before, aws_after, access_key, results)
+
+
+def _phase(
+    aws: AwsSeed,
+    fleet: storm.Fleet,
+    ids: list[str],
+    nodes: list[str],
+    obs: storm.Observer,
+    t0: float,
+    before: Any,
+    after: Any,
+    aws_before: dict[tuple[str, str, str], int],
+    aws_after: dict[tuple[str, str, str], int],
+    access_key: str,
+    results: list[tuple[str, dict[str, int], str] | None],
+) -> Phase:
+    hooks = storm.hooks_completed(aws, fleet.asg)
+    drained = obs.drained()
+    done = []
+    for iid, node in zip(ids, nodes, strict=True):
+        if iid in hooks and node in drained:
+            done.append(max(hooks[iid], drained[node]) - t0)
+    counts = storm.diff(before, after)
+    calls = {
+        f"{s}:{a}": n - aws_before.get((k, s, a), 0)
+        for (k, s, a), n in aws_after.items()
+        if k == access_key and n - aws_before.get((k, s, a), 0)
+    }
+    return Phase(
+        nodes=len(nodes),
+        pods=sum(1 for n in obs.pod_node.values() if n in nodes),
+        all_done_s=max(done) if len(done) == len(nodes) else None,
+        cordon_s=[obs.cordoned[n] - t0 for n in nodes if n in obs.cordoned],
+        drained_s=[drained[n] - t0 for n in nodes if n in drained],
+        hook_s=[hooks[i] - t0 for i in ids if i in hooks],
+        statuses=dict(Counter(r[0] if r else "NOT-FINISHED" for r in results)),
+        kube_requests=counts.dispatched.get(OUR_FLOW_SCHEMA, 0.0),
+        apf_rejected=counts.apf_rejected,
+        eviction_429=counts.eviction_429,
+        all_429=counts.all_429,
+        aws_calls=calls,
+        operations=[r[1] for r in results if r],
+        errors=sorted({r[2] for r in results if r and r[2]}),
+    )
+
+
+def warm_up(aws: AwsSeed, k8s: KubeScenario) -> float:
+    """One rebalance event (cordon only) on a node outside the fleet: the container's imports, clients, token and
+    cluster facts are then warm, as they are for most executions of a storm. Returns its duration."""
+    from tests import samples
+
+    iid = aws.instance(tags=OWNED)
+    aws.nodes_for(k8s, [iid])
+    t = time.monotonic()
+    status, _, err = _run_execution(samples.ec2_event("rebalance-recommendation.json", instance_id=iid), 120)
+    if status != "SUCCEEDED":
+        raise RuntimeError(f"warm-up execution {status}: {err}")
+    return time.monotonic() - t
+
+
+def bench(
+    bed: Testbed,
+    n_nodes: int,
+    pods_per_node: int,
+    max_unavailable: str,
+    setenv: Callable[[str, str], None] = os.environ.__setitem__,
+) -> dict[str, Any]:
+    """Seed, warm up, drain one node alone, then the storm on the rest. ``setenv`` sets the Lambda's environment
+    (a test passes monkeypatch.setenv, so nothing leaks)."""
+    from drain_orchestrator.workflow import runtime
+
+    aws = AwsSeed(bed)
+    aws.reset()
+    aws.eks_cluster("blue")
+    api = bed.admin_api_client()
+    k8s = KubeScenario(api, prefix="storm")
+    try:
+        t_setup = time.monotonic()
+        fleet = storm.seed_fleet(aws, k8s, "ng-storm", n_nodes + 1, OWNED)
+        storm.seed_workload(k8s, fleet.nodes, pods_per_node, max_unavailable)
+        fleet.start_actions(aws)
+        env, _ = aws.lambda_env("blue")
+        for k, v in env.items():
+            setenv(k, v)
+        runtime.reset_config()
+        setup_s = time.monotonic() - t_setup
+        warm_s = warm_up(aws, k8s)
+        solo = run_phase(aws, k8s, fleet, fleet.instance_ids[:1], env["AWS_ACCESS_KEY_ID"])
+        wave = run_phase(aws, k8s, fleet, fleet.instance_ids[1:], env["AWS_ACCESS_KEY_ID"])
+        return {
+            "setup_s": setup_s,
+            "warm_up_s": warm_s,
+            "solo": asdict(solo),
+            "storm": asdict(wave),
+            "max_unavailable": max_unavailable,
+        }
+    finally:
+        runtime.reset_config()
+        k8s.cleanup()
+        api.close()
+
+
+def render(res: dict[str, Any]) -> str:
+    solo, wave = Phase(**res["solo"]), Phase(**res["storm"])
+    ratio = (
+        f"{wave.all_done_s / solo.all_done_s:.1f}x"
+        if wave.all_done_s is not None and solo.all_done_s is not None
+        else "n/a"
+    )
+
+    def ops(p: Phase) -> str:
+        totals = [sum(o.values()) for o in p.operations]
+        return f"{min(totals)}-{max(totals)}" if totals else "n/a"
+
+    def t(v: float | None) -> str:
+        return f"{v:.2f} s" if v is not None else "not all done"
+
+    rows = [
+        ("nodes / pods on them", f"{solo.nodes} / {solo.pods}", f"{wave.nodes} / {wave.pods}"),
+        ("executions", str(solo.statuses), str(wave.statuses)),
+        ("all drained + hooks completed", t(solo.all_done_s), f"{t(wave.all_done_s)} (**{ratio}** the solo)"),
+        ("event → cordon", storm.summary(solo.cordon_s), storm.summary(wave.cordon_s)),
+        ("event → drained", storm.summary(solo.drained_s), storm.summary(wave.drained_s)),
+        ("event → hook completed", storm.summary(solo.hook_s), storm.summary(wave.hook_s)),
+        ("API requests (APF dispatched, our schema) per pod", f"{solo.per_pod():.2f}", f"{wave.per_pod():.2f}"),
+        ("APF rejections (429 from priority and fairness)", f"{solo.apf_rejected:.0f}", f"{wave.apf_rejected:.0f}"),
+        ("eviction 429s (PDB refusals) / all 429s", f"{solo.eviction_429:.0f} / {solo.all_429:.0f}",
+         f"{wave.eviction_429:.0f} / {wave.all_429:.0f}"),
+        ("emulator calls per node", f"{sum(solo.aws_calls.values()) / solo.nodes:.1f}",
+         f"{sum(wave.aws_calls.values()) / max(1, wave.nodes):.1f}"),
+        ("durable operations per execution (min-max)", ops(solo), ops(wave)),
+    ]  # fmt: skip
+    out = ["| | solo (1 node) | storm |", "|---|---|---|"]
+    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    out.append(
+        f"\nPDB maxUnavailable {res['max_unavailable']}; setup {res['setup_s']:.0f} s; warm-up execution (cold "
+        f"container, cordon only) {res['warm_up_s']:.2f} s."
+    )
+    if "log" in res:
+        out.append(
+            f"handler output (CloudWatch Logs + EMF) per drained node: {res['log']['bytes_per_node']:.0f} bytes, "
+            f"{res['log']['lines_per_node']:.1f} lines, of which {res['log']['emf_per_node']:.1f} EMF metric lines"
+        )
+    out.append(f"emulator calls, solo (cold container): {solo.aws_calls}")
+    out.append(f"emulator calls, storm: {wave.aws_calls}")
+    if solo.errors or wave.errors:
+        out.append(f"errors: {solo.errors + wave.errors}")
+    return "\n".join(out)
+
+
+def log_volume(path: Path, executions: int) -> dict[str, float]:
+    lines = [ln for ln in path.read_bytes().splitlines() if ln.startswith(b"{")]
+    emf = [ln for ln in lines if b'"_aws"' in ln]
+    return {
+        "bytes_per_node": sum(len(ln) + 1 for ln in lines) / executions,
+        "lines_per_node": len(lines) / executions,
+        "emf_per_node": len(emf) / executions,
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description="storm benchmark: N nodes' terminate events at once")
+    p.add_argument("--nodes", type=int, default=50)
+    p.add_argument("--pods-per-node", type=int, default=20)
+    p.add_argument("--max-unavailable", default="10%", help="PDB maxUnavailable of every Deployment")
+    p.add_argument("--json", type=Path, help="also write the raw results here")
+    a = p.parse_args()
+    reuse = os.environ.get("DRAIN_TESTBED_DIR")
+    bed = Testbed.attach(Path(reuse)) if reuse else None
+    owned = bed is None
+    if bed is None:
+        bed = Testbed.start(REPO / ".local" / "bench-storm")
+    log = REPO / ".local" / "bench-storm-handler.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    saved = os.dup(1)
+    try:
+        # the handler's logs and EMF lines go to stdout, as in Lambda: keep them out of the table, and measure them
+        with log.open("wb") as f:
+            sys.stdout.flush()
+            os.dup2(f.fileno(), 1)
+            try:
+                res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable)
+            finally:
+                sys.stdout.flush()
+                os.dup2(saved, 1)
+        res["log"] = log_volume(log, res["solo"]["nodes"] + res["storm"]["nodes"] + 1)
+    finally:
+        os.close(saved)
+        if owned:
+            bed.stop()
+    if a.json:
+        a.json.write_text(storm.dumps(res))
+    print(render(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

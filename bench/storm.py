@@ -1,0 +1,248 @@
+"""Storm harness: a fleet of ASG instances with kwok nodes, Deployments under PDBs spread over them, spare nodes to
+receive the replacements, and an observer that times what the cluster and the emulator saw: when each node was
+cordoned, when its last pod was gone, when its lifecycle hook was completed. The observer looks only at the
+apiserver and the emulator, so it times any tool the same way (our handler here, aws-node-termination-handler in
+bench/nth.py). Used by bench/bench_storm.py, bench/bench_nth.py and the storm smoke test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import watch
+from kubernetes.client.rest import ApiException
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.kube import RUN_LABEL, KubeScenario
+
+HOOK = "drain"
+SPARE_PODS = 100  # pods a spare node takes (of its 110), so the replacements always fit
+
+
+@dataclass
+class Fleet:
+    """Instances of one ASG, their nodes, and one active lifecycle action (token) per instance."""
+
+    asg: str
+    instance_ids: list[str]
+    nodes: list[str]
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def start_actions(self, aws: AwsSeed) -> None:
+        for iid in self.instance_ids:
+            self.tokens[iid] = aws.start_lifecycle_action(self.asg, HOOK, iid)
+
+    def event(self, iid: str) -> dict[str, Any]:
+        from tests import samples
+
+        ev = samples.lifecycle_event(
+            "asg-terminate.json", instance_id=iid, asg=self.asg, hook=HOOK, token=self.tokens[iid]
+        )
+        ev["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return ev
+
+
+def seed_fleet(aws: AwsSeed, k8s: KubeScenario, asg: str, size: int, tags: dict[str, str]) -> Fleet:
+    ids = aws.asg(asg, size=size, tags=tags, hooks=({"name": HOOK, "heartbeat_timeout": 600},))
+    return Fleet(asg, ids, aws.nodes_for(k8s, ids))
+
+
+def seed_workload(
+    k8s: KubeScenario, nodes: list[str], pods_per_node: int, max_unavailable: str, *, grace: int = 0
+) -> list[str]:
+    """``pods_per_node`` Deployments of len(nodes) replicas each, under a PDB, started on ``nodes`` (the scheduler
+    spreads them about evenly) while new spare nodes are cordoned; the spares are uncordoned once every pod is
+    Ready, so replacements go there. Returns the spares."""
+    total = len(nodes) * pods_per_node
+    spares = k8s.add_nodes(math.ceil(total / SPARE_PODS) + 1)
+    for s in spares:
+        k8s.core.patch_node(s, {"spec": {"unschedulable": True}})
+    for d in range(pods_per_node):
+        k8s.deployment(f"app{d}", len(nodes), nodes=[*nodes, *spares], grace=grace)
+        k8s.pdb(f"app{d}", {"app": f"app{d}"}, max_unavailable=max_unavailable)
+    k8s.wait_for(
+        lambda: sum(1 for p in k8s.pods() if k8s.pod_ready(p)) >= total,
+        timeout=120 + total / 5,
+        interval=1,
+        what=f"{total} Ready pods",
+    )
+    for s in spares:
+        k8s.core.patch_node(s, {"spec": {"unschedulable": False}})
+    # every PDB has seen its pods (so no eviction is refused for an unsynced budget)
+    k8s.wait_for(
+        lambda: all(
+            (p.status and p.status.current_healthy == len(nodes))
+            for p in k8s.policy.list_namespaced_pod_disruption_budget(k8s.ns).items
+        ),
+        timeout=120,
+        interval=1,
+        what="PDBs observed",
+    )
+    return spares
+
+
+# ---- apiserver metrics ------------------------------------------------------------------------------------------
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def apiserver_metrics(api: Any) -> list[tuple[str, dict[str, str], float]]:
+    resp = api.call_api("GET", api.configuration.host + "/metrics")
+    resp.read()
+    out = []
+    for line in resp.data.decode().splitlines():
+        m = _SAMPLE.match(line)
+        if m and not line.startswith("#"):
+            out.append((m.group(1), dict(_LABEL.findall(m.group(2) or "")), float(m.group(3))))
+    return out
+
+
+def metric_sum(samples: list[tuple[str, dict[str, str], float]], name: str, **labels: str) -> float:
+    return sum(v for n, lab, v in samples if n == name and all(lab.get(k) == x for k, x in labels.items()))
+
+
+@dataclass
+class Counts:
+    """Requests between two snapshots: per APF flow schema, APF rejections (429 from priority and fairness), and
+    429s to evictions (a PDB refusing, which is expected)."""
+
+    dispatched: dict[str, float]
+    apf_rejected: float
+    eviction_429: float
+    all_429: float
+
+
+def snapshot(api: Any) -> list[tuple[str, dict[str, str], float]]:
+    return apiserver_metrics(api)
+
+
+def diff(before: list[tuple[str, dict[str, str], float]], after: list[tuple[str, dict[str, str], float]]) -> Counts:
+    def by_schema(s: list[tuple[str, dict[str, str], float]]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for n, lab, v in s:
+            if n == "apiserver_flowcontrol_dispatched_requests_total":
+                out[lab["flow_schema"]] = out.get(lab["flow_schema"], 0) + v
+        return out
+
+    b, a = by_schema(before), by_schema(after)
+    return Counts(
+        dispatched={k: a[k] - b.get(k, 0) for k in a if a[k] - b.get(k, 0)},
+        apf_rejected=metric_sum(after, "apiserver_flowcontrol_rejected_requests_total")
+        - metric_sum(before, "apiserver_flowcontrol_rejected_requests_total"),
+        eviction_429=metric_sum(after, "apiserver_request_total", code="429", subresource="eviction")
+        - metric_sum(before, "apiserver_request_total", code="429", subresource="eviction"),
+        all_429=metric_sum(after, "apiserver_request_total", code="429")
+        - metric_sum(before, "apiserver_request_total", code="429"),
+    )
+
+
+# ---- the observer -----------------------------------------------------------------------------------------------
+class Observer:
+    """Watches the fleet's nodes and the workload's pods from t0 on; times per node are epoch seconds."""
+
+    def __init__(self, k8s: KubeScenario, nodes: list[str]) -> None:
+        self.k8s, self.nodes = k8s, set(nodes)
+        self.cordoned: dict[str, float] = {}
+        self.pod_node: dict[str, str] = {}
+        self.gone: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.t0 = 0.0
+
+    def start(self) -> None:
+        pods = self.k8s.core.list_namespaced_pod(self.k8s.ns)
+        for p in pods.items:
+            if p.spec.node_name in self.nodes and p.metadata.deletion_timestamp is None:
+                self.pod_node[p.metadata.name] = p.spec.node_name
+        nodes = self.k8s.core.list_node(label_selector=f"{RUN_LABEL}={self.k8s.run_id}")
+        self._threads = [
+            threading.Thread(target=self._watch_pods, args=(pods.metadata.resource_version,), daemon=True),
+            threading.Thread(target=self._watch_nodes, args=(nodes.metadata.resource_version,), daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _watch_pods(self, rv: str) -> None:
+        while not self._stop.is_set():
+            w = watch.Watch()
+            try:
+                for ev in w.stream(
+                    self.k8s.core.list_namespaced_pod, self.k8s.ns, resource_version=rv, timeout_seconds=5
+                ):
+                    obj = ev["object"]
+                    rv = obj.metadata.resource_version
+                    if ev["type"] == "DELETED" and obj.metadata.name in self.pod_node:
+                        self.gone.setdefault(obj.metadata.name, time.time())
+                    if self._stop.is_set():
+                        return
+            except ApiException:
+                return  # 410 Gone after a long stall: the bench reports missing times instead of guessing
+
+    def _watch_nodes(self, rv: str) -> None:
+        while not self._stop.is_set():
+            w = watch.Watch()
+            try:
+                for ev in w.stream(
+                    self.k8s.core.list_node,
+                    label_selector=f"{RUN_LABEL}={self.k8s.run_id}",
+                    resource_version=rv,
+                    timeout_seconds=5,
+                ):
+                    obj = ev["object"]
+                    rv = obj.metadata.resource_version
+                    if obj.metadata.name in self.nodes and obj.spec.unschedulable:
+                        self.cordoned.setdefault(obj.metadata.name, time.time())
+                    if self._stop.is_set():
+                        return
+            except ApiException:
+                return
+
+    def drained(self) -> dict[str, float]:
+        """Per node: when the last of its pods (present at t0) was deleted; only nodes with all pods gone."""
+        last: dict[str, float] = {}
+        left: dict[str, int] = {}
+        for pod, node in self.pod_node.items():
+            if pod in self.gone:
+                last[node] = max(last.get(node, 0.0), self.gone[pod])
+            else:
+                left[node] = left.get(node, 0) + 1
+        return {n: t for n, t in last.items() if n not in left}
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(10)
+
+
+def hooks_completed(aws: AwsSeed, asg: str) -> dict[str, float]:
+    return {
+        a["instance_id"]: a["completed_at"]
+        for a in aws.lifecycle_actions()
+        if a["asg"] == asg and a["state"] == "COMPLETED" and a["completed_at"]
+    }
+
+
+def aws_requests(aws: AwsSeed) -> dict[tuple[str, str, str], int]:
+    return {(r["access_key"], r["service"], r["action"]): r["count"] for r in aws.requests()}
+
+
+def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of non-empty ``values``."""
+    s = sorted(values)
+    return s[max(0, math.ceil(q / 100 * len(s)) - 1)]
+
+
+def summary(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    return f"p50 {statistics.median(values):.2f} s, p99 {pct(values, 99):.2f} s, max {max(values):.2f} s"
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, default=str)
