@@ -28,8 +28,15 @@ from tests.testbed.kube import KubeScenario
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.parametrize(
+    "crash_at",
+    [
+        "after-cordon",  # inside the cordon step, after it cordoned and took the phase claims: the step runs again
+        "pass-0",  # at the start of the first drain pass, after the cordon and its announcement were checkpointed
+    ],
+)
 def test_crash_mid_drain_resumes_without_repeating_finished_steps(
-    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, crash_at: str
 ) -> None:
     from drain_orchestrator.workflow import runtime
 
@@ -41,9 +48,9 @@ def test_crash_mid_drain_resumes_without_repeating_finished_steps(
     release = threading.Event()
 
     def fault(point: str) -> None:
-        # The first invocation "dies" at the start of the first drain pass (after cordon was checkpointed): it
-        # never returns, as a Lambda killed by its timeout; the runner re-invokes after the invocation timeout.
-        if point == "pass-0" and not crashed.is_set():
+        # The first invocation "dies" at crash_at: it never returns, as a Lambda killed by its timeout; the
+        # runner re-invokes after the invocation timeout.
+        if point == crash_at and not crashed.is_set():
             crashed.set()
             release.wait(120)
             raise SystemExit("the killed invocation's thread, released after the test")
@@ -69,6 +76,9 @@ def test_crash_mid_drain_resumes_without_repeating_finished_steps(
     notes = final_notification(lam, "completed", "drained")
     assert sorted(n["phase"] for n in notes) == ["completed", "started"]
     assert run.metric_total("LifecycleActionsCompleted") == 1
+    events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    reasons = [e.reason for e in events]
+    assert reasons.count("NodeCordoned") == 1 and reasons.count("DrainStarted") == 1, reasons  # announced once
 
 
 def test_same_event_twice_gives_one_drain_and_one_notification_of_each_kind(

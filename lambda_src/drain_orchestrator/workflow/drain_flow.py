@@ -1,7 +1,8 @@
 """One instance's drain, from plan to verdict; every path ends in `_verdict`.
 
     plan (deadline, heartbeat pace) -> locate node -> [scheduled-change: durable wait until window start - lead]
-    -> cordon + annotate -> drain passes separated by durable waits (heartbeats when due)
+    -> cordon + annotate -> announce (once: metric, Events, "started" notification)
+    -> drain passes separated by durable waits (heartbeats when due)
     -> gates (gates.py): load-balancer deregistration and volume detach, bounded by the deadline
     -> verdict: complete the lifecycle action (CONTINUE when drained or the node is gone, LIFECYCLE_RESULT_ON_FAILURE
        otherwise), then phase claim, metrics, Kubernetes Event, final notification.
@@ -28,8 +29,16 @@ from drain_orchestrator.workflow import gates, runtime
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
-from drain_orchestrator.workflow.report_step import SUCCESS, report_step
-from drain_orchestrator.workflow.results import Cordoned, DrainPlan, Located, PassOutcome, Reported, StepFault
+from drain_orchestrator.workflow.report_step import SUCCESS, announce_step, report_step
+from drain_orchestrator.workflow.results import (
+    Announced,
+    Cordoned,
+    DrainPlan,
+    Located,
+    PassOutcome,
+    Reported,
+    StepFault,
+)
 
 
 def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> dict[str, Any]:
@@ -73,6 +82,8 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         return _verdict(ctx, job, pace, summary, "failed", None, started_at=started_at, error=cordoned.fault)
     if cordoned.gone:
         return _verdict(ctx, job, pace, summary, "node-gone", None, started_at=started_at)
+    if cordoned.cordon_claimed or cordoned.drain_claimed:
+        ctx.step(announce_step(job, cordoned), name="announce", config=step_config(Announced))
     if decision.action == "cordon":
         summary["result"] = "cordoned"
         return summary

@@ -18,11 +18,9 @@ from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.ownership import Reason
-from drain_orchestrator.timefmt import deadline_fields
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper
 from drain_orchestrator.workflow.job import DrainJob
-from drain_orchestrator.workflow.notify import notify
 from drain_orchestrator.workflow.results import Cordoned, DrainPlan, Located, PassOutcome
 from drain_orchestrator.workflow.step_guard import fault_of
 
@@ -80,7 +78,7 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
 @durable_step
 def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> Cordoned:
     from drain_orchestrator.kube.cordon import cordon  # noqa: PLC0415
-    from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
+    from drain_orchestrator.kube.node_records import claim  # noqa: PLC0415
 
     ws = runtime.wsettings()
     event, decision, node, now = job.event, job.decision, job.node, time.time()
@@ -99,7 +97,8 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
                 now=now,
                 dry_run=opts.dry_run,
             )
-            # one execution announces each phase, however many events arrived for this node
+            # one execution announces each phase, however many events arrived for this node; the announcement
+            # is a step of its own (report_step.announce_step), so a crash here cannot announce twice
             cordon_claimed = claim(kube, node, "cordoned", job.run_id, dry_run=ws.dry_run)
             # only a drain announces itself: a cordon-only run (rebalance) must not take the "started" claim
             first = decision.action == "drain" and claim(kube, node, "drain-started", job.run_id, dry_run=ws.dry_run)
@@ -108,22 +107,6 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
             return Cordoned(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
         except Exception as exc:
             return Cordoned(now=now, last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault_of("cordon", exc))
-        if cordon_claimed:
-            metric("NodesCordoned", cluster=job.cluster, kind=event.kind)
-            node_event(
-                kube, node, "NodeCordoned", f"cordoned for {event.kind} (event {event.event_id})", dry_run=ws.dry_run
-            )
-        if first:
-            when = deadline_fields(job.plan.deadline, now)
-            node_event(
-                kube,
-                node,
-                "DrainStarted",
-                f"draining for {event.kind}, deadline {when['deadline']}, {when['seconds_left']} s left "
-                f"(event {event.event_id})",
-                dry_run=ws.dry_run,
-            )
-            notify("started", job, dict(when))
     logger.info("node cordoned" if res.changed else "node already cordoned", extra={"node": node})
     runtime.inject_fault("after-cordon")
     return Cordoned(
@@ -132,6 +115,7 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
         changed=res.changed,
         last_beat=hb.last_beat,
         hook_done=hb.hook_done,
+        cordon_claimed=cordon_claimed,
         drain_claimed=bool(first),
     )
 

@@ -1,6 +1,9 @@
-"""The last word on a node's drain: phase claim, metrics, Kubernetes Event and the final notification.
+"""What a node's drain says: the announcement of its start, and the last word on it.
 
-Runs once the lifecycle action is settled, whatever happened before. Every part is best effort and independent:
+`announce_step` runs once after the cordon step, for the execution holding the phase claims: metric, Kubernetes
+Events, the "started" notification. A step of its own, checkpointed, so a replay of the cordon does not repeat it.
+`report_step` runs once the lifecycle action is settled, whatever happened before: phase claim, metrics, Kubernetes
+Event and the final notification. Every part is best effort and independent:
 an unreachable apiserver still gets a notification (without the claim that de-duplicates it across executions),
 a failed SNS publish still leaves the Event and the metrics. Never raises.
 """
@@ -13,13 +16,42 @@ from typing import Any
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator.observability import SECONDS, logger, metric
+from drain_orchestrator.timefmt import deadline_fields
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_steps import describe
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.notify import notify
-from drain_orchestrator.workflow.results import Reported
+from drain_orchestrator.workflow.results import Announced, Cordoned, Reported
 
 SUCCESS = ("drained", "node-gone")
+
+
+@durable_step
+def announce_step(step_ctx: StepContext, job: DrainJob, cordoned: Cordoned) -> Announced:
+    from drain_orchestrator.kube.node_records import node_event  # noqa: PLC0415
+
+    ws = runtime.wsettings()
+    event, node = job.event, job.node
+    kube = None
+    try:
+        kube = runtime.kube(job.cluster)
+    except Exception as exc:  # Events are best effort; the notification still goes out
+        logger.warning("no Kubernetes client for the announcement", extra={"error": str(exc)[:300]})
+    if cordoned.cordon_claimed:
+        metric("NodesCordoned", cluster=job.cluster, kind=event.kind)
+        if kube is not None:
+            message = f"cordoned for {event.kind} (event {event.event_id})"
+            node_event(kube, node, "NodeCordoned", message, dry_run=ws.dry_run)
+    if not cordoned.drain_claimed:
+        return Announced(notified=False)
+    when = deadline_fields(job.plan.deadline, cordoned.now)
+    if kube is not None:
+        message = (
+            f"draining for {event.kind}, deadline {when['deadline']}, {when['seconds_left']} s left "
+            f"(event {event.event_id})"
+        )
+        node_event(kube, node, "DrainStarted", message, dry_run=ws.dry_run)
+    return Announced(notified=notify("started", job, dict(when)))
 
 
 @durable_step

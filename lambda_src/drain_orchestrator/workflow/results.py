@@ -97,6 +97,7 @@ class Cordoned(Checkpointed):
     last_beat: float | None = None
     hook_done: bool = False
     fault: StepFault | None = None
+    cordon_claimed: bool = False  # this execution holds the node's "cordoned" claim (it announces the cordon)
     drain_claimed: bool = False  # this execution holds the node's "drain-started" claim (it counts the pods)
 
 
@@ -126,6 +127,11 @@ class Completion(Checkpointed):
     result: str | None
     now: float
     fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class Announced(Checkpointed):
+    notified: bool
 
 
 @dataclass(frozen=True)
