@@ -4,6 +4,7 @@ node, a fault played in the background while the handler runs, and the checks of
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -84,6 +85,16 @@ class Background(threading.Thread):
         if self.error is not None:
             raise self.error
         return self.value
+
+
+def relax_pdb_after(k8s: KubeScenario, name: str, seconds: float) -> Background:
+    """The PDB's owner relaxes it (maxUnavailable 1) after ``seconds``: a drain held by it can then finish."""
+
+    def relax() -> None:
+        time.sleep(seconds)  # the hold itself: a drain must outlast it
+        k8s.policy.patch_namespaced_pod_disruption_budget(name, k8s.ns, {"spec": {"maxUnavailable": 1}})
+
+    return Background(relax)
 
 
 def wait_cordoned(k8s: KubeScenario, node: str, timeout: float = 120) -> None:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import samples
+from tests.integration.cli_support import run_cli
 from tests.testbed.bed import REPO
 
 pytestmark = pytest.mark.integration
@@ -30,15 +29,7 @@ BASE_ENV = {
 
 
 def _cli(*args: str, **env: str) -> tuple[int, str, str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "drain_orchestrator.cli", *args],
-        cwd=REPO,
-        env={**BASE_ENV, **env},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    proc = run_cli(*args, env={**BASE_ENV, **env}, inherit=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 

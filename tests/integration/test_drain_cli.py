@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.integration.cli_support import run_cli
 from tests.integration.drain_support import pods_on
 
 pytestmark = pytest.mark.integration
@@ -17,15 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def cli(testbed: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'lambda_src'}:{REPO}"}
-    return subprocess.run(
-        [sys.executable, "-m", "drain_orchestrator.cli", *args, "--kubeconfig", str(testbed.kubeconfig)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    return run_cli(*args, "--kubeconfig", str(testbed.kubeconfig))
 
 
 def test_drain_prints_kubectl_like_progress_and_exits_0_when_drained(testbed: Any, k8s: Any) -> None:

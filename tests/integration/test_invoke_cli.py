@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests import samples
+from tests.integration.cli_support import invoke_report, run_cli
 from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import REPO
 from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
@@ -22,19 +19,10 @@ pytestmark = pytest.mark.integration
 def _invoke(event: dict, tmp_path: Path, env: dict[str, str], *extra: str) -> tuple[int, dict]:
     path = tmp_path / "event.json"
     path.write_text(json.dumps({**event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
-    proc = subprocess.run(
-        [sys.executable, "-m", "drain_orchestrator.cli", "invoke", str(path), "--timeout", "120", *extra],
-        cwd=REPO,
-        env={**os.environ, **env, "PYTHONPATH": f"{REPO / 'lambda_src'}:{REPO}", "POWERTOOLS_LOG_LEVEL": "ERROR"},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
+    proc = run_cli(
+        "invoke", str(path), "--timeout", "120", *extra, env={**env, "POWERTOOLS_LOG_LEVEL": "ERROR"}, timeout=300
     )
-    # the handler's EMF and log lines come first; the command's own JSON report is the last document
-    out = proc.stdout
-    report = json.loads(out[out.rindex('\n{\n  "status"') + 1 :] if '\n{\n  "status"' in out else out)
-    return proc.returncode, report
+    return proc.returncode, invoke_report(proc.stdout)
 
 
 def test_invoke_dry_run_reports_and_changes_nothing(aws: AwsSeed, k8s: KubeScenario, tmp_path: Path) -> None:

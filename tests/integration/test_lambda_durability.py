@@ -20,6 +20,7 @@ from tests.integration.scenario_support import (
     blue_asg_node,
     final_notification,
     pods_on,
+    relax_pdb_after,
     spread,
 )
 from tests.testbed.aws_seed import AwsSeed
@@ -146,17 +147,11 @@ def test_heartbeats_keep_the_hook_alive_while_a_pdb_holds_the_drain(
     k8s.wait_pdb("web", disruptions_allowed=0)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
     lam.configure("blue", DRAIN_PASS_SECONDS="5")
-
-    def unblock_later() -> None:
-        time.sleep(22)  # the PDB's owner relaxes it after a while: longer than the hook's heartbeat interval
-        k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
-
-    t = threading.Thread(target=unblock_later)
-    t.start()
+    relaxed = relax_pdb_after(k8s, "web", 22)  # longer than the hook's heartbeat interval
     run = lam.run(
         samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
     )
-    t.join()
+    relaxed.outcome()
     assert run.status == "SUCCEEDED", run.error
     assert run.result["instances"][0]["result"] == "drained"
     (action,) = aws.lifecycle_actions()

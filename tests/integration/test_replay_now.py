@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,27 +12,19 @@ import pytest
 
 from drain_orchestrator.kube.cordon import ANN_DEADLINE
 from tests import samples
+from tests.integration.cli_support import invoke_report, run_cli
 from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import REPO
 from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 
 
 def _invoke(path: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "drain_orchestrator.cli", "invoke", str(path), "--timeout", "120", *extra],
-        cwd=REPO,
-        env={**os.environ, **env, "PYTHONPATH": f"{REPO / 'lambda_src'}:{REPO}", "POWERTOOLS_LOG_LEVEL": "ERROR"},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
+    proc = run_cli(
+        "invoke", str(path), "--timeout", "120", *extra, env={**env, "POWERTOOLS_LOG_LEVEL": "ERROR"}, timeout=300
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    report: dict[str, Any] = json.loads(out[out.rindex('\n{\n  "status"') + 1 :])
-    return report
+    return invoke_report(proc.stdout)
 
 
 def test_now_moves_a_past_spot_warning_to_the_present(aws: AwsSeed, k8s: KubeScenario, tmp_path: Path) -> None:

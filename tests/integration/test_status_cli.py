@@ -4,9 +4,7 @@ Lambda's role (so under the shipped RBAC), showing what holds a drain: a PDB, a 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import pytest
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.node_records import claim
 from drain_orchestrator.kube.rest import Kube
+from tests.integration.cli_support import run_cli
 from tests.integration.gates_support import VolumeAttachments, register, target_group
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.kube import KubeScenario
@@ -25,14 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def status(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "drain_orchestrator.cli", "status", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env, "PYTHONPATH": f"{REPO / 'lambda_src'}:{REPO}"},
-        timeout=120,
-        check=False,
-    )
+    return run_cli("status", *args, env=env)
 
 
 def test_status_shows_phase_deadline_and_what_holds_the_drain(aws: AwsSeed, k8s: KubeScenario) -> None:

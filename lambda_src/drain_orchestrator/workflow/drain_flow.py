@@ -29,8 +29,9 @@ from drain_orchestrator.workflow import gates, runtime
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
-from drain_orchestrator.workflow.report_step import SUCCESS, announce_step, report_step
+from drain_orchestrator.workflow.report_step import announce_step, report_step
 from drain_orchestrator.workflow.results import (
+    SUCCESS,
     Announced,
     Cordoned,
     DrainPlan,

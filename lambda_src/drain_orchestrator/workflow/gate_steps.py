@@ -11,53 +11,17 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator.observability import SECONDS, logger, metric
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.job import DrainJob
-from drain_orchestrator.workflow.results import Checkpointed, StepFault
+from drain_orchestrator.workflow.results import PodAddresses, Tainted, TargetsCheck, VolumesCheck
 from drain_orchestrator.workflow.step_guard import fault_of
 
 OUT_OF_SERVICE_TAINT = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
-
-
-@dataclass(frozen=True)
-class PodAddresses(Checkpointed):
-    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
-    now: float
-    ips: list[str] = field(default_factory=list)
-    fault: StepFault | None = None
-
-
-@dataclass(frozen=True)
-class TargetsCheck(Checkpointed):
-    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
-    now: float
-    groups: list[dict[str, Any]] = field(default_factory=list)  # aws.elbv2.TargetGroup.to_dict()
-    holding: list[str] = field(default_factory=list)  # "<target group name> (<target id>)"
-    deregistered: list[str] = field(default_factory=list)  # deregistered by this step (target groups by hand)
-    api_calls: int = 0
-    fault: StepFault | None = None
-
-
-@dataclass(frozen=True)
-class VolumesCheck(Checkpointed):
-    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
-    now: float
-    attached: list[str] = field(default_factory=list)
-    fault: StepFault | None = None
-
-
-@dataclass(frozen=True)
-class Tainted(Checkpointed):
-    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
-    now: float
-    tainted: bool = False
-    fault: StepFault | None = None
 
 
 @durable_step

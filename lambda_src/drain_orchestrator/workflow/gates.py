@@ -26,22 +26,12 @@ from drain_orchestrator import deadlines
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.gate_steps import (
-    PodAddresses,
-    Tainted,
-    TargetsCheck,
-    VolumesCheck,
-    out_of_service_step,
-    pod_ips_step,
-    targets_step,
-    volumes_step,
-)
+from drain_orchestrator.workflow.gate_steps import out_of_service_step, pod_ips_step, targets_step, volumes_step
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import Pace, step_config
-from drain_orchestrator.workflow.results import StepFault
+from drain_orchestrator.workflow.results import SUCCESS, PodAddresses, StepFault, Tainted, TargetsCheck, VolumesCheck
 
 Drained = tuple[str, DrainReport | None, StepFault | None]
-GATED_RESULTS = ("drained", "node-gone")
 HELD = "gate-held"
 
 
@@ -96,7 +86,7 @@ def around_drain(
         pace.absorb(snap)
         ips = snap.ips  # unknown (a fault, already logged): the gate still waits on instance targets
     result, report, error = drain()
-    if result not in GATED_RESULTS or not (lb or volumes):
+    if result not in SUCCESS or not (lb or volumes):
         return result, report, error
     gates, reason = _hold(ctx, job, pace, ips, lb=lb, volumes=volumes and result == "drained")
     summary["gates"] = gates

@@ -21,9 +21,7 @@ from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_steps import describe
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.notify import notify
-from drain_orchestrator.workflow.results import Announced, Cordoned, Reported
-
-SUCCESS = ("drained", "node-gone")
+from drain_orchestrator.workflow.results import SUCCESS, Announced, Cordoned, Reported
 
 
 @durable_step

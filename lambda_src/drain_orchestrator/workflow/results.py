@@ -8,7 +8,7 @@ or the failure path) and the execution never fails before its verdict.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Self, TypeVar
 
 from aws_durable_execution_sdk_python.serdes import SerDes, SerDesContext
@@ -17,6 +17,9 @@ from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.ownership import Decision
 
 T = TypeVar("T", bound="Checkpointed")
+
+# the results after which the instance may go: the lifecycle action is completed CONTINUE, the gates apply
+SUCCESS = ("drained", "node-gone")
 
 
 class Checkpointed:
@@ -126,6 +129,41 @@ class Completion(Checkpointed):
     outcome: str  # completed | already-done | not-applicable | dry-run | failed
     result: str | None
     now: float
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class PodAddresses(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    ips: list[str] = field(default_factory=list)
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class TargetsCheck(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    groups: list[dict[str, Any]] = field(default_factory=list)  # aws.elbv2.TargetGroup.to_dict()
+    holding: list[str] = field(default_factory=list)  # "<target group name> (<target id>)"
+    deregistered: list[str] = field(default_factory=list)  # deregistered by this step (target groups by hand)
+    api_calls: int = 0
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class VolumesCheck(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    attached: list[str] = field(default_factory=list)
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class Tainted(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    tainted: bool = False
     fault: StepFault | None = None
 
 
