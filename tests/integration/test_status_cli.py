@@ -16,9 +16,10 @@ import pytest
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.node_records import claim
 from drain_orchestrator.kube.rest import Kube
-from tests.integration.gates_support import VolumeAttachments, register, target_group
+from tests.integration.gates_support import VolumeAttachments
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.kube import KubeScenario
+from tests.testbed.load_balancers import register, target_group
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
