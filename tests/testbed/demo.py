@@ -273,8 +273,8 @@ def main() -> int:
     _say(f"test bed: {bed.server}  (kubectl --kubeconfig {bed.kubeconfig.relative_to(REPO)})")
     _say("seeding: cluster blue (5 nodes, web x6 + api x3 with PDBs, a DaemonSet), cluster green (1 node), 2 ASGs,")
     _say(
-        f"         target group {TARGET_GROUP} (instance mode, deregistration delay {DEREGISTRATION_DELAY} s) with "
-        "2 blue nodes; a stand-in for the AWS Load Balancer Controller"
+        f"         target group {TARGET_GROUP} (instance mode, {DEREGISTRATION_DELAY} s deregistration delay): "
+        "2 blue nodes, with a load balancer controller stand-in"
     )
     log_path = REPO / ".local" / "demo.log"
     _say("replaying events through drain_orchestrator.handler.handler")
