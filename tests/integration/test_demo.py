@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,10 @@ from tests.testbed.bed import Testbed
 pytestmark = pytest.mark.integration
 
 
-def test_demo_replay(testbed: Testbed, tmp_path: Path) -> None:
+def test_demo_replay(testbed: Testbed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the controller deregisters the instance at the cordon: the target must still be draining when the drain ends,
+    # with room for a drain slowed down by a loaded host
+    monkeypatch.setattr(demo, "DEREGISTRATION_DELAY", 15)
     outcomes, notes = demo.replay(testbed, tmp_path / "demo.log", cleanup=True)
     by_title = {o["title"]: o for o in outcomes}
     assert [o["status"] for o in outcomes] == ["SUCCEEDED"] * 9 + ["FAILED"]
@@ -23,8 +27,16 @@ def test_demo_replay(testbed: Testbed, tmp_path: Path) -> None:
     def reasons(title: str) -> set[str]:
         return {d["reason"] for d in by_title[title]["result"]["not_acted_on"]}
 
-    assert results("ASG scale-in of a blue node") == ["drained"]
-    assert by_title["ASG scale-in of a blue node"]["result"]["instances"][0]["lifecycle"]["outcome"] == "completed"
+    (behind_lb,) = by_title[demo.BEHIND_LB]["result"]["instances"]
+    assert behind_lb["result"] == "drained" and behind_lb["lifecycle"]["outcome"] == "completed"
+    # the load-balancer gate held the hook while the instance's target drained, and the demo prints it
+    lbs = behind_lb["gates"]["load_balancers"]
+    target = f"{demo.TARGET_GROUP} ({behind_lb['instance_id']})"
+    assert lbs["held"] == [target] and lbs["still_draining"] == [] and lbs["waited_seconds"] > 0
+    printed = demo.summarize(demo.BEHIND_LB, "SUCCEEDED", by_title[demo.BEHIND_LB]["result"], None, 0.0)
+    assert printed[2].startswith(f"    load-balancer gate: held the hook {lbs['waited_seconds']:.1f} s until {target}")
+    # the other events hold no lifecycle action for termination: no gate, nothing printed for one
+    assert not [o["title"] for o in outcomes[1:] if any("gate:" in x for x in _printed(o))]
     assert reasons("ASG scale-in of another team's node") == {"other-cluster"}
     assert results("Spot interruption warning, blue node") == ["drained"]
     assert results("Same warning delivered twice") == ["drained"]
@@ -36,3 +48,7 @@ def test_demo_replay(testbed: Testbed, tmp_path: Path) -> None:
     assert "detail.EC2InstanceId" in by_title["Malformed event"]["error"].message
     # three drained nodes, each announced once (the duplicate Spot warning adds nothing)
     assert sorted(n["phase"] for n in notes) == ["completed"] * 3 + ["started"] * 3
+
+
+def _printed(outcome: dict[str, Any]) -> list[str]:
+    return demo.summarize(outcome["title"], outcome["status"], outcome["result"], outcome["error"], 0.0)

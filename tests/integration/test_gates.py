@@ -15,17 +15,17 @@ from typing import Any
 import pytest
 
 from tests import samples
-from tests.integration.gates_support import (
+from tests.integration.gates_support import VolumeAttachments
+from tests.integration.lambda_support import LambdaHarness, Run
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.kube import KubeScenario
+from tests.testbed.load_balancers import (
     LoadBalancerControllerStandIn,
-    VolumeAttachments,
     elbv2_calls,
     register,
     target_group,
     target_states,
 )
-from tests.integration.lambda_support import LambdaHarness, Run
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}

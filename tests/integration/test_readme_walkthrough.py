@@ -83,6 +83,14 @@ def test_readme_walkthrough_runs_as_written(testbed: Testbed) -> None:
             left = core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={spare_node}").items
             owners = {ref.kind for p in left for ref in (p.metadata.owner_references or [])}
             assert owners <= {"DaemonSet"}, f"pods left on {spare_node}: {[p.metadata.name for p in left]}"
+
+        # status, last: the spare drained by hand is listed, held by its instance's target in the demo's target group
+        table = done.stdout[done.stdout.rindex("CLUSTER  NODE") :].splitlines()
+        assert table[0].split()[:7] == ["CLUSTER", "NODE", "PHASE", "KIND", "DEADLINE", "LEFT", "HOLDS"]
+        rows = {line.split()[1]: line for line in table[1:]}
+        assert rows[spare_node].startswith("blue ")
+        assert rows[spare_node].endswith(f"target {demo.TARGET_GROUP} ({spare}): healthy")
+        assert node not in rows  # uncordoned: the drain's marks are gone
     finally:
         with testbed.admin_api_client() as api:
             for scenario in world["scenarios"]:

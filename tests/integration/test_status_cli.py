@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,12 +14,12 @@ from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.node_records import claim
 from drain_orchestrator.kube.rest import Kube
 from tests.integration.cli_support import run_cli
-from tests.integration.gates_support import VolumeAttachments, register, target_group
+from tests.integration.gates_support import VolumeAttachments
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.kube import KubeScenario
+from tests.testbed.load_balancers import register, target_group
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[2]
 
 
 def status(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

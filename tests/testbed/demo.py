@@ -1,13 +1,15 @@
 """`make demo`: the product end to end on the local test bed.
 
-Starts (or reuses) the bed in .local/cluster, seeds a small account — cluster "blue" (served) with three nodes,
+Starts (or reuses) the bed in .local/cluster, seeds a small account — cluster "blue" (served) with five nodes,
 workloads with PodDisruptionBudgets and a DaemonSet, cluster "green" (another team's) with one node, two ASGs with
-lifecycle hooks — then replays events/ through the real Lambda handler (durable local runner, waits skipped) and
-prints what happened to each event.
+lifecycle hooks, an instance-mode target group of the AWS Load Balancer Controller's for blue — then replays events/
+through the real Lambda handler (durable local runner, waits skipped except for the scale-in behind the load
+balancer, which waits for the target to drain in real time) and prints what happened to each event.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -20,6 +22,7 @@ from tests import samples
 from tests.testbed.aws_seed import LAUNCHING, TERMINATING, AwsSeed
 from tests.testbed.bed import REPO, Testbed
 from tests.testbed.kube import KubeScenario
+from tests.testbed.load_balancers import LoadBalancerControllerStandIn, register, target_group
 from tests.testbed.local_env import ENV_HINT, prepare_walkthrough
 
 BLUE = {"kubernetes.io/cluster/blue": "owned"}
@@ -28,6 +31,11 @@ HOOKS = [
     {"name": "drain", "transition": TERMINATING, "heartbeat_timeout": 300},
     {"name": "join", "transition": LAUNCHING, "heartbeat_timeout": 300},
 ]
+TARGET_GROUP = "tg-web"
+# Long enough to outlast the scale-in's drain (the controller deregisters the instance at the cordon, so the
+# draining runs alongside the evictions), short enough for the demo: the gate then holds the hook for the rest.
+DEREGISTRATION_DELAY = 10
+BEHIND_LB = "ASG scale-in of a blue node behind a load balancer"
 
 
 def _say(msg: str) -> None:
@@ -59,6 +67,11 @@ def seed(bed: Testbed) -> dict[str, Any]:
         k8s.wait_pods_ready("app=api", 3)
         k8s.wait_pdb("web", disruptions_allowed=1)
         k8s.wait_pdb("api", disruptions_allowed=1)
+    # a Service's instance-mode target group, as the controller creates it (tagged for the cluster): the first node
+    # (the scale-in) and the spare node of the README's walk-through are its targets
+    tg = target_group(aws, TARGET_GROUP, cluster="blue", delay=DEREGISTRATION_DELAY)
+    behind_lb = {blue_nodes[0]: blue_ids[0], blue_nodes[4]: blue_ids[4]}
+    register(aws, tg, list(behind_lb.values()))
     env, queue = aws.lambda_env("blue")
     return {
         "aws": aws,
@@ -68,6 +81,7 @@ def seed(bed: Testbed) -> dict[str, Any]:
         "queue": queue,
         "ns": k8s.ns,
         "scenarios": scenarios,
+        "load_balancer": (tg, behind_lb),
     }
 
 
@@ -96,7 +110,7 @@ def scenario(world: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
     health = samples.health_event([c, g, unknown])
     health["detail"]["startTime"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 1830))
     return [
-        ("ASG scale-in of a blue node", {}, lambda: lifecycle("asg-terminate.json", a, "blue-nodes", "drain")),
+        (BEHIND_LB, {}, lambda: lifecycle("asg-terminate.json", a, "blue-nodes", "drain")),
         ("ASG scale-in of another team's node", {}, lambda: lifecycle("asg-terminate.json", g, "green-nodes", "drain")),
         (
             "Spot interruption warning, blue node",
@@ -137,11 +151,43 @@ def summarize(title: str, status: str, result: dict[str, Any] | None, error: Any
             lc = inst["lifecycle"]
             parts.append(f"hook {lc.get('result', '')} {lc['outcome']}".strip())
         lines.append("    " + "; ".join(parts))
+        lines.extend(gate_lines(inst.get("gates") or {}))
     for d in result.get("not_acted_on", []):
         lines.append(
             f"    {d['instance_id']} → not acted on: {d['reason']}" + (f" ({d['cluster']})" if d["cluster"] else "")
         )
     return lines
+
+
+def gate_lines(gates: dict[str, Any]) -> list[str]:
+    """What the gates held the lifecycle action for, e.g. "load-balancer gate: held the hook 6.1 s until ..."."""
+    lines = []
+    lbs = gates.get("load_balancers") or {}
+    if lbs.get("held") or lbs.get("still_draining"):
+        lines.append(
+            f"    load-balancer gate: held the hook {lbs['waited_seconds']:.1f} s until "
+            + (
+                f"{', '.join(lbs['held'])} finished draining"
+                if not lbs["still_draining"]
+                else f"the deadline; still draining: {', '.join(lbs['still_draining'])}"
+            )
+            + f" ({lbs['api_calls']} ELBv2 calls)"
+        )
+    vols = gates.get("volumes") or {}
+    if vols.get("held"):
+        lines.append(f"    volume gate: held the hook {vols['waited_seconds']:.1f} s for {', '.join(vols['held'])}")
+    return lines
+
+
+def _load_balancer_controller(bed: Testbed, world: dict[str, Any], stack: contextlib.ExitStack) -> None:
+    """The AWS Load Balancer Controller's part, for the replay: deregister a node's instance once it is excluded."""
+    from kubernetes import client as k8s_client
+
+    tg, nodes = world["load_balancer"]
+    api = stack.enter_context(bed.admin_api_client())
+    k8s: KubeScenario = world["scenarios"][0]
+    k8s.core = k8s_client.CoreV1Api(api)
+    stack.enter_context(LoadBalancerControllerStandIn(world["aws"], k8s, nodes, [tg]))
 
 
 def replay(
@@ -165,38 +211,41 @@ def replay(
     outcomes: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
     try:
-        for title, event, make in scenario(world):
-            ev = make() if make else copy.deepcopy(event)
-            if "time" in ev and "malformed" not in title.lower():
-                ev["time"] = _now()
-            runtime.reset_config()
-            started = time.monotonic()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            saved = os.dup(1), os.dup(2)
-            with open(log_path, "a") as log:
-                os.dup2(log.fileno(), 1)
-                os.dup2(log.fileno(), 2)
-                try:
-                    with DurableFunctionTestRunner(handler=handler) as runner:
-                        res = runner.run(input=json.dumps(ev), execution_timeout=300)
-                finally:
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                    os.dup2(saved[0], 1)
-                    os.dup2(saved[1], 2)
-                    os.close(saved[0])
-                    os.close(saved[1])
-            outcome = {
-                "title": title,
-                "status": getattr(res.status, "name", str(res.status)),
-                "result": json.loads(res.result) if res.result else None,
-                "error": res.error,
-                "seconds": time.monotonic() - started,
-            }
-            outcomes.append(outcome)
-            for line in summarize(title, outcome["status"], outcome["result"], res.error, outcome["seconds"]):
-                _say(line)
+        with contextlib.ExitStack() as controller:
+            _load_balancer_controller(bed, world, controller)
+            for title, event, make in scenario(world):
+                ev = make() if make else copy.deepcopy(event)
+                if "time" in ev and "malformed" not in title.lower():
+                    ev["time"] = _now()
+                runtime.reset_config()
+                started = time.monotonic()
+                sys.stdout.flush()
+                sys.stderr.flush()
+                saved = os.dup(1), os.dup(2)
+                with open(log_path, "a") as log:
+                    os.dup2(log.fileno(), 1)
+                    os.dup2(log.fileno(), 2)
+                    try:
+                        # the scale-in behind the load balancer waits in real time: the target drains in real time
+                        with DurableFunctionTestRunner(handler=handler, skip_time=title != BEHIND_LB) as runner:
+                            res = runner.run(input=json.dumps(ev), execution_timeout=300)
+                    finally:
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                        os.dup2(saved[0], 1)
+                        os.dup2(saved[1], 2)
+                        os.close(saved[0])
+                        os.close(saved[1])
+                outcome = {
+                    "title": title,
+                    "status": getattr(res.status, "name", str(res.status)),
+                    "result": json.loads(res.result) if res.result else None,
+                    "error": res.error,
+                    "seconds": time.monotonic() - started,
+                }
+                outcomes.append(outcome)
+                for line in summarize(title, outcome["status"], outcome["result"], res.error, outcome["seconds"]):
+                    _say(line)
         notes = world["aws"].drain_notifications(world["queue"])
     finally:
         if cleanup:
@@ -222,7 +271,11 @@ def main() -> int:
         _say("starting the local test bed (control plane + AWS emulator)…")
         bed = Testbed.start(state_dir, log=lambda m: None)
     _say(f"test bed: {bed.server}  (kubectl --kubeconfig {bed.kubeconfig.relative_to(REPO)})")
-    _say("seeding: cluster blue (5 nodes, web x6 + api x3 with PDBs, a DaemonSet), cluster green (1 node), 2 ASGs")
+    _say("seeding: cluster blue (5 nodes, web x6 + api x3 with PDBs, a DaemonSet), cluster green (1 node), 2 ASGs,")
+    _say(
+        f"         target group {TARGET_GROUP} (instance mode, {DEREGISTRATION_DELAY} s deregistration delay): "
+        "2 blue nodes, with a load balancer controller stand-in"
+    )
     log_path = REPO / ".local" / "demo.log"
     _say("replaying events through drain_orchestrator.handler.handler")
     _say(f"(the Lambda's JSON logs and EMF metric lines: {log_path.relative_to(REPO)})")
