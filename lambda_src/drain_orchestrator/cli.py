@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -31,7 +32,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for module, register in wanted:
         getattr(importlib.import_module(module), register)(subparsers)
     args = parser.parse_args(args_list)
-    result: int = args.func(args)
+    try:
+        result: int = args.func(args)
+    except BrokenPipeError:
+        # the reader went away (`status --json | head`): not an error of ours, and no traceback; stdout is
+        # pointed at /dev/null so the interpreter's final flush does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return result
 
 

@@ -4,7 +4,9 @@ Lambda's role (so under the shipped RBAC), showing what holds a drain: a PDB, a 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.node_records import claim
 from drain_orchestrator.kube.rest import Kube
-from tests.integration.cli_support import run_cli
+from tests.integration.cli_support import PYTHONPATH, run_cli
 from tests.integration.gates_support import VolumeAttachments
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.kube import KubeScenario
@@ -67,6 +69,23 @@ def test_status_shows_phase_deadline_and_what_holds_the_drain(aws: AwsSeed, k8s:
         assert header.split()[:6] == ["CLUSTER", "NODE", "PHASE", "KIND", "DEADLINE", "LEFT"]
         (line,) = [x for x in lines if node in x]
         assert "drain-started" in line and "blocked by PDB" in line and f"target tg-db ({iid}): healthy" in line
+
+        # a reader that went away (`status --json | head -1` once head has its line): exit 0, no traceback
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            closed = subprocess.run(
+                [sys.executable, "-m", "drain_orchestrator.cli", "status", "--json"],
+                env={**os.environ, **env, "PYTHONPATH": PYTHONPATH},
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        finally:
+            os.close(write_end)
+        assert (closed.returncode, closed.stderr) == (0, "")
 
         unset = status({**env, "CLUSTER_NAMES": ""})
         assert unset.returncode == 2 and unset.stderr.startswith("error: CLUSTER_NAMES: required")
