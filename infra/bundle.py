@@ -81,11 +81,12 @@ PRUNED_GLOBS = ("**/__pycache__",)
 # botocore ships the API models of ~450 services (28 MB of already-compressed files, most of the zip). The
 # function creates clients for these only (aws/clients.py, aws/sns.py, and the durable SDK's "lambda" client);
 # sso/sso-oidc back botocore's own credential providers. tests/infra/test_synth_cli.py creates every one of
-# them from the bundle's botocore, so a missing model fails the build, not a drain.
-BOTOCORE_SERVICES = ("autoscaling", "ec2", "eks", "lambda", "sns", "sso", "sso-oidc", "sts")
+# them from the bundle's botocore, and tests/infra/test_bundle.py checks every service the code names is listed,
+# so a missing model fails the build, not a drain.
+BOTOCORE_SERVICES = ("autoscaling", "ec2", "eks", "elbv2", "lambda", "sns", "sso", "sso-oidc", "sts")
 
 # Bump when the recipe changes in a way the inputs below do not capture.
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
 
 
 def _source_files() -> list[Path]:

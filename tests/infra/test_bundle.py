@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -97,3 +98,22 @@ def test_bundler_finds_the_pinned_uv_without_path_or_env(monkeypatch: pytest.Mon
     version = subprocess.run([str(uv), "--version"], capture_output=True, text=True, check=True).stdout
     locked = tomllib.loads((bundle.REPO_ROOT / "pyproject.toml").read_text())["dependency-groups"]["infra"]
     assert f"uv=={version.split()[1]}" in locked
+
+
+def _services_named_in(package: Path) -> set[str]:
+    """Service names the function's AWS adapters pass to their client factory (aws/clients.py `_client`)."""
+    named = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+                continue
+            func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            if func == "_client" and isinstance(node.args[0].value, str):
+                named.add(node.args[0].value)
+    return named
+
+
+def test_every_aws_service_the_function_calls_keeps_its_botocore_model() -> None:
+    named = _services_named_in(bundle.REPO_ROOT / "lambda_src" / "drain_orchestrator" / "aws")
+    assert {"ec2", "autoscaling", "eks", "sts", "sns", "elbv2"} <= named  # the scan sees the adapters
+    assert named - set(bundle.BOTOCORE_SERVICES) == set(), "add to infra/bundle.py BOTOCORE_SERVICES"
