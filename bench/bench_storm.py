@@ -118,6 +118,7 @@ def _phase(
     aws_after: dict[tuple[str, str, str], int],
     access_key: str,
     results: list[tuple[str, dict[str, int], str] | None],
+    flow_schema: str = OUR_FLOW_SCHEMA,
 ) -> Phase:
     hooks = storm.hooks_completed(aws, fleet.asg)
     drained = obs.drained()
@@ -139,7 +140,7 @@ def _phase(
         drained_s=[drained[n] - t0 for n in nodes if n in drained],
         hook_s=[hooks[i] - t0 for i in ids if i in hooks],
         statuses=dict(Counter(r[0] if r else "NOT-FINISHED" for r in results)),
-        kube_requests=counts.dispatched.get(OUR_FLOW_SCHEMA, 0.0),
+        kube_requests=counts.dispatched.get(flow_schema, 0.0),
         apf_rejected=counts.apf_rejected,
         eviction_429=counts.eviction_429,
         all_429=counts.all_429,
