@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +35,8 @@ from bench import bench_storm, nth, nth_stray, storm
 from bench.bench_storm import Phase
 
 REPO = Path(__file__).resolve().parents[1]
+# client-go's own rate limiter (NTH leaves it at the default 5 QPS, burst 10) logs the waits it imposes
+THROTTLED = re.compile(r"Waited for ([0-9.]+)s due to client-side throttling")
 NTH_TAGS = {**bench_storm.OWNED, nth.MANAGED_TAG: ""}
 
 
@@ -121,6 +124,9 @@ def bench(
         warm_s = bench_storm.warm_up(aws, orch_k8s)
         orch_phase = bench_storm.run_phase(aws, orch_k8s, orch, orch.instance_ids, env["AWS_ACCESS_KEY_ID"])
         nth_phase, nth_dispatched = run_nth_phase(aws, nth_k8s, nthf, queue_url, proc, timeout)
+        lines = proc.lines()
+        evictions = sum(1 for ln in lines if str(ln.get("message", "")).startswith("evicting pod"))
+        throttled = [float(m.group(1)) for ln in lines if (m := THROTTLED.match(str(ln.get("message", ""))))]
         proc.stop()
         proc = None
         cases = nth_stray.seed(aws)
@@ -138,6 +144,8 @@ def bench(
             "orchestrator": asdict(orch_phase),
             "nth": asdict(nth_phase),
             "nth_dispatched": nth_dispatched,
+            "nth_evictions_logged": evictions,
+            "nth_client_throttled_s": throttled,
             "stray": stray,
             "nth_windows": windows,
         }
@@ -166,6 +174,7 @@ def render(res: dict[str, Any]) -> str:
         ("API requests (APF dispatched, the tool's flow schema)",
          f"{o.kube_requests:.0f} ({bench_storm.OUR_FLOW_SCHEMA})", f"{n.kube_requests:.0f} ({nth.FLOW_SCHEMA})"),
         ("API requests per pod", f"{o.per_pod():.2f}", f"{n.per_pod():.2f}"),
+        ("replacement pods scheduled onto a node still to drain", str(o.relanded), str(n.relanded)),
         ("APF rejections / eviction 429s (PDB refusals)", f"{o.apf_rejected:.0f} / {o.eviction_429:.0f}",
          f"{n.apf_rejected:.0f} / {n.eviction_429:.0f}"),
         ("AWS calls per node (the tool's access key)", f"{sum(o.aws_calls.values()) / max(1, o.nodes):.1f}",
@@ -180,6 +189,11 @@ def render(res: dict[str, Any]) -> str:
     out.append(f"AWS calls, orchestrator: {o.aws_calls}")
     out.append(f"AWS calls, NTH: {n.aws_calls}")
     out.append(f"APF dispatched per flow schema during NTH's phase: {res['nth_dispatched']}")
+    waits = res.get("nth_client_throttled_s", [])
+    out.append(
+        f"NTH logged {res.get('nth_evictions_logged', 0)} evictions for {n.pods} pods; client-go's rate limiter "
+        f"logged {len(waits)} waits" + (f", longest {max(waits):.1f} s" if waits else "")
+    )
     for name, p in (("orchestrator", o), ("NTH", n)):
         if p.errors:
             out.append(f"{name} errors: {p.errors}")

@@ -51,6 +51,7 @@ class Phase:
     eviction_429: float
     all_429: float
     aws_calls: dict[str, int]  # "service:action" -> count, the tool's own credentials only
+    relanded: int = 0  # replacement pods scheduled onto one of these nodes after the event (moved twice)
     operations: list[dict[str, int]] = field(default_factory=list)  # per execution: operation type -> count
     errors: list[str] = field(default_factory=list)
 
@@ -145,6 +146,7 @@ def _phase(
         eviction_429=counts.eviction_429,
         all_429=counts.all_429,
         aws_calls=calls,
+        relanded=len(obs.relanded),
         operations=[r[1] for r in results if r],
         errors=sorted({r[2] for r in results if r and r[2]}),
     )
