@@ -127,15 +127,14 @@ def orchestrator(aws: AwsSeed, cases: list[StrayCase], handler_log: Path | None)
 def nth_window(
     bed: Testbed, aws: AwsSeed, api: Any, queue_url: str, cases: list[StrayCase], workdir: Path, flags: tuple[str, ...]
 ) -> tuple[NthWindow, list[StrayOutcome]]:
-    """A fresh NTH process with ``flags`` on the queue for WINDOW_S seconds; the events are sent at its start
-    unless they are still on the queue from the previous window."""
+    """A fresh NTH process with ``flags`` on an emptied queue for WINDOW_S seconds; the events are sent at its
+    start."""
+    aws.client("sqs").purge_queue(QueueUrl=queue_url)  # what the previous window left, in flight or not
     proc = nth.start(bed, api, queue_url, workdir, flags)
     try:
         proc.wait_started()
         before = storm.aws_requests(aws)
-        depth = nth.queue_depth(aws, queue_url)
-        if depth["visible"] + depth["in_flight"] == 0:
-            nth.send_events(aws, queue_url, [event(c) for c in cases])
+        nth.send_events(aws, queue_url, [event(c) for c in cases])
         deadline = time.monotonic() + WINDOW_S
         while time.monotonic() < deadline and proc.alive():
             time.sleep(1)
