@@ -2,9 +2,9 @@
 cluster: an SQS queue in the emulator carries EventBridge envelopes, NTH polls it with its own access key (so the
 emulator counts its AWS calls apart from the orchestrator's), and talks to the apiserver only through in-cluster
 configuration: KUBERNETES_SERVICE_HOST/PORT plus a ServiceAccount token and CA under
-/var/run/secrets/kubernetes.io/serviceaccount, which exist only inside NTH's own mount namespace (``unshare -m``:
-a tmpfs over /run and a read-only bind mount, so the machine's paths are never touched). Its RBAC is the chart's
-(bench/nth-rbac.yaml). Used by bench/bench_nth.py.
+/var/run/secrets/kubernetes.io/serviceaccount, which exist only inside NTH's own mount namespace (``unshare -m``,
+or ``unshare -rm`` when not root: a tmpfs over /run and a read-only bind mount, so the machine's paths are never
+touched). Its RBAC is the chart's (bench/nth-rbac.yaml). Used by bench/bench_nth.py.
 """
 
 from __future__ import annotations
@@ -185,7 +185,10 @@ def start(bed: Testbed, api: Any, queue_url: str, workdir: Path, extra_flags: tu
         "AWS_REGION": bed.region,
     }
     log = workdir / "nth.log"
-    cmd = ["unshare", "-m", "sh", "-c", script, "nth", SA_DIR, str(sa), str(exe), *flags]
+    # as root a mount namespace is enough; otherwise a user namespace too (-r maps the caller to root in it, which
+    # mount needs there, and to nothing outside)
+    unshare = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-rm"]
+    cmd = [*unshare, "sh", "-c", script, "nth", SA_DIR, str(sa), str(exe), *flags]
     with log.open("wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     return NthProcess(proc, log, flags)
