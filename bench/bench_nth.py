@@ -76,7 +76,7 @@ def run_nth_phase(
     results: list[tuple[str, dict[str, int], str] | None] = [
         ("HOOK-COMPLETED" if i in hooks else "HOOK-NOT-COMPLETED", {}, "") for i in ids
     ]
-    phase = bench_storm._phase(
+    phase = bench_storm.build_phase(
         aws, fleet, ids, nodes, obs, t0, before, after, aws_before, aws_after, nth.ACCESS_KEY, results,
         flow_schema=nth.FLOW_SCHEMA,
     )  # fmt: skip

@@ -103,10 +103,10 @@ def run_phase(
         time.sleep(0.2)
     obs.stop()
     after, aws_after = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
-    return _phase(aws, fleet, ids, nodes, obs, t0, before, after, aws_before, aws_after, access_key, results)
+    return build_phase(aws, fleet, ids, nodes, obs, t0, before, after, aws_before, aws_after, access_key, results)
 
 
-def _phase(
+def build_phase(
     aws: AwsSeed,
     fleet: storm.Fleet,
     ids: list[str],
