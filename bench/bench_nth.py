@@ -102,6 +102,7 @@ def bench(
     handler_log: Path | None = None,
     timeout: float = 900,
     stray_variants: tuple[tuple[str, ...], ...] = STRAY_VARIANTS,
+    nth_flags: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Seed both fleets and workloads, start NTH, warm the orchestrator up, run the orchestrator's storm, then
     NTH's, then the stray events. ``setenv`` sets the Lambda's environment (a test passes monkeypatch.setenv)."""
@@ -129,7 +130,7 @@ def bench(
         runtime.reset_config()
         queue_url = nth.create_queue(aws)
         setup_s = time.monotonic() - t_setup
-        proc = nth.start(bed, api, queue_url, workdir / "storm")
+        proc = nth.start(bed, api, queue_url, workdir / "storm", nth_flags)
         nth_start_s = proc.wait_started()
         warm_s = bench_storm.warm_up(aws, orch_k8s)
         orch_phase = bench_storm.run_phase(aws, orch_k8s, orch, orch.instance_ids, env["AWS_ACCESS_KEY_ID"])
@@ -151,6 +152,7 @@ def bench(
             "nth_start_s": nth_start_s,
             "warm_up_s": warm_s,
             "max_unavailable": max_unavailable,
+            "nth_flags": list(nth_flags),
             "orchestrator": asdict(orch_phase),
             "nth": asdict(nth_phase),
             "nth_dispatched": nth_dispatched,
@@ -193,7 +195,8 @@ def render(res: dict[str, Any]) -> str:
     out = ["| | orchestrator | aws-node-termination-handler |", "|---|---|---|"]
     out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     out.append(
-        f"\nPDB maxUnavailable {res['max_unavailable']}; setup {res['setup_s']:.0f} s; NTH start-up "
+        f"\nNTH's extra flags in its storm: {res.get('nth_flags') or 'none'}; "
+        f"PDB maxUnavailable {res['max_unavailable']}; setup {res['setup_s']:.0f} s; NTH start-up "
         f"{res['nth_start_s']:.2f} s; orchestrator warm-up execution {res['warm_up_s']:.2f} s."
     )
     out.append(f"AWS calls, orchestrator: {o.aws_calls}")
@@ -228,6 +231,9 @@ def main() -> int:
     p.add_argument("--pods-per-node", type=int, default=10)
     p.add_argument("--max-unavailable", default="10%", help="PDB maxUnavailable of every Deployment")
     p.add_argument("--json", type=Path, help="also write the raw results here")
+    p.add_argument(
+        "--nth-flag", action="append", default=[], help="extra NTH flag for its storm, e.g. --nth-flag=--workers=50"
+    )
     a = p.parse_args()
     try:
         nth.binary()
@@ -248,7 +254,9 @@ def main() -> int:
             sys.stdout.flush()
             os.dup2(f.fileno(), 1)
             try:
-                res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, handler_log=log)
+                res = bench(
+                    bed, a.nodes, a.pods_per_node, a.max_unavailable, handler_log=log, nth_flags=tuple(a.nth_flag)
+                )
             finally:
                 sys.stdout.flush()
                 os.dup2(saved, 1)
