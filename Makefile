@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm build-nth clean
+        cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm bench-nth build-nth clean
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
@@ -33,6 +33,7 @@ help:
 	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
+	@echo "make bench-nth     side by side with aws-node-termination-handler, 20 nodes each (builds NTH once, ~9 min)"
 
 setup: setup-python setup-node setup-bins
 
@@ -106,6 +107,11 @@ build-nth:
 # 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
 bench-storm: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.bench_storm --nodes 50 --pods-per-node 20 --json .local/bench-storm.json
+
+# the orchestrator and aws-node-termination-handler (queue-processor mode) side by side on one bed: 20 nodes x 10
+# pods each, then events for another cluster's and an unknown instance; ~10 min on a busy 2-core host, niced
+bench-nth: setup-python setup-bins build-nth
+	nice -n 19 $(PY) -m bench.bench_nth --nodes 20 --pods-per-node 10 --json .local/bench-nth.json
 
 clean:
 	rm -rf .local cdk.out .pytest_cache .mypy_cache .ruff_cache

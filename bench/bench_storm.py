@@ -51,6 +51,7 @@ class Phase:
     eviction_429: float
     all_429: float
     aws_calls: dict[str, int]  # "service:action" -> count, the tool's own credentials only
+    relanded: int = 0  # replacement pods scheduled onto one of these nodes after the event (moved twice)
     operations: list[dict[str, int]] = field(default_factory=list)  # per execution: operation type -> count
     errors: list[str] = field(default_factory=list)
 
@@ -102,10 +103,10 @@ def run_phase(
         time.sleep(0.2)
     obs.stop()
     after, aws_after = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
-    return _phase(aws, fleet, ids, nodes, obs, t0, before, after, aws_before, aws_after, access_key, results)
+    return build_phase(aws, fleet, ids, nodes, obs, t0, before, after, aws_before, aws_after, access_key, results)
 
 
-def _phase(
+def build_phase(
     aws: AwsSeed,
     fleet: storm.Fleet,
     ids: list[str],
@@ -118,6 +119,7 @@ def _phase(
     aws_after: dict[tuple[str, str, str], int],
     access_key: str,
     results: list[tuple[str, dict[str, int], str] | None],
+    flow_schema: str = OUR_FLOW_SCHEMA,
 ) -> Phase:
     hooks = storm.hooks_completed(aws, fleet.asg)
     drained = obs.drained()
@@ -139,11 +141,12 @@ def _phase(
         drained_s=[drained[n] - t0 for n in nodes if n in drained],
         hook_s=[hooks[i] - t0 for i in ids if i in hooks],
         statuses=dict(Counter(r[0] if r else "NOT-FINISHED" for r in results)),
-        kube_requests=counts.dispatched.get(OUR_FLOW_SCHEMA, 0.0),
+        kube_requests=counts.dispatched.get(flow_schema, 0.0),
         apf_rejected=counts.apf_rejected,
         eviction_429=counts.eviction_429,
         all_429=counts.all_429,
         aws_calls=calls,
+        relanded=len(obs.relanded),
         operations=[r[1] for r in results if r],
         errors=sorted({r[2] for r in results if r and r[2]}),
     )

@@ -151,6 +151,9 @@ class Observer:
         self.cordoned: dict[str, float] = {}
         self.pod_node: dict[str, str] = {}
         self.gone: dict[str, float] = {}
+        # pods that landed on one of the nodes after t0 (a replacement put on a node not cordoned yet): each has to
+        # be evicted again before that node is drained
+        self.relanded: set[str] = set()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.t0 = 0.0
@@ -179,6 +182,8 @@ class Observer:
                     rv = obj.metadata.resource_version
                     if ev["type"] == "DELETED" and obj.metadata.name in self.pod_node:
                         self.gone.setdefault(obj.metadata.name, time.time())
+                    elif obj.spec.node_name in self.nodes and obj.metadata.name not in self.pod_node:
+                        self.relanded.add(obj.metadata.name)
                     if self._stop.is_set():
                         return
             except ApiException:
