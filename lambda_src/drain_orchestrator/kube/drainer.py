@@ -26,6 +26,8 @@ from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import (
     active_tier,
     backoff_delay,
+    budget_share,
+    contention_jitter,
     force_delete_at,
     force_delete_due,
     grace_for,
@@ -59,7 +61,9 @@ class DrainState:
     last_block: dict[str, str] = field(default_factory=dict)
     sent: dict[str, str] = field(default_factory=dict)  # pods we evicted/deleted: key → uid
     deletion_times: list[float] = field(default_factory=list)  # epoch deletionTimestamps still pending
-    blocked_pdbs: set[tuple[str, str]] = field(default_factory=set)
+    # pods refused by named PDBs → those PDBs: retried only when a PDB LIST shows the budget allows them
+    waiting_on: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    contention: int = 0  # budget-admitted retries refused in a row (other drains took the disruption first)
     force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
     expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
 
@@ -110,10 +114,11 @@ def drain_pass(
     _record_verdicts(report, verdicts, say)
 
     candidates = [] if report.refused else to_evict_now(verdicts)
-    batch = _due(kube, candidates, options, state)
+    batch, by_budget = _due(kube, candidates, options, state)
     results = _evict_all(kube, batch, options, say)
     for v, res in zip(batch, results, strict=True):
         _apply_outcome(kube, report, state=state, v=v, res=res, options=options, say=say)
+    _note_contention(state, [res.outcome for v, res in zip(batch, results, strict=True) if _ident(v.pod) in by_budget])
     for v in candidates:  # waiting for their retry time: still blocked, as last reported
         ident = _ident(v.pod)
         if v not in batch and ident in state.last_block:
@@ -195,27 +200,38 @@ def _record_verdicts(report: DrainReport, verdicts: list[PodVerdict], say: Progr
         say(f"error: {err}")
 
 
-def _due(kube: Kube, batch: list[PodVerdict], options: DrainOptions, state: DrainState) -> list[PodVerdict]:
-    """Drop pods whose retry time has not come, unless their PDB now allows a disruption (checked with one
-    LIST per namespace) or the deadline policy must act on them."""
+def _due(
+    kube: Kube, batch: list[PodVerdict], options: DrainOptions, state: DrainState
+) -> tuple[list[PodVerdict], set[str]]:
+    """The pods to try now, and which of them a PDB's budget admitted.
+
+    A pod refused by a named PDB is retried only when a LIST shows that PDB allowing disruptions, and no more
+    of them than it allows (budget_share); other retries wait for their backoff. The deadline policy may act
+    on any pod."""
     mono, now = time.monotonic(), time.time()
-    waiting = [v for v in batch if state.not_before.get(_ident(v.pod), 0.0) > mono]
-    if not waiting:
-        return batch
-    allowing = list_allowing(kube, {v.pod.namespace for v in waiting if state.pdbs_of.get(_ident(v.pod))})
+    bound = [v for v in batch if _ident(v.pod) in state.waiting_on]
+    allowing = list_allowing(kube, {v.pod.namespace for v in bound}) if bound else {}
+    share = set(budget_share([(_ident(v.pod), state.waiting_on[_ident(v.pod)]) for v in bound], allowing))
 
     def ready(v: PodVerdict) -> bool:
         ident = _ident(v.pod)
-        if state.not_before.get(ident, 0.0) <= mono:
+        if ident in share:
             return True
-        if any((v.pod.namespace, n) in allowing for n in state.pdbs_of.get(ident, [])):
+        if ident not in state.waiting_on and state.not_before.get(ident, 0.0) <= mono:
             return True
         return options.force_delete_on_deadline and force_delete_due(
             v.pod.termination_grace_period, now, options.deadline, options.deadline_margin
         )
 
-    keep = [v for v in batch if ready(v)]
-    return keep
+    return [v for v in batch if ready(v)], share
+
+
+def _note_contention(state: DrainState, outcomes: list[Outcome]) -> None:
+    """Budget-admitted retries that were refused mean other drains took the disruption first: back off more."""
+    if Outcome.BLOCKED in outcomes:
+        state.contention += 1
+    elif Outcome.EVICTED in outcomes:
+        state.contention = max(0, state.contention - 1)
 
 
 def _evict_all(kube: Kube, batch: list[PodVerdict], options: DrainOptions, say: Progress) -> list[EvictionResult]:
@@ -276,16 +292,21 @@ def _apply_outcome(
         if options.force_delete_on_deadline and due is not None:
             state.force_at[ident] = time.monotonic() + (due - now)
         state.last_block[ident] = res.message
-        state.blocked_pdbs.update((pod.namespace, n) for n in pdbs)
+        if pdbs:
+            state.waiting_on[ident] = [(pod.namespace, n) for n in pdbs]
+        else:
+            state.waiting_on.pop(ident, None)
         report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
         say(
             f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): {res.message}'
         )
     elif res.outcome is Outcome.THROTTLED:
+        state.waiting_on.pop(ident, None)
         delay = _retry_later(state, ident, options, res.retry_after)  # API priority and fairness: Retry-After
         report.throttled.append(pod.key)
         report.retry_after = max(report.retry_after or 0.0, delay)
     else:
+        state.waiting_on.pop(ident, None)
         _retry_later(state, ident, options)
         report.failed.append(PodReason(pod.key, f"HTTP {res.status}: {res.message}"))
         say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": {res.message}')
@@ -346,7 +367,7 @@ def _effective_grace(sent: int | None, pod: PodInfo, options: DrainOptions) -> i
 
 
 def _forget(state: DrainState, ident: str) -> None:
-    for d in (state.attempts, state.not_before, state.pdbs_of, state.last_block, state.force_at):
+    for d in (state.attempts, state.not_before, state.pdbs_of, state.last_block, state.force_at, state.waiting_on):
         d.pop(ident, None)
 
 
@@ -396,7 +417,8 @@ def _wait(kube: Kube, state: DrainState, options: DrainOptions, interval: float,
     """Sleep until the next pass is worth it: a terminating pod's grace runs out, a retry is due, or a
     blocking PDB allows a disruption again (watched, so the retry is not a fixed sleep)."""
     mono, now = time.monotonic(), time.time()
-    retry_at = min([*state.not_before.values(), *state.force_at.values()], default=float("inf"))
+    timed = [t for ident, t in state.not_before.items() if ident not in state.waiting_on]
+    retry_at = min([*timed, *state.force_at.values()], default=float("inf"))
     # never longer than a node check: a node deleted during a PDB wait is noticed by the next pass
     budget = max(0.0, min(end, retry_at, mono + options.node_check_seconds) - mono)
     overdue = [k for k, t in state.expected_gone.items() if t <= now]
@@ -411,8 +433,10 @@ def _wait(kube: Kube, state: DrainState, options: DrainOptions, interval: float,
         delay = next_poll(now, times, interval, options.poll_min, options.poll_max)
         time.sleep(min(delay, budget) if budget > 0 else options.poll_min)
         return
-    pdbs, state.blocked_pdbs = state.blocked_pdbs, set()
+    pdbs = {p for keys in state.waiting_on.values() for p in keys}
     if pdbs and budget > 0:
-        wait_for_budget(kube, pdbs, budget)
+        if wait_for_budget(kube, pdbs, budget):
+            pause = contention_jitter(state.contention, options.budget_jitter_slot, options.budget_jitter_cap)
+            time.sleep(min(pause, max(0.0, end - time.monotonic())))
         return
     time.sleep(min(budget, options.poll_max) if budget > 0 else options.poll_min)
