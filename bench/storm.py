@@ -48,6 +48,16 @@ class Fleet:
         return ev
 
 
+def wait_for_quiet_bed(k8s: KubeScenario, timeout: float = 300) -> None:
+    """Wait (at most ``timeout``, then go on) until no namespace is being deleted: a previous run's hundreds of pods
+    being removed would load the control plane and slow the solo baseline."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not [n for n in k8s.core.list_namespace().items if n.status.phase == "Terminating"]:
+            return
+        time.sleep(1)
+
+
 def seed_fleet(aws: AwsSeed, k8s: KubeScenario, asg: str, size: int, tags: dict[str, str]) -> Fleet:
     ids = aws.asg(asg, size=size, tags=tags, hooks=({"name": HOOK, "heartbeat_timeout": 600},))
     return Fleet(asg, ids, aws.nodes_for(k8s, ids))
@@ -56,7 +66,8 @@ def seed_fleet(aws: AwsSeed, k8s: KubeScenario, asg: str, size: int, tags: dict[
 def seed_workload(
     k8s: KubeScenario, nodes: list[str], pods_per_node: int, max_unavailable: str, *, grace: int = 0
 ) -> list[str]:
-    """``pods_per_node`` Deployments of len(nodes) replicas each, under a PDB, started on ``nodes`` (the scheduler
+    """``pods_per_node`` Deployments of len(nodes) replicas each, under a PDB (unless ``max_unavailable`` is
+    "none"), started on ``nodes`` (the scheduler
     spreads them about evenly) while new spare nodes are cordoned; the spares are uncordoned once every pod is
     Ready, so replacements go there. Returns the spares."""
     total = len(nodes) * pods_per_node
@@ -65,7 +76,8 @@ def seed_workload(
         k8s.core.patch_node(s, {"spec": {"unschedulable": True}})
     for d in range(pods_per_node):
         k8s.deployment(f"app{d}", len(nodes), nodes=[*nodes, *spares], grace=grace)
-        k8s.pdb(f"app{d}", {"app": f"app{d}"}, max_unavailable=max_unavailable)
+        if max_unavailable != "none":
+            k8s.pdb(f"app{d}", {"app": f"app{d}"}, max_unavailable=max_unavailable)
     k8s.wait_for(
         lambda: sum(1 for p in k8s.pods() if k8s.pod_ready(p)) >= total,
         timeout=120 + total / 5,
