@@ -34,6 +34,7 @@ class DrainState:
     # pods refused by named PDBs → those PDBs: retried only when a PDB LIST shows the budget allows them
     waiting_on: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     contention: int = 0  # budget-admitted retries refused in a row (other drains took the disruption first)
+    budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
     force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
     expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
 
@@ -54,6 +55,10 @@ def due(
     bound = [v for v in batch if ident_of(v.pod) in state.waiting_on]
     allowing = list_allowing(kube, {v.pod.namespace for v in bound}) if bound else {}
     share = set(budget_share([(ident_of(v.pod), state.waiting_on[ident_of(v.pod)]) for v in bound], allowing))
+    if mono < state.budget_not_before:
+        # lost a race lately: a budget that looks open may already be taken by evictions still in flight (the
+        # apiserver holds concurrent evictions of one PDB for seconds), so keep out until the backoff has passed
+        share = set()
 
     def ready(v: PodVerdict) -> bool:
         ident = ident_of(v.pod)
@@ -68,10 +73,12 @@ def due(
     return [v for v in batch if ready(v)], share
 
 
-def note_contention(state: DrainState, outcomes: list[Outcome]) -> None:
+def note_contention(state: DrainState, outcomes: list[Outcome], options: DrainOptions) -> None:
     """Budget-admitted retries that were refused mean other drains took the disruption first: back off more."""
     if Outcome.BLOCKED in outcomes:
         state.contention += 1
+        pause = contention_jitter(state.contention, options.budget_jitter_slot, options.budget_jitter_cap)
+        state.budget_not_before = time.monotonic() + pause
     elif Outcome.EVICTED in outcomes:
         state.contention = max(0, state.contention - 1)
 
@@ -113,6 +120,9 @@ def wait_between_passes(kube: Kube, state: DrainState, options: DrainOptions, in
         return
     pdbs = {p for keys in state.waiting_on.values() for p in keys}
     if pdbs and budget > 0:
+        if state.budget_not_before > mono:  # backing off after a lost race: no retry before then anyway
+            time.sleep(min(state.budget_not_before - mono, budget))
+            return
         if wait_for_budget(kube, pdbs, budget):
             pause = contention_jitter(state.contention, options.budget_jitter_slot, options.budget_jitter_cap)
             time.sleep(min(pause, max(0.0, end - time.monotonic())))

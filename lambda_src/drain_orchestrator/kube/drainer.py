@@ -100,7 +100,9 @@ def drain_pass(
     results = _evict_all(kube, batch, options, say)
     for v, res in zip(batch, results, strict=True):
         _apply_outcome(kube, report, state=state, v=v, res=res, options=options, say=say)
-    note_contention(state, [res.outcome for v, res in zip(batch, results, strict=True) if ident_of(v.pod) in by_budget])
+    note_contention(
+        state, [res.outcome for v, res in zip(batch, results, strict=True) if ident_of(v.pod) in by_budget], options
+    )
     for v in candidates:  # waiting for their retry time: still blocked, as last reported
         ident = ident_of(v.pod)
         if v not in batch and ident in state.last_block:
