@@ -89,7 +89,9 @@ def scenario_b_workloads(k8s: KubeScenario, grace: int) -> None:
 
 
 def run_ours(bed: Testbed, node: str, entry: str) -> Run:
-    env = {**os.environ, "PYTHONPATH": f"{REPO / 'lambda_src'}:{REPO}"}
+    # DRAIN_BENCH_SRC: another checkout's lambda_src, to compare two versions of the drain on one bed
+    src = os.environ.get("DRAIN_BENCH_SRC") or str(REPO / "lambda_src")
+    env = {**os.environ, "PYTHONPATH": f"{src}:{REPO}"}
     # an installed tool runs from compiled bytecode; this machine sets PYTHONDONTWRITEBYTECODE=1, which would
     # recompile every module on every run and charge that to the drain
     env.pop("PYTHONDONTWRITEBYTECODE", None)

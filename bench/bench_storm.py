@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import threading
@@ -71,14 +72,58 @@ def _run_execution(event: dict[str, Any], timeout: int) -> tuple[str, dict[str, 
     return status, dict(ops), "" if status == "SUCCEEDED" else str(res.error)[:300]
 
 
+def _process_worker(i: int, event: dict[str, Any], timeout: int, ready: Any, go: Any, out: Any) -> None:
+    """One execution in its own process, as in its own Lambda container: imports done before the storm (the
+    container's init), then clients, token and cluster facts made cold by the handler itself."""
+    import aws_durable_execution_sdk_python_testing.runner  # noqa: F401
+
+    import drain_orchestrator.handler  # noqa: F401
+
+    ready.put(i)
+    go.wait()
+    try:
+        out.put((i, _run_execution(event, timeout)))
+    except Exception as exc:
+        out.put((i, ("CRASHED", {}, f"{type(exc).__name__}: {exc}"[:300])))
+
+
+def _run_in_processes(obs: storm.Observer, events: list[dict[str, Any]], timeout: int) -> tuple[float, list[Any]]:
+    ctx = multiprocessing.get_context("spawn")
+    ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=_process_worker, args=(i, e, timeout, ready, go, out)) for i, e in enumerate(events)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.get(timeout=600)
+    t0 = time.time()
+    obs.t0 = t0
+    go.set()
+    results: list[Any] = [None] * len(events)
+    for _ in procs:
+        i, r = out.get(timeout=max(1.0, timeout - (time.time() - t0)))
+        results[i] = r
+    for p in procs:
+        p.join(30)
+    return t0, results
+
+
 def run_phase(
-    aws: AwsSeed, k8s: KubeScenario, fleet: storm.Fleet, ids: list[str], access_key: str, timeout: int = 900
+    aws: AwsSeed,
+    k8s: KubeScenario,
+    fleet: storm.Fleet,
+    ids: list[str],
+    access_key: str,
+    timeout: int = 900,
+    processes: bool = False,
 ) -> Phase:
     nodes = [fleet.nodes[fleet.instance_ids.index(i)] for i in ids]
     events = [fleet.event(i) for i in ids]
     obs = storm.Observer(k8s, nodes)
     obs.start()
     before, aws_before = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
+    if processes:
+        t0, results = _run_in_processes(obs, events, timeout)
+        return _finish_phase(aws, k8s, fleet, ids, nodes, obs, t0, before, aws_before, access_key, results)
     results: list[tuple[str, dict[str, int], str] | None] = [None] * len(ids)
     gate = threading.Barrier(len(ids) + 1)
 
@@ -97,6 +142,22 @@ def run_phase(
     obs.t0 = t0
     for t in threads:
         t.join(max(1.0, timeout - (time.time() - t0)))
+    return _finish_phase(aws, k8s, fleet, ids, nodes, obs, t0, before, aws_before, access_key, results)
+
+
+def _finish_phase(
+    aws: AwsSeed,
+    k8s: KubeScenario,
+    fleet: storm.Fleet,
+    ids: list[str],
+    nodes: list[str],
+    obs: storm.Observer,
+    t0: float,
+    before: Any,
+    aws_before: dict[tuple[str, str, str], int],
+    access_key: str,
+    results: list[Any],
+) -> Phase:
     # the pod watch may deliver the last deletions a moment after the executions have returned
     deadline = time.time() + 10
     while time.time() < deadline and len(obs.drained()) < len(nodes):
@@ -172,6 +233,7 @@ def bench(
     pods_per_node: int,
     max_unavailable: str,
     setenv: Callable[[str, str], None] = os.environ.__setitem__,
+    processes: bool = False,
 ) -> dict[str, Any]:
     """Seed, warm up, drain one node alone, then the storm on the rest. ``setenv`` sets the Lambda's environment
     (a test passes monkeypatch.setenv, so nothing leaks)."""
@@ -183,6 +245,7 @@ def bench(
     api = bed.admin_api_client()
     k8s = KubeScenario(api, prefix="storm")
     try:
+        storm.wait_for_quiet_bed(k8s)
         t_setup = time.monotonic()
         fleet = storm.seed_fleet(aws, k8s, "ng-storm", n_nodes + 1, OWNED)
         storm.seed_workload(k8s, fleet.nodes, pods_per_node, max_unavailable)
@@ -193,14 +256,16 @@ def bench(
         runtime.reset_config()
         setup_s = time.monotonic() - t_setup
         warm_s = warm_up(aws, k8s)
-        solo = run_phase(aws, k8s, fleet, fleet.instance_ids[:1], env["AWS_ACCESS_KEY_ID"])
-        wave = run_phase(aws, k8s, fleet, fleet.instance_ids[1:], env["AWS_ACCESS_KEY_ID"])
+        key = env["AWS_ACCESS_KEY_ID"]
+        solo = run_phase(aws, k8s, fleet, fleet.instance_ids[:1], key, processes=processes)
+        wave = run_phase(aws, k8s, fleet, fleet.instance_ids[1:], key, processes=processes)
         return {
             "setup_s": setup_s,
             "warm_up_s": warm_s,
             "solo": asdict(solo),
             "storm": asdict(wave),
             "max_unavailable": max_unavailable,
+            "harness": "one process per execution" if processes else "one process, one thread per execution",
         }
     finally:
         runtime.reset_config()
@@ -241,7 +306,8 @@ def render(res: dict[str, Any]) -> str:
     out = ["| | solo (1 node) | storm |", "|---|---|---|"]
     out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     out.append(
-        f"\nPDB maxUnavailable {res['max_unavailable']}; setup {res['setup_s']:.0f} s; warm-up execution (cold "
+        f"\nharness: {res.get('harness', 'one process, one thread per execution')}; "
+        f"PDB maxUnavailable {res['max_unavailable']}; setup {res['setup_s']:.0f} s; warm-up execution (cold "
         f"container, cordon only) {res['warm_up_s']:.2f} s."
     )
     if "log" in res:
@@ -270,7 +336,12 @@ def main() -> int:
     p = argparse.ArgumentParser(description="storm benchmark: N nodes' terminate events at once")
     p.add_argument("--nodes", type=int, default=50)
     p.add_argument("--pods-per-node", type=int, default=20)
-    p.add_argument("--max-unavailable", default="10%", help="PDB maxUnavailable of every Deployment")
+    p.add_argument("--max-unavailable", default="10%", help="PDB maxUnavailable of every Deployment ('none': no PDBs)")
+    p.add_argument(
+        "--processes",
+        action="store_true",
+        help="run each execution in its own process (as each has its own Lambda container), not a thread",
+    )
     p.add_argument("--json", type=Path, help="also write the raw results here")
     a = p.parse_args()
     reuse = os.environ.get("DRAIN_TESTBED_DIR")
@@ -287,7 +358,7 @@ def main() -> int:
             sys.stdout.flush()
             os.dup2(f.fileno(), 1)
             try:
-                res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable)
+                res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, processes=a.processes)
             finally:
                 sys.stdout.flush()
                 os.dup2(saved, 1)

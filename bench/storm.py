@@ -7,16 +7,17 @@ bench/nth.py). Used by bench/bench_storm.py, bench/bench_nth.py and the storm sm
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import statistics
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes import watch
 from kubernetes.client.rest import ApiException
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.kube import RUN_LABEL, KubeScenario
@@ -48,6 +49,19 @@ class Fleet:
         return ev
 
 
+def wait_for_quiet_bed(k8s: KubeScenario, timeout: float = 300) -> None:
+    """Wait (at most ``timeout``, then go on) until no earlier storm's namespace is being deleted: its hundreds of
+    pods being removed would load the control plane and slow the solo baseline. (Other tests' namespaces may stay
+    Terminating for good: the bed runs no pod garbage collector for pods of deleted nodes.)"""
+    prefix = k8s.ns.rsplit("-", 1)[0] + "-"
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        items = k8s.core.list_namespace().items
+        if not [n for n in items if n.status.phase == "Terminating" and n.metadata.name.startswith(prefix)]:
+            return
+        time.sleep(1)
+
+
 def seed_fleet(aws: AwsSeed, k8s: KubeScenario, asg: str, size: int, tags: dict[str, str]) -> Fleet:
     ids = aws.asg(asg, size=size, tags=tags, hooks=({"name": HOOK, "heartbeat_timeout": 600},))
     return Fleet(asg, ids, aws.nodes_for(k8s, ids))
@@ -56,7 +70,8 @@ def seed_fleet(aws: AwsSeed, k8s: KubeScenario, asg: str, size: int, tags: dict[
 def seed_workload(
     k8s: KubeScenario, nodes: list[str], pods_per_node: int, max_unavailable: str, *, grace: int = 0
 ) -> list[str]:
-    """``pods_per_node`` Deployments of len(nodes) replicas each, under a PDB, started on ``nodes`` (the scheduler
+    """``pods_per_node`` Deployments of len(nodes) replicas each, under a PDB (unless ``max_unavailable`` is
+    "none"), started on ``nodes`` (the scheduler
     spreads them about evenly) while new spare nodes are cordoned; the spares are uncordoned once every pod is
     Ready, so replacements go there. Returns the spares."""
     total = len(nodes) * pods_per_node
@@ -65,7 +80,8 @@ def seed_workload(
         k8s.core.patch_node(s, {"spec": {"unschedulable": True}})
     for d in range(pods_per_node):
         k8s.deployment(f"app{d}", len(nodes), nodes=[*nodes, *spares], grace=grace)
-        k8s.pdb(f"app{d}", {"app": f"app{d}"}, max_unavailable=max_unavailable)
+        if max_unavailable != "none":
+            k8s.pdb(f"app{d}", {"app": f"app{d}"}, max_unavailable=max_unavailable)
     k8s.wait_for(
         lambda: sum(1 for p in k8s.pods() if k8s.pod_ready(p)) >= total,
         timeout=120 + total / 5,
@@ -89,6 +105,9 @@ def seed_workload(
 
 # ---- apiserver metrics ------------------------------------------------------------------------------------------
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$")
+_RV = re.compile(rb'"resourceVersion":"(\d+)"')  # the object's own: metadata comes first in its JSON
+_POD_NAME = re.compile(rb'"metadata":\{"name":"([^"]+)"')
+_NODE_NAME = re.compile(rb'"nodeName":"([^"]+)"')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
@@ -171,19 +190,40 @@ class Observer:
         for t in self._threads:
             t.start()
 
+    # The watches read raw JSON lines and parse only the few events that matter: decoding every pod event into
+    # the client's models cost more CPU than all the executions together, in the same process (one GIL).
+    def _events(self, list_fn: Any, rv: str, wanted: bytes, **kw: Any) -> Iterator[tuple[str, dict[str, Any], bytes]]:
+        """(resourceVersion, event, raw line) of a watch from ``rv``; events whose line lacks ``wanted`` come as {}."""
+        resp = list_fn(watch=True, resource_version=rv, timeout_seconds=5, _preload_content=False, **kw)
+        try:
+            buf = b""
+            for chunk in resp.stream(65536):
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    if line.startswith(b'{"type":"ERROR"'):  # e.g. 410 Gone: the watch cannot resume
+                        raise ApiException(status=410, reason=line[:200].decode("utf-8", "replace"))
+                    m = _RV.search(line)
+                    if m:
+                        yield m.group(1).decode(), json.loads(line) if wanted in line else {}, line
+        finally:
+            resp.release_conn()
+
     def _watch_pods(self, rv: str) -> None:
         while not self._stop.is_set():
-            w = watch.Watch()
             try:
-                for ev in w.stream(
-                    self.k8s.core.list_namespaced_pod, self.k8s.ns, resource_version=rv, timeout_seconds=5
+                for at, ev, line in self._events(
+                    functools.partial(self.k8s.core.list_namespaced_pod, self.k8s.ns), rv, b'"type":"DELETED"'
                 ):
-                    obj = ev["object"]
-                    rv = obj.metadata.resource_version
-                    if ev["type"] == "DELETED" and obj.metadata.name in self.pod_node:
-                        self.gone.setdefault(obj.metadata.name, time.time())
-                    elif obj.spec.node_name in self.nodes and obj.metadata.name not in self.pod_node:
-                        self.relanded.add(obj.metadata.name)
+                    rv = at  # a watch that times out resumes from here
+                    name = (ev.get("object") or {}).get("metadata", {}).get("name")
+                    if ev.get("type") == "DELETED" and name in self.pod_node:
+                        self.gone.setdefault(name, time.time())
+                    elif not ev:  # scheduled somewhere: a replacement that landed on a node still to drain?
+                        pod, on = _POD_NAME.search(line), _NODE_NAME.search(line)
+                        name = pod.group(1).decode() if pod else None
+                        if name and on and on.group(1).decode() in self.nodes and name not in self.pod_node:
+                            self.relanded.add(name)
                     if self._stop.is_set():
                         return
             except ApiException:
@@ -191,18 +231,18 @@ class Observer:
 
     def _watch_nodes(self, rv: str) -> None:
         while not self._stop.is_set():
-            w = watch.Watch()
             try:
-                for ev in w.stream(
+                for at, ev, _ in self._events(
                     self.k8s.core.list_node,
+                    rv,
+                    b'"unschedulable":true',
                     label_selector=f"{RUN_LABEL}={self.k8s.run_id}",
-                    resource_version=rv,
-                    timeout_seconds=5,
                 ):
-                    obj = ev["object"]
-                    rv = obj.metadata.resource_version
-                    if obj.metadata.name in self.nodes and obj.spec.unschedulable:
-                        self.cordoned.setdefault(obj.metadata.name, time.time())
+                    rv = at
+                    obj = ev.get("object") or {}
+                    name = obj.get("metadata", {}).get("name")
+                    if name in self.nodes and (obj.get("spec") or {}).get("unschedulable"):
+                        self.cordoned.setdefault(name, time.time())
                     if self._stop.is_set():
                         return
             except ApiException:

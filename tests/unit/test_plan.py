@@ -13,6 +13,8 @@ from drain_orchestrator.drain.plan import (
     TIER_WORKLOAD,
     active_tier,
     backoff_delay,
+    budget_share,
+    contention_jitter,
     force_delete_at,
     force_delete_due,
     grace_for,
@@ -117,3 +119,30 @@ def test_next_poll_waits_for_the_earliest_grace_expiry_then_polls_fast() -> None
     assert next_poll(now, [110.0], 5.0, 0.2, 1.0) == 1.0  # capped at poll_max
     assert next_poll(now, [100.5], 5.0, 0.2, 1.0) == 0.5  # wake up right when the grace runs out
     assert next_poll(now, [], 0.5, 0.2, 1.0) == 0.5
+
+
+def test_budget_share_retries_at_most_what_each_budget_allows() -> None:
+    web, db = ("ns", "web"), ("ns", "db")
+    blocked = [("w1", [web]), ("w2", [web]), ("w3", [web]), ("d1", [db]), ("d2", [db])]
+    assert budget_share(blocked, {web: 2, db: 1}) == ["w1", "w2", "d1"]
+    assert budget_share(blocked, {web: 5}) == ["w1", "w2", "w3"]  # a budget at 0 is absent from the LIST
+    assert budget_share(blocked, {}) == []
+
+
+def test_budget_share_needs_every_budget_of_a_pod_and_a_named_one() -> None:
+    a, b = ("ns", "a"), ("ns", "b")
+    assert budget_share([("p", [a, b]), ("q", [b])], {a: 1, b: 1}) == ["p"]  # p took b's only disruption
+    assert budget_share([("p", [a, b])], {a: 3}) == []
+    assert budget_share([("p", [])], {a: 1}) == []  # no PDB named: the timed backoff applies instead
+
+
+def test_contention_jitter_is_zero_alone_then_grows_and_is_capped() -> None:
+    rng = random.Random(3)
+    assert contention_jitter(0, 0.2, 3.0, rng) == 0.0  # a drain alone retries at once
+    first = [contention_jitter(1, 0.2, 3.0, rng) for _ in range(200)]
+    later = [contention_jitter(4, 0.2, 3.0, rng) for _ in range(200)]
+    capped = [contention_jitter(40, 0.2, 3.0, rng) for _ in range(200)]
+    assert all(0 <= x <= 0.2 for x in first)
+    assert all(0 <= x <= 1.6 for x in later) and max(later) > 0.8
+    assert all(0 <= x <= 3.0 for x in capped) and max(capped) > 2.0
+    assert len({round(x, 6) for x in first}) > 150  # spread, not one instant

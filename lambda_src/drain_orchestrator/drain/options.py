@@ -49,6 +49,10 @@ class DrainOptions:
     # Retry of pods refused by a PDB or throttled: exponential backoff with full jitter.
     retry_base: float = 0.25
     retry_cap: float = 5.0
+    # Pods refused by a named PDB are retried only when it allows a disruption, at most that many per rise;
+    # a drain that keeps losing the race to other drains backs off up to this long (see contention_jitter).
+    budget_jitter_slot: float = 0.2
+    budget_jitter_cap: float = 10.0
     # Poll cadence while waiting for evicted pods to disappear (one LIST per tick for the whole node).
     poll_min: float = 0.2
     poll_max: float = 1.0

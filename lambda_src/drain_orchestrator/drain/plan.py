@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
 
@@ -87,6 +87,35 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | No
     r = rng or random
     ceiling = min(cap, base * (2 ** max(0, attempt)))
     return r.uniform(ceiling / 2, ceiling)
+
+
+def budget_share(
+    blocked: Sequence[tuple[str, Sequence[tuple[str, str]]]], allowed: Mapping[tuple[str, str], int]
+) -> list[str]:
+    """Which PDB-blocked pods to retry now: ``blocked`` is (pod, its PDBs) in retry order, ``allowed`` each PDB's
+    ``disruptionsAllowed`` as just listed. A PDB that allows n disruptions gets at most n retries, so a rise of
+    the budget costs evictions in proportion to what it allows, not one per pod waiting on it."""
+    left = dict(allowed)
+    out = []
+    for pod, pdbs in blocked:
+        if pdbs and all(left.get(p, 0) > 0 for p in pdbs):
+            for p in pdbs:
+                left[p] -= 1
+            out.append(pod)
+    return out
+
+
+def contention_jitter(refused: int, slot: float, cap: float, rng: random.Random | None = None) -> float:
+    """Pause between a PDB's budget rising and retrying the pods it blocks.
+
+    ``refused``: how many retries in a row the budget refused right after allowing them (other drains took the
+    disruption first). None yet, no pause: a drain alone is not slowed. Then binary exponential backoff, as on
+    a shared Ethernet: uniform(0, min(cap, slot * 2^(refused-1))), so concurrent drains spread their retries
+    instead of all firing at the instant the budget rises."""
+    if refused <= 0:
+        return 0.0
+    r = rng or random
+    return r.uniform(0.0, min(cap, slot * 2 ** min(refused - 1, 16)))
 
 
 def next_poll(

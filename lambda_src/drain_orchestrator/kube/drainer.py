@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from drain_orchestrator.drain.classify import (
@@ -25,47 +24,34 @@ from drain_orchestrator.drain.classify import (
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import (
     active_tier,
-    backoff_delay,
     force_delete_at,
     force_delete_due,
     grace_for,
-    next_poll,
     to_evict_now,
 )
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
 from drain_orchestrator.kube.cordon import cordon
+from drain_orchestrator.kube.drain_pacing import (
+    DrainState,
+    due,
+    forget,
+    ident_of,
+    note_contention,
+    retry_later,
+    wait_between_passes,
+)
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, Outcome, delete_pod, evict_pod
-from drain_orchestrator.kube.pdb_watch import list_allowing, wait_for_budget
 from drain_orchestrator.kube.pods import list_node_pods, look_up_daemonsets
 from drain_orchestrator.kube.rest import Kube
+
+__all__ = ["DrainState", "drain_node", "drain_pass"]
 
 Progress = Callable[[str], None]
 
 
 def _quiet(_: str) -> None:
     return None
-
-
-@dataclass
-class DrainState:
-    """What one drain remembers between passes. Optional: a fresh state simply retries everything."""
-
-    cordoned: bool = False
-    daemonsets: dict[tuple[str, str], bool | str] = field(default_factory=dict)
-    attempts: dict[str, int] = field(default_factory=dict)  # "ns/name@uid" → refusals so far
-    not_before: dict[str, float] = field(default_factory=dict)  # monotonic time of the next try
-    pdbs_of: dict[str, list[str]] = field(default_factory=dict)
-    last_block: dict[str, str] = field(default_factory=dict)
-    sent: dict[str, str] = field(default_factory=dict)  # pods we evicted/deleted: key → uid
-    deletion_times: list[float] = field(default_factory=list)  # epoch deletionTimestamps still pending
-    blocked_pdbs: set[tuple[str, str]] = field(default_factory=set)
-    force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
-    expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
-
-
-def _ident(p: PodInfo) -> str:
-    return f"{p.key}@{p.uid}"
 
 
 def drain_pass(
@@ -110,12 +96,15 @@ def drain_pass(
     _record_verdicts(report, verdicts, say)
 
     candidates = [] if report.refused else to_evict_now(verdicts)
-    batch = _due(kube, candidates, options, state)
+    batch, by_budget = due(kube, candidates, options, state)
     results = _evict_all(kube, batch, options, say)
     for v, res in zip(batch, results, strict=True):
         _apply_outcome(kube, report, state=state, v=v, res=res, options=options, say=say)
+    note_contention(
+        state, [res.outcome for v, res in zip(batch, results, strict=True) if ident_of(v.pod) in by_budget], options
+    )
     for v in candidates:  # waiting for their retry time: still blocked, as last reported
-        ident = _ident(v.pod)
+        ident = ident_of(v.pod)
         if v not in batch and ident in state.last_block:
             report.blocked.append(BlockedPod(v.pod.key, state.pdbs_of.get(ident, []), state.last_block[ident]))
 
@@ -195,29 +184,6 @@ def _record_verdicts(report: DrainReport, verdicts: list[PodVerdict], say: Progr
         say(f"error: {err}")
 
 
-def _due(kube: Kube, batch: list[PodVerdict], options: DrainOptions, state: DrainState) -> list[PodVerdict]:
-    """Drop pods whose retry time has not come, unless their PDB now allows a disruption (checked with one
-    LIST per namespace) or the deadline policy must act on them."""
-    mono, now = time.monotonic(), time.time()
-    waiting = [v for v in batch if state.not_before.get(_ident(v.pod), 0.0) > mono]
-    if not waiting:
-        return batch
-    allowing = list_allowing(kube, {v.pod.namespace for v in waiting if state.pdbs_of.get(_ident(v.pod))})
-
-    def ready(v: PodVerdict) -> bool:
-        ident = _ident(v.pod)
-        if state.not_before.get(ident, 0.0) <= mono:
-            return True
-        if any((v.pod.namespace, n) in allowing for n in state.pdbs_of.get(ident, [])):
-            return True
-        return options.force_delete_on_deadline and force_delete_due(
-            v.pod.termination_grace_period, now, options.deadline, options.deadline_margin
-        )
-
-    keep = [v for v in batch if ready(v)]
-    return keep
-
-
 def _evict_all(kube: Kube, batch: list[PodVerdict], options: DrainOptions, say: Progress) -> list[EvictionResult]:
     def one(v: PodVerdict) -> EvictionResult:
         grace = grace_for(
@@ -248,7 +214,7 @@ def _apply_outcome(
     options: DrainOptions,
     say: Progress,
 ) -> None:
-    pod, ident = v.pod, _ident(v.pod)
+    pod, ident = v.pod, ident_of(v.pod)
     if res.outcome is Outcome.EVICTED:
         report.evicted.append(pod.key)
         if res.grace is not None:
@@ -256,9 +222,9 @@ def _apply_outcome(
         if not options.dry_run:
             state.sent[pod.key] = pod.uid
             state.expected_gone[pod.key] = time.time() + _effective_grace(res.grace, pod, options)
-        _forget(state, ident)
+        forget(state, ident)
     elif res.outcome in (Outcome.GONE, Outcome.REPLACED):
-        _forget(state, ident)
+        forget(state, ident)
     elif res.outcome is Outcome.NAMESPACE_TERMINATING:
         report.terminating.append(pod.key)  # the namespace controller deletes it; wait like kubectl
     elif res.outcome is Outcome.BLOCKED:
@@ -271,34 +237,29 @@ def _apply_outcome(
         ):
             _force(kube, report, state=state, v=v, res=res, options=options, say=say)
             return
-        delay = _retry_later(state, ident, options)
+        delay = retry_later(state, ident, options)
         due = force_delete_at(pod.termination_grace_period, options.deadline, options.deadline_margin)
         if options.force_delete_on_deadline and due is not None:
             state.force_at[ident] = time.monotonic() + (due - now)
         state.last_block[ident] = res.message
-        state.blocked_pdbs.update((pod.namespace, n) for n in pdbs)
+        if pdbs:
+            state.waiting_on[ident] = [(pod.namespace, n) for n in pdbs]
+        else:
+            state.waiting_on.pop(ident, None)
         report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
         say(
             f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): {res.message}'
         )
     elif res.outcome is Outcome.THROTTLED:
-        delay = _retry_later(state, ident, options, res.retry_after)  # API priority and fairness: Retry-After
+        state.waiting_on.pop(ident, None)
+        delay = retry_later(state, ident, options, res.retry_after)  # API priority and fairness: Retry-After
         report.throttled.append(pod.key)
         report.retry_after = max(report.retry_after or 0.0, delay)
     else:
-        _retry_later(state, ident, options)
+        state.waiting_on.pop(ident, None)
+        retry_later(state, ident, options)
         report.failed.append(PodReason(pod.key, f"HTTP {res.status}: {res.message}"))
         say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": {res.message}')
-
-
-def _retry_later(state: DrainState, ident: str, options: DrainOptions, after: float | None = None) -> float:
-    """Schedule the pod's next eviction attempt: ``after`` seconds when the server said so, else exponential
-    backoff with full jitter; returns the delay."""
-    attempt = state.attempts.get(ident, 0)
-    delay = after or backoff_delay(attempt, options.retry_base, options.retry_cap)
-    state.attempts[ident] = attempt + 1
-    state.not_before[ident] = time.monotonic() + delay
-    return delay
 
 
 def _force(
@@ -323,7 +284,7 @@ def _force(
         own = pod.termination_grace_period
         grace = options.grace_period if options.grace_period is not None else (30 if own is None else own)
     deleted = delete_pod(kube, pod.namespace, pod.name, pod.uid, grace=grace, dry_run=options.dry_run)
-    pdbs = ", ".join(state.pdbs_of.get(_ident(pod), [])) or "its PodDisruptionBudget"
+    pdbs = ", ".join(state.pdbs_of.get(ident_of(pod), [])) or "its PodDisruptionBudget"
     if deleted.outcome is Outcome.EVICTED:
         left = (options.deadline or 0) - time.time()
         reason = f"{pdbs} still refused eviction {left:.0f}s before the deadline: {res.message}"
@@ -334,7 +295,7 @@ def _force(
         say(f"deleting pod {pod.key} (grace {max(1, grace)}s): {reason}")
     elif deleted.outcome not in (Outcome.GONE, Outcome.REPLACED):
         report.failed.append(PodReason(pod.key, f"force delete: HTTP {deleted.status}: {deleted.message}"))
-    _forget(state, _ident(pod))
+    forget(state, ident_of(pod))
 
 
 def _effective_grace(sent: int | None, pod: PodInfo, options: DrainOptions) -> int:
@@ -343,11 +304,6 @@ def _effective_grace(sent: int | None, pod: PodInfo, options: DrainOptions) -> i
     if options.grace_period is not None:
         return options.grace_period
     return 30 if pod.termination_grace_period is None else pod.termination_grace_period
-
-
-def _forget(state: DrainState, ident: str) -> None:
-    for d in (state.attempts, state.not_before, state.pdbs_of, state.last_block, state.force_at):
-        d.pop(ident, None)
 
 
 def drain_node(
@@ -379,7 +335,7 @@ def drain_node(
         if options.max_api_calls is not None and kube.calls - calls0 >= options.max_api_calls:
             total.warnings.append(f"stopped: API call cap of {options.max_api_calls} reached")
             break
-        _wait(kube, state, options, interval, end)
+        wait_between_passes(kube, state, options, interval, end)
         interval = min(options.poll_max, interval * 1.5)
         later = drain_pass(kube, node, options, state=state, progress=say)
         if later.evicted or later.forced:
@@ -390,29 +346,3 @@ def drain_node(
     if total.drained:
         say(f"node/{node} drained")
     return total
-
-
-def _wait(kube: Kube, state: DrainState, options: DrainOptions, interval: float, end: float) -> None:
-    """Sleep until the next pass is worth it: a terminating pod's grace runs out, a retry is due, or a
-    blocking PDB allows a disruption again (watched, so the retry is not a fixed sleep)."""
-    mono, now = time.monotonic(), time.time()
-    retry_at = min([*state.not_before.values(), *state.force_at.values()], default=float("inf"))
-    # never longer than a node check: a node deleted during a PDB wait is noticed by the next pass
-    budget = max(0.0, min(end, retry_at, mono + options.node_check_seconds) - mono)
-    overdue = [k for k, t in state.expected_gone.items() if t <= now]
-    if overdue:
-        # pods whose grace has run out (0 s: deleted at once): look again right away, once per pod
-        for k in overdue:
-            del state.expected_gone[k]
-        time.sleep(min(0.02, budget) if budget > 0 else 0.0)
-        return
-    if state.deletion_times or state.sent:
-        times = [*state.deletion_times, *state.expected_gone.values()]
-        delay = next_poll(now, times, interval, options.poll_min, options.poll_max)
-        time.sleep(min(delay, budget) if budget > 0 else options.poll_min)
-        return
-    pdbs, state.blocked_pdbs = state.blocked_pdbs, set()
-    if pdbs and budget > 0:
-        wait_for_budget(kube, pdbs, budget)
-        return
-    time.sleep(min(budget, options.poll_max) if budget > 0 else options.poll_min)

@@ -21,18 +21,22 @@ def _path(namespaces: set[str]) -> str:
     return "/apis/policy/v1/poddisruptionbudgets"
 
 
+def _allowed(pdb: dict[str, Any]) -> int:
+    return int((pdb.get("status") or {}).get("disruptionsAllowed") or 0)
+
+
 def _allows(pdb: dict[str, Any]) -> bool:
-    return int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) > 0
+    return _allowed(pdb) > 0
 
 
-def list_allowing(kube: Kube, namespaces: set[str]) -> set[tuple[str, str]]:
-    """(namespace, name) of the PDBs in ``namespaces`` whose budget currently allows a disruption."""
-    out: set[tuple[str, str]] = set()
+def list_allowing(kube: Kube, namespaces: set[str]) -> dict[tuple[str, str], int]:
+    """(namespace, name) → ``disruptionsAllowed`` of the PDBs in ``namespaces`` that currently allow one."""
+    out: dict[tuple[str, str], int] = {}
     for ns in sorted(namespaces):
         resp = kube.request("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets")
         for pdb in resp.body.get("items") or [] if resp.ok else []:
             if _allows(pdb):
-                out.add((ns, (pdb.get("metadata") or {}).get("name", "")))
+                out[(ns, (pdb.get("metadata") or {}).get("name", ""))] = _allowed(pdb)
     return out
 
 

@@ -39,6 +39,7 @@ _config: Config | None = None
 _config_error: SettingsError | None = None
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
+_building: dict[str, threading.Lock] = {}  # one per client name: concurrent first uses wait for one build
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
@@ -78,9 +79,17 @@ def _cached(name: str, build: Callable[[], Any]) -> Any:
     with _clients_lock:
         if name in _clients:
             return _clients[name]
-    built = build()  # outside the lock: building may call AWS, and other instances' threads must not wait on it
-    with _clients_lock:
-        return _clients.setdefault(name, built)
+        lock = _building.setdefault(name, threading.Lock())
+    # Built under its own lock only: building may call AWS; threads needing another client do not wait, and
+    # threads needing this one (parallel instances, or a burst of executions in one container) wait for one
+    # build instead of each making a client (and a DescribeCluster) that is thrown away.
+    with lock:
+        with _clients_lock:
+            if name in _clients:
+                return _clients[name]
+        built = build()
+        with _clients_lock:
+            return _clients.setdefault(name, built)
 
 
 def ec2() -> EC2Client:

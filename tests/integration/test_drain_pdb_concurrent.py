@@ -1,0 +1,70 @@
+"""Several drains at once under one PodDisruptionBudget (a termination storm in small): each budget rise is retried
+in proportion to what it allows, so the apiserver refuses few evictions. Counted from the apiserver's own metrics
+(tests in a session run one at a time, so the difference is this test's)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from bench.storm import apiserver_metrics, metric_sum
+
+from tests.integration.drain_support import drain, drainer, pods_on, set_unschedulable
+
+pytestmark = pytest.mark.integration
+
+DRAINS = 4
+PODS_PER_NODE = 4
+HOLD_SECONDS = 8  # how long the budget stays at 0 once every drain has been refused
+
+
+def _evictions(api: Any) -> dict[str, float]:
+    """Eviction responses served so far, by HTTP code."""
+    samples = apiserver_metrics(api)
+    return {c: metric_sum(samples, "apiserver_request_total", code=c, subresource="eviction") for c in ("201", "429")}
+
+
+def test_concurrent_drains_under_one_pdb_retry_only_what_a_budget_rise_allows(testbed: Any, k8s: Any) -> None:
+    nodes = k8s.add_nodes(DRAINS)
+    spares = k8s.add_nodes(2)
+    replicas = DRAINS * PODS_PER_NODE
+    for s in spares:
+        set_unschedulable(k8s, s, True)
+    k8s.deployment("web", replicas, nodes=[*nodes, *spares])
+    k8s.wait_pods_ready("app=web", replicas, timeout=120)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=2)
+    k8s.wait_pdb("web", disruptions_allowed=2)
+    assert sum(len(pods_on(k8s, n)) for n in nodes) == replicas
+    before = _evictions(k8s.api_client)
+    reports: dict[str, Any] = {}
+    gate = threading.Barrier(DRAINS)
+
+    def run(node: str) -> None:
+        with drainer(testbed) as kube:  # one client each, like one Lambda container per execution
+            gate.wait()
+            reports[node] = drain(kube, node, timeout=150)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    # the spares are cordoned: the 2 evicted pods cannot be replaced, so the budget stays at 0 and every other
+    # pod is refused once; then hold the budget there for a while, as a slow rollout would
+    k8s.wait_for(
+        lambda: _evictions(k8s.api_client)["429"] - before["429"] >= replicas - 2, timeout=60, what="first refusals"
+    )
+    time.sleep(HOLD_SECONDS)
+    held = _evictions(k8s.api_client)["429"] - before["429"]
+    for s in spares:
+        set_unschedulable(k8s, s, False)
+    for t in threads:
+        t.join(180)
+    assert all(reports[n].drained for n in nodes), {n: r.remaining for n, r in reports.items()}
+    after = _evictions(k8s.api_client)
+    assert after["201"] - before["201"] == replicas
+    refused = after["429"] - before["429"]
+    # While the budget allows nothing, nothing is retried (a backoff timer alone would retry each pod every few
+    # seconds); once the replacements come, each rise is retried for at most what it allows.
+    assert held <= replicas, f"{held} refusals while the budget was held at 0"
+    assert refused <= 2 * replicas, f"{refused} refused evictions for {replicas} pods"
