@@ -71,8 +71,11 @@ test-integration: setup-python setup-bins
 test-infra: setup-python setup-node
 	$(PY) -m pytest tests/infra $(PYTEST_ARGS)
 
+# two pytest workers, whole files each: the fault scenarios mostly wait on wall-clock outages, so the rest of the
+# suite runs beside them; each worker starts its own test bed
+PYTEST_WORKERS ?= 2
 test: setup lint
-	$(PY) -m pytest tests $(PYTEST_ARGS)
+	$(PY) -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 cluster-up: setup-python setup-bins
 	$(PY) -m tests.testbed up

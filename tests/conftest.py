@@ -13,6 +13,12 @@ import pytest
 from tests.testbed.bed import Testbed
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files marked long_running first (a stable sort keeps each file's tests together): with `make test`'s
+    workers taking whole files, the longest start at once instead of last."""
+    items.sort(key=lambda item: item.get_closest_marker("long_running") is None)
+
+
 @pytest.fixture(scope="session")
 def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     reuse = os.environ.get("DRAIN_TESTBED_DIR")

@@ -17,7 +17,7 @@ from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.kube import KubeScenario
 from tests.testbed.runtime import LambdaRuntime
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
 HOOK = {"name": "drain", "transition": "autoscaling:EC2_INSTANCE_TERMINATING", "heartbeat_timeout": 300}
 

@@ -39,7 +39,7 @@ from tests.testbed.faultproxy import FaultProxy
 from tests.testbed.faults import BedFaults
 from tests.testbed.kube import KubeScenario
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 
 
 def test_deadline_missed_abandons_before_the_hook_times_out(

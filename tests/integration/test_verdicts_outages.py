@@ -26,7 +26,7 @@ from tests.testbed.faultproxy import FaultProxy
 from tests.testbed.faults import BedFaults
 from tests.testbed.kube import KubeScenario
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 APISERVER_DOWN_S = 120
 THROTTLE_S = 150
 
