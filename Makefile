@@ -74,7 +74,8 @@ test-infra: setup-python setup-node
 # two pytest workers, whole files each: the fault scenarios mostly wait on wall-clock outages, so the rest of the
 # suite runs beside them; each worker starts its own test bed
 PYTEST_WORKERS ?= 2
-test: setup lint
+# NTH (the comparison's other side, built once per machine and cached) keeps tests/integration/test_nth_smoke.py real
+test: setup build-nth lint
 	$(PY) -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 cluster-up: setup-python setup-bins
@@ -103,9 +104,10 @@ bench-drain: setup-python setup-bins
 bench-lambda: setup-python setup-bins
 	$(PY) -m bench.bench_lambda
 
-# aws-node-termination-handler for side-by-side runs: built on demand into the bed's cache, never by `make setup`
+# aws-node-termination-handler for side-by-side runs: built on demand (make test, bench-nth) into the bed's cache,
+# once per machine; not by `make setup`
 build-nth:
-	@bash build/build-nth.sh
+	@bash build/build-nth.sh >/dev/null
 
 # 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
 bench-storm: setup-python setup-bins

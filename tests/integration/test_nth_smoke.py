@@ -1,0 +1,44 @@
+"""The aws-node-termination-handler comparison's harness on a few nodes (`make bench-nth` runs it at scale).
+
+NTH runs in queue-processor mode on the bed (in-cluster configuration through a private mount namespace, the
+chart's RBAC, its own SQS queue and access key); both tools drain a fleet of their own and complete its hooks, and
+the orchestrator is shown events for another cluster's instance and an unknown one. `make test` builds NTH once
+(`make build-nth`, cached outside the repository); without the binary this test fails naming the command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from bench import bench_nth, bench_storm
+
+from tests.testbed.bed import Testbed
+
+pytestmark = pytest.mark.integration
+
+
+def test_small_side_by_side_drains_both_fleets_and_leaves_stray_hooks_alone(
+    testbed: Testbed, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    res = bench_nth.bench(
+        testbed,
+        n_nodes=2,
+        pods_per_node=2,
+        max_unavailable="50%",
+        setenv=monkeypatch.setenv,
+        workdir=tmp_path,
+        timeout=180,
+        stray_variants=(),  # NTH's stray windows last 75 s each: measured by the benchmark only
+    )
+
+    for tool in ("orchestrator", "nth"):
+        phase = bench_storm.Phase(**res[tool])
+        assert phase.nodes == 2 and phase.pods == 4, tool
+        assert len(phase.cordon_s) == len(phase.drained_s) == len(phase.hook_s) == 2, (tool, phase.errors)
+        assert phase.kube_requests >= phase.pods, tool  # its evictions were seen under its own flow schema
+        assert phase.aws_calls.get("autoscaling:CompleteLifecycleAction") == 2, (tool, phase.aws_calls)
+    stray = {(s["tool"], s["case"]): s for s in res["stray"]}
+    assert {tool for tool, _ in stray} == {"orchestrator"}
+    assert all(s["hook"] == "ACTIVE (left alone)" for s in stray.values()), stray  # not ours: not touched
+    assert "NTH" in bench_nth.render(res)
