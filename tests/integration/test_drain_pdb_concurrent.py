@@ -64,7 +64,9 @@ def test_concurrent_drains_under_one_pdb_retry_only_what_a_budget_rise_allows(te
     after = _evictions(k8s.api_client)
     assert after["201"] - before["201"] == replicas
     refused = after["429"] - before["429"]
-    # While the budget allows nothing, nothing is retried (a backoff timer alone would retry each pod every few
-    # seconds); once the replacements come, each rise is retried for at most what it allows.
-    assert held <= replicas, f"{held} refusals while the budget was held at 0"
+    # While the budget allows nothing, nothing refused by it is retried (a backoff timer alone would retry each pod
+    # every few seconds: 75 refusals here); once the replacements come, each rise is retried for at most what it
+    # allows. Slack of one per drain: on a loaded apiserver an eviction can come back 429 without naming the budget
+    # (its own conflict retries on the PDB's status gave up), and such a refusal is retried on its backoff.
+    assert held <= replicas + DRAINS, f"{held} refusals while the budget was held at 0"
     assert refused <= 2 * replicas, f"{refused} refused evictions for {replicas} pods"
