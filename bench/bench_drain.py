@@ -32,6 +32,8 @@ sys.path[:0] = [str(REPO), str(REPO / "lambda_src")]
 from tests.testbed.bed import Testbed  # noqa: E402
 from tests.testbed.kube import KubeScenario  # noqa: E402
 
+from bench import harness  # noqa: E402
+
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 _OUR_SUMMARY = re.compile(r"(\d+) evicted.*?; (\d+) API requests, \d+ passes, ([\d.]+) s")
 _KUBECTL_REQUEST = re.compile(r'"Response" verb="|\] (GET|POST|PATCH|PUT|DELETE) https?://')
@@ -156,11 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scenario", choices=["a", "b", "b2", "all"], default="all")
     p.add_argument("--entry", choices=["drain_cli", "cli"], default="drain_cli")
     a = p.parse_args(argv)
-    reuse = os.environ.get("DRAIN_TESTBED_DIR")
-    bed = Testbed.attach(Path(reuse)) if reuse else None
-    owned = bed is None
-    if bed is None:
-        bed = Testbed.start(Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp")))
+    bed, owned = harness.attach_or_start(Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp")))
     scenarios = {
         "a": ("a: 1 node, 110 pods, no PDB", scenario_a, 0.8),
         "b": ("b: 10 Deployments x 3, PDB maxUnavailable 1, 4 nodes", scenario_b, 0.5),

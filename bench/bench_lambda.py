@@ -54,14 +54,11 @@ def bench_event_to_cordon(n: int) -> list[float]:
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
     from tests import samples
     from tests.testbed.aws_seed import AwsSeed
-    from tests.testbed.bed import Testbed
     from tests.testbed.kube import KubeScenario
 
-    reuse = os.environ.get("DRAIN_TESTBED_DIR")
-    bed = Testbed.attach(Path(reuse)) if reuse else None
-    owned = bed is None
-    if bed is None:
-        bed = Testbed.start(REPO / ".local" / "bench-lambda")
+    from bench import harness
+
+    bed, owned = harness.attach_or_start(REPO / ".local" / "bench-lambda")
     try:
         aws = AwsSeed(bed)
         aws.reset()

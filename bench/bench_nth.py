@@ -31,7 +31,7 @@ from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.bed import Testbed
 from tests.testbed.kube import KubeScenario
 
-from bench import bench_storm, nth, nth_stray, storm
+from bench import bench_storm, harness, nth, nth_stray, storm
 from bench.bench_storm import Phase
 
 REPO = Path(__file__).resolve().parents[1]
@@ -240,28 +240,12 @@ def main() -> int:
     except nth.NthMissing as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    reuse = os.environ.get("DRAIN_TESTBED_DIR")
-    bed = Testbed.attach(Path(reuse)) if reuse else None
-    owned = bed is None
-    if bed is None:
-        bed = Testbed.start(REPO / ".local" / "bench-nth-bed")
+    bed, owned = harness.attach_or_start(REPO / ".local" / "bench-nth-bed")
     log = REPO / ".local" / "bench-nth-handler.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    saved = os.dup(1)
     try:
-        # the handler's logs go to stdout, as in Lambda: keep them out of the tables (stray events read them)
-        with log.open("wb") as f:
-            sys.stdout.flush()
-            os.dup2(f.fileno(), 1)
-            try:
-                res = bench(
-                    bed, a.nodes, a.pods_per_node, a.max_unavailable, handler_log=log, nth_flags=tuple(a.nth_flag)
-                )
-            finally:
-                sys.stdout.flush()
-                os.dup2(saved, 1)
+        with harness.stdout_into(log):  # the stray events' outcomes read the handler's log lines from it
+            res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, handler_log=log, nth_flags=tuple(a.nth_flag))
     finally:
-        os.close(saved)
         if owned:
             bed.stop()
     if a.json:

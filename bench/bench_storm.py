@@ -29,7 +29,7 @@ from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.bed import Testbed
 from tests.testbed.kube import KubeScenario
 
-from bench import storm
+from bench import harness, storm
 
 REPO = Path(__file__).resolve().parents[1]
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
@@ -344,27 +344,13 @@ def main() -> int:
     )
     p.add_argument("--json", type=Path, help="also write the raw results here")
     a = p.parse_args()
-    reuse = os.environ.get("DRAIN_TESTBED_DIR")
-    bed = Testbed.attach(Path(reuse)) if reuse else None
-    owned = bed is None
-    if bed is None:
-        bed = Testbed.start(REPO / ".local" / "bench-storm")
+    bed, owned = harness.attach_or_start(REPO / ".local" / "bench-storm")
     log = REPO / ".local" / "bench-storm-handler.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    saved = os.dup(1)
     try:
-        # the handler's logs and EMF lines go to stdout, as in Lambda: keep them out of the table, and measure them
-        with log.open("wb") as f:
-            sys.stdout.flush()
-            os.dup2(f.fileno(), 1)
-            try:
-                res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, processes=a.processes)
-            finally:
-                sys.stdout.flush()
-                os.dup2(saved, 1)
+        with harness.stdout_into(log):  # measured afterwards: the CloudWatch volume of a drain
+            res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, processes=a.processes)
         res["log"] = log_volume(log, res["solo"]["nodes"] + res["storm"]["nodes"] + 1)
     finally:
-        os.close(saved)
         if owned:
             bed.stop()
     if a.json:

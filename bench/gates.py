@@ -50,15 +50,12 @@ class GateRun:
 
 def bench_gates(n: int, delay: int) -> dict[str, list[GateRun]]:
     from tests.testbed.aws_seed import AwsSeed
-    from tests.testbed.bed import Testbed
     from tests.testbed.kube import KubeScenario
     from tests.testbed.load_balancers import target_group
 
-    reuse = os.environ.get("DRAIN_TESTBED_DIR")
-    bed = Testbed.attach(Path(reuse)) if reuse else None
-    owned = bed is None
-    if bed is None:
-        bed = Testbed.start(REPO / ".local" / "bench-lambda")
+    from bench import harness
+
+    bed, owned = harness.attach_or_start(REPO / ".local" / "bench-lambda")
     saved = dict(os.environ)
     try:
         LOG.write_text("")

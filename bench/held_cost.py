@@ -65,16 +65,13 @@ def measure(hold: int, settings: dict[str, str], heartbeat_timeout: int) -> dict
     """One real execution of the handler (real clock) on a node whose only pod a PDB never lets go."""
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
     from tests.testbed.aws_seed import AwsSeed
-    from tests.testbed.bed import Testbed
     from tests.testbed.kube import KubeScenario
 
-    from bench import storm
+    from bench import harness, storm
     from drain_orchestrator.handler import handler
     from drain_orchestrator.workflow import runtime
 
-    reuse = os.environ.get("DRAIN_TESTBED_DIR")
-    bed = Testbed.attach(Path(reuse)) if reuse else Testbed.start(REPO / ".local" / "bench-held")
-    assert bed is not None
+    bed, owned = harness.attach_or_start(REPO / ".local" / "bench-held")
     aws = AwsSeed(bed)
     aws.reset()
     aws.eks_cluster("blue")
@@ -113,7 +110,7 @@ def measure(hold: int, settings: dict[str, str], heartbeat_timeout: int) -> dict
         runtime.reset_config()
         k8s.cleanup()
         api.close()
-        if not reuse:
+        if owned:
             bed.stop()
 
 
