@@ -67,10 +67,7 @@ def run_nth_phase(
         if len(storm.hooks_completed(aws, fleet.asg)) == len(ids) and len(obs.drained()) == len(nodes):
             break
         time.sleep(0.5)
-    deadline = time.time() + 10  # the pod watch may deliver the last deletions a moment later
-    while time.time() < deadline and len(obs.drained()) < len(nodes):
-        time.sleep(0.2)
-    obs.stop()
+    obs.settle()
     after, aws_after = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
     hooks = storm.hooks_completed(aws, fleet.asg)
     results: list[tuple[str, dict[str, int], str] | None] = [

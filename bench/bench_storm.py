@@ -158,11 +158,7 @@ def _finish_phase(
     access_key: str,
     results: list[Any],
 ) -> Phase:
-    # the pod watch may deliver the last deletions a moment after the executions have returned
-    deadline = time.time() + 10
-    while time.time() < deadline and len(obs.drained()) < len(nodes):
-        time.sleep(0.2)
-    obs.stop()
+    obs.settle()
     after, aws_after = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
     return build_phase(aws, fleet, ids, nodes, obs, t0, before, after, aws_before, aws_after, access_key, results)
 

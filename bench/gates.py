@@ -18,17 +18,16 @@ against the count the gate reports in its summary. The handler's own output goes
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import statistics
-import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench import harness
 
 REPO = Path(__file__).resolve().parents[1]
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
@@ -52,8 +51,6 @@ def bench_gates(n: int, delay: int) -> dict[str, list[GateRun]]:
     from tests.testbed.aws_seed import AwsSeed
     from tests.testbed.kube import KubeScenario
     from tests.testbed.load_balancers import target_group
-
-    from bench import harness
 
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-lambda")
     saved = dict(os.environ)
@@ -90,21 +87,6 @@ def bench_gates(n: int, delay: int) -> dict[str, list[GateRun]]:
             bed.stop()
 
 
-@contextlib.contextmanager
-def _output_to(path: Path) -> Iterator[None]:
-    """The handler's JSON logs and EMF lines go to ``path`` (appended), not between the result tables."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with path.open("a") as log:
-        os.dup2(log.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
 class _Drainer:
     def __init__(self, bed: Any, aws: Any, k8s: Any, spare: str) -> None:
         self.bed, self.aws, self.k8s, self.spare = bed, aws, k8s, spare
@@ -134,7 +116,11 @@ class _Drainer:
         runtime.reset_config()
         before = len(read_calls(self.bed.dir))
         controller = LoadBalancerControllerStandIn(self.aws, self.k8s, {node: iid}, [lb["group"]] if lb else [])
-        with _output_to(LOG), controller, DurableFunctionTestRunner(handler=handler, skip_time=False) as runner:
+        with (
+            harness.stdout_into(LOG, append=True),
+            controller,
+            DurableFunctionTestRunner(handler=handler, skip_time=False) as runner,
+        ):
             t0 = time.time()
             res = runner.run(input=json.dumps(event), execution_timeout=300)
             ops = [op for op in res.get_all_operations() if str(op.name or "").startswith(LB_OPERATIONS)]

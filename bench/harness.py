@@ -22,13 +22,13 @@ def attach_or_start(new_dir: Path) -> tuple[Testbed, bool]:
 
 
 @contextmanager
-def stdout_into(log: Path) -> Iterator[None]:
+def stdout_into(log: Path, append: bool = False) -> Iterator[None]:
     """File descriptor 1 (the handler's logs and EMF lines, as in Lambda) into ``log`` while the run lasts, so
     they stay out of the printed tables and can be measured or read afterwards."""
     log.parent.mkdir(parents=True, exist_ok=True)
     saved = os.dup(1)
     try:
-        with log.open("wb") as f:
+        with log.open("ab" if append else "wb") as f:
             sys.stdout.flush()
             os.dup2(f.fileno(), 1)
             try:

@@ -259,6 +259,14 @@ class Observer:
                 left[node] = left.get(node, 0) + 1
         return {n: t for n, t in last.items() if n not in left}
 
+    def settle(self, seconds: float = 10) -> None:
+        """Stop once every node is drained or after ``seconds``: the pod watch may deliver the last deletions a
+        moment after the drains have returned."""
+        deadline = time.time() + seconds
+        while time.time() < deadline and len(self.drained()) < len(self.nodes):
+            time.sleep(0.2)
+        self.stop()
+
     def stop(self) -> None:
         self._stop.set()
         for t in self._threads:
