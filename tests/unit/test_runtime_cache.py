@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from drain_orchestrator.workflow import runtime
 
@@ -11,12 +10,12 @@ from drain_orchestrator.workflow import runtime
 def test_concurrent_first_uses_build_one_client_and_other_names_do_not_wait() -> None:
     runtime.reset_config()
     builds: list[str] = []
-    slow_started = threading.Event()
+    slow_started, release = threading.Event(), threading.Event()
 
     def slow() -> object:
         builds.append("slow")
         slow_started.set()
-        time.sleep(0.3)
+        release.wait(5)  # held until the other name has been built
         return object()
 
     results: list[object] = []
@@ -24,9 +23,12 @@ def test_concurrent_first_uses_build_one_client_and_other_names_do_not_wait() ->
     for t in threads:
         t.start()
     assert slow_started.wait(5)
-    started = time.monotonic()
-    other = runtime._cached("other", lambda: "built")  # not blocked by the slow build
-    assert other == "built" and time.monotonic() - started < 0.2
+    other: list[object] = []
+    other_done = threading.Event()
+    threading.Thread(target=lambda: (other.append(runtime._cached("other", lambda: "built")), other_done.set())).start()
+    assert other_done.wait(2), "another name waited for the slow build"  # the slow one is held for 5 s
+    assert other == ["built"]
+    release.set()
     for t in threads:
         t.join(5)
     try:
