@@ -37,15 +37,18 @@ def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 600
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with only the built wheel and its pinned dependencies (from uv's cache, offline)."""
+    """A fresh venv with only the built wheel and its dependencies, resolved from the package registry.
+
+    Never `--offline`: `uv sync --frozen` fills uv's wheel cache but not the index metadata an offline resolution
+    needs, so an offline install passes only where earlier work happened to warm the cache."""
     work = tmp_path_factory.mktemp("packaged")
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
-    _run([_uv(), "build", "infra", "--wheel", "--out-dir", str(work / "dist"), "--offline"], cwd=REPO_ROOT, env=env)
+    _run([_uv(), "build", "infra", "--wheel", "--out-dir", str(work / "dist")], cwd=REPO_ROOT, env=env)
     (wheel,) = (work / "dist").glob("drain_orchestrator_cdk-*.whl")
     venv = work / "venv"
     # on the interpreter running the tests (Python 3.13, like the Lambda runtime the bundle compiles for)
-    _run([_uv(), "venv", "--quiet", "--offline", "--python", sys.executable, str(venv)], cwd=work, env=env)
-    _run([_uv(), "pip", "install", "--quiet", "--offline", "--python", str(venv / "bin" / "python"), str(wheel)],
+    _run([_uv(), "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=work, env=env)
+    _run([_uv(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), str(wheel)],
          cwd=work, env=env)  # fmt: skip
     return venv
 
