@@ -21,11 +21,12 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm bench-nth build-nth clean
+        test-bare cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm bench-nth build-nth clean
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
 	@echo "make test          lint + type-check + every test (what CI runs)"
+	@echo "make test-bare     what CI runs, from a fresh clone of HEAD with empty package caches (BARE=all: all caches)"
 	@echo "make setup         venv on Python 3.13 with pinned deps, npm deps, test-bed binaries (idempotent)"
 	@echo "make cluster-up    start the local control plane + AWS emulator (kubeconfig: .local/cluster/kubeconfig)"
 	@echo "make cluster-down  stop what cluster-up started"
@@ -77,6 +78,15 @@ PYTEST_WORKERS ?= 2
 # NTH (the comparison's other side, built once per machine and cached) keeps tests/integration/test_nth_smoke.py real
 test: setup build-nth lint
 	$(PY) -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# CI as a new machine runs it: a fresh clone of HEAD (commit first), uv's, npm's and the pinned uv's caches empty, so
+# an install step that only a warm cache hides fails here. BARE=all also empties the Go module and build caches and
+# the bed's binaries (XDG_CACHE_HOME), which then build from source: ~25 min more on 2 cores.
+test-bare:
+	@d=$$(mktemp -d /tmp/drain-orchestrator-bare.XXXXXX) && git clone -q . "$$d/repo" && echo "fresh clone of $$(git rev-parse --short HEAD) in $$d/repo" && \
+	  cd "$$d/repo" && env UV_CACHE_DIR="$$d/uv" npm_config_cache="$$d/npm" CACHE="$$d/tools" \
+	  $(if $(filter all,$(BARE)),XDG_CACHE_HOME="$$d/xdg" GOMODCACHE="$$d/gomod" GOCACHE="$$d/gobuild") \
+	  CI=true bash .ci/run < /dev/null
 
 cluster-up: setup-python setup-bins
 	$(PY) -m tests.testbed up
