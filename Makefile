@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        test-bare cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm bench-nth build-nth clean
+        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm bench-nth build-nth clean
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
@@ -34,6 +34,7 @@ help:
 	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
+	@echo "make soak          an hour of random events and faults on the bed, then every invariant checked (SOAK_MINUTES, SOAK_SEED)"
 	@echo "make bench-nth     side by side with aws-node-termination-handler, 20 nodes each (builds NTH once, ~9 min)"
 
 setup: setup-python setup-node setup-bins
@@ -87,6 +88,12 @@ test-bare:
 	  cd "$$d/repo" && env UV_CACHE_DIR="$$d/uv" npm_config_cache="$$d/npm" CACHE="$$d/tools" \
 	  $(if $(filter all,$(BARE)),XDG_CACHE_HOME="$$d/xdg" GOMODCACHE="$$d/gomod" GOCACHE="$$d/gobuild") \
 	  CI=true bash .ci/run < /dev/null
+
+# a chaos soak (tests/testbed/soak.py): events and faults at random on a bed of its own (or DRAIN_TESTBED_DIR's),
+# then the invariants; SOAK_SEED replays a run's plan. Report on stdout and in .local/soak.json; exit 1 on a violation
+SOAK_MINUTES ?= 60
+soak: setup-python setup-bins
+	nice -n 10 $(PY) -m tests.testbed.soak --minutes $(SOAK_MINUTES) $(if $(SOAK_SEED),--seed $(SOAK_SEED)) --json .local/soak.json
 
 cluster-up: setup-python setup-bins
 	$(PY) -m tests.testbed up

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from tests.testbed.bed import Testbed
+from tests.testbed.output import stdout_into
+
+__all__ = ["attach_or_start", "stdout_into"]
 
 
 def attach_or_start(new_dir: Path) -> tuple[Testbed, bool]:
@@ -19,22 +19,3 @@ def attach_or_start(new_dir: Path) -> tuple[Testbed, bool]:
     if bed is not None:
         return bed, False
     return Testbed.start(new_dir), True
-
-
-@contextmanager
-def stdout_into(log: Path, append: bool = False) -> Iterator[None]:
-    """File descriptor 1 (the handler's logs and EMF lines, as in Lambda) into ``log`` while the run lasts, so
-    they stay out of the printed tables and can be measured or read afterwards."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    saved = os.dup(1)
-    try:
-        with log.open("ab" if append else "wb") as f:
-            sys.stdout.flush()
-            os.dup2(f.fileno(), 1)
-            try:
-                yield
-            finally:
-                sys.stdout.flush()
-                os.dup2(saved, 1)
-    finally:
-        os.close(saved)
