@@ -77,6 +77,7 @@ class SoakReport:
     executions: int = 0
     faults: dict[str, int] = field(default_factory=dict)
     verdicts: dict[str, int] = field(default_factory=dict)
+    failed_executions: int = 0  # to the dead-letter queue with their event: malformed ones, and drains that failed
     event_to_verdict_p50_s: float | None = None
     event_to_verdict_p99_s: float | None = None
     max_operations: int = 0
@@ -91,7 +92,7 @@ class SoakReport:
             f"soak seed={self.seed} minutes={self.minutes} wall={self.wall_s:.0f}s executions={self.executions}",
             f"  events:   {dict(sorted(self.events.items()))}",
             f"  faults:   {dict(sorted(self.faults.items()))}",
-            f"  verdicts: {dict(sorted(self.verdicts.items()))}",
+            f"  verdicts: {dict(sorted(self.verdicts.items()))}; failed executions: {self.failed_executions}",
             f"  event -> verdict: p50 {self.event_to_verdict_p50_s}s, p99 {self.event_to_verdict_p99_s}s; "
             f"most durable operations in one execution: {self.max_operations}",
             f"  invariant violations: {len(self.violations)}",
@@ -297,6 +298,7 @@ class Soak:
         report.executions = len(self.executions)
         report.faults = dict(self.fault_counts)
         report.verdicts = dict(Counter(_verdict(e) for e in self.executions))
+        report.failed_executions = sum(e.status == "FAILED" for e in self.executions)
         durations = sorted((e.ended_at or time.time()) - e.sent_at for e in self.executions if e.instance)
         if durations:
             report.event_to_verdict_p50_s = round(durations[len(durations) // 2], 1)
