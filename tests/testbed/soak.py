@@ -364,6 +364,7 @@ def _retry(fn: Callable[[], Any], attempts: int = 20) -> Any:
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import os
+    import sys
     import tempfile
     from pathlib import Path
 
@@ -385,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(bed.aws_env())
     print(f"soak: seed {args.seed}, {args.minutes} min, {fleet} instances; the handler's logs in {log}", flush=True)
     try:
-        soak = Soak(bed, seed=args.seed, minutes=args.minutes, fleet=fleet, log=lambda s: print(s, flush=True))
+        # progress on stderr: stdout is the handler's while the soak runs
+        soak = Soak(bed, seed=args.seed, minutes=args.minutes, fleet=fleet, log=lambda s: print(s, file=sys.stderr))
         with stdout_into(log):
             report = soak.run(os.environ.update)
     finally:
