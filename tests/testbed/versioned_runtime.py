@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -24,7 +25,7 @@ from tests.testbed.bed import Testbed, free_port
 from tests.testbed.binaries import BinDir
 from tests.testbed.lambda_front import LambdaFront
 from tests.testbed.netns_bridge import NetnsBridge
-from tests.testbed.runtime import FunctionConfig, LambdaRuntime
+from tests.testbed.runtime import FunctionConfig, LambdaRuntime, RuntimeStartError
 
 ALIAS = "live"
 
@@ -41,6 +42,8 @@ class VersionedRuntime(LambdaRuntime):
 
     @classmethod
     def start(cls, bed: Testbed, directory: Path, function: str, aws: Any, role_arn: str) -> VersionedRuntime:
+        if os.geteuid() != 0:  # setns(2) into the emulators' namespaces needs CAP_SYS_ADMIN on the host
+            raise RuntimeStartError("two function versions side by side need network namespaces: run as root")
         rt = cls(bed, directory, function, aws)
         try:
             rt._start_service(lambda_endpoint=rt.front.url)
