@@ -28,7 +28,6 @@ class LambdaFront:
     def __init__(self, aws_endpoint: str, durable_service: str) -> None:
         self.aws, self.durable = aws_endpoint, durable_service
         self.versions: dict[str, str] = {}  # version -> emulator base URL
-        self.invocations: list[tuple[str, str]] = []  # (function, version) per invoke, in order
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -41,8 +40,7 @@ class LambdaFront:
         """(base URL, path) to forward to, or None for an invoke of a version nobody runs."""
         invoke = _INVOKE.match(urllib.parse.urlsplit(path).path)
         if invoke and method == "POST":
-            function, _, version = urllib.parse.unquote(invoke.group(1)).partition(":")
-            self.invocations.append((function, version))
+            _function, _, version = urllib.parse.unquote(invoke.group(1)).partition(":")
             base = self.versions.get(version)
             return (base, EMULATOR_INVOKE_PATH) if base else None
         return (self.durable if path.startswith("/2025-12-01/") else self.aws), path
