@@ -21,7 +21,8 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm bench-nth build-nth clean
+        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm bench-nth build-nth clean \
+        prune-versions
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
@@ -36,6 +37,7 @@ help:
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 	@echo "make soak          an hour of random events and faults on the bed, then every invariant checked (SOAK_MINUTES, SOAK_SEED)"
 	@echo "make bench-nth     side by side with aws-node-termination-handler, 20 nodes each (builds NTH once, ~9 min)"
+	@echo "make prune-versions FUNCTION=NAME_OR_ARN [YES=1]  the function's versions unused by aliases and executions"
 
 setup: setup-python setup-node setup-bins
 
@@ -134,6 +136,11 @@ bench-storm: setup-python setup-bins
 # pods each, then events for another cluster's and an unknown instance; ~10 min on a busy 2-core host, niced
 bench-nth: setup-python setup-bins build-nth
 	nice -n 19 $(PY) -m bench.bench_nth --nodes 20 --pods-per-node 10 --json .local/bench-nth.json
+
+# versions no alias routes to and no durable execution runs on: listed (dry), deleted with YES=1 (docs/deploy.md)
+prune-versions: setup-python
+	@test -n "$(FUNCTION)" || { echo "error: FUNCTION=<function name or ARN> is required" >&2; exit 2; }
+	$(VENV)/bin/drain-orchestrator versions --function "$(FUNCTION)" --prune $(if $(filter 1,$(YES)),--yes)
 
 clean:
 	rm -rf .local cdk.out .pytest_cache .mypy_cache .ruff_cache

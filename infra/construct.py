@@ -107,6 +107,9 @@ class DrainOrchestrator(Construct):
             vpc=network.vpc if network else None,
             vpc_subnets=network.subnets if network else None,
             security_groups=network.security_groups if network else None,
+            # Durable executions resume on the version they started on, for up to the execution timeout:
+            # a deploy must not delete it (old versions are pruned with `drain-orchestrator versions --prune`).
+            current_version_options=lambda_.VersionOptions(removal_policy=cdk.RemovalPolicy.RETAIN),
         )
         cdk.Annotations.of(self.function).acknowledge_info(
             "aws-lambda:Function.DurableConfig",
@@ -206,6 +209,8 @@ class DrainOrchestrator(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             retention_period=DEAD_LETTER_RETENTION,
+            # the events of drains that never ran outlive `cdk destroy` (they expire after the retention period)
+            removal_policy=cdk.RemovalPolicy.RETAIN,
         )
 
     def _network(self, placement: VpcPlacement | None) -> _Network | None:

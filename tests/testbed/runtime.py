@@ -11,7 +11,8 @@ a durable-execution service over HTTP.
   it starts executions, takes the SDK's checkpoints (the function's Lambda client is pointed at it with
   `AWS_ENDPOINT_URL_LAMBDA`) and re-invokes the function through the emulator after waits and failures.
 
-The emulator's runtime API always binds 127.0.0.1:9001, so one runtime runs at a time on a machine.
+The emulator's runtime API always binds 127.0.0.1:9001, so one runtime runs at a time in a network namespace;
+versioned_runtime.py runs one per function version, each in a namespace of its own.
 """
 
 from __future__ import annotations
@@ -119,10 +120,14 @@ def base_python() -> str:
     return str(exe)
 
 
-def _read_only(argv: list[str], path: Path) -> list[str]:
-    """Run argv in a private mount namespace where ``path`` is a read-only bind mount of itself."""
+def _read_only(argv: list[str], path: Path, *, private_network: bool = False) -> list[str]:
+    """Run argv in a private mount namespace where ``path`` is a read-only bind mount of itself; with
+    ``private_network`` also in a network namespace of its own (loopback only: see netns_bridge.py)."""
     unshare = ["unshare", "--mount"] if os.geteuid() == 0 else ["unshare", "--mount", "--map-root-user"]
     script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && cd "$0" && exec "$@"'
+    if private_network:
+        unshare.append("--net")
+        script = f"ip link set lo up && {script}"
     return [*unshare, "sh", "-c", script, str(path), *argv]
 
 
@@ -191,11 +196,11 @@ class LambdaRuntime:
             time.sleep(0.1)
         raise RuntimeStartError(f"timed out waiting for {what}:\n{self.logs()}")
 
-    def _start_service(self) -> None:
+    def _start_service(self, lambda_endpoint: str | None = None) -> None:
         exe = Path(sys.executable).parent / "dex-local-runner"
         argv = [
             sys.executable, str(exe), "start-server", "--host", "127.0.0.1", "--port", str(self.service_port),
-            "--lambda-endpoint", f"http://127.0.0.1:{self.invoke_port}",
+            "--lambda-endpoint", lambda_endpoint or f"http://127.0.0.1:{self.invoke_port}",
             "--local-runner-endpoint", self.service, "--local-runner-region", REGION, "--no-skip-time",
             "--execution-timeout", "600", "--invocation-timeout", "600",
         ]  # fmt: skip
@@ -206,8 +211,16 @@ class LambdaRuntime:
         self._wait("durable-execution service", lambda: _http_ok(f"{self.service}/health"))
 
     def _start_emulator(
-        self, bins: BinDir, function: FunctionConfig, env: dict[str, str], task: Path, runtime_root: Path
-    ) -> None:
+        self,
+        bins: BinDir,
+        function: FunctionConfig,
+        env: dict[str, str],
+        task: Path,
+        runtime_root: Path,
+        *,
+        name: str = "lambda-rie",
+        private_network: bool = False,
+    ) -> subprocess.Popen[bytes]:
         full = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "LANG": "C.UTF-8",
@@ -229,8 +242,10 @@ class LambdaRuntime:
         # the emulator starts the runtime at once and awslambdaric imports the handler module (the init phase);
         # a first invoke right after the port opens is queued until init is done: together, a cold start
         self.emulator_started = time.monotonic()
-        self._spawn("lambda-rie", _read_only(argv, task), full, cwd=task)
-        self._wait("Runtime Interface Emulator", lambda: _port_open(self.invoke_port))
+        self._spawn(name, _read_only(argv, task, private_network=private_network), full, cwd=task)
+        if not private_network:  # in a namespace of its own, the caller bridges to it and waits
+            self._wait("Runtime Interface Emulator", lambda: _port_open(self.invoke_port))
+        return self.procs[name]
 
     # ---- durable executions ------------------------------------------------------------------------------------
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -240,14 +255,22 @@ class LambdaRuntime:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read() or b"null")
 
-    def start_execution(self, event: dict[str, Any], name: str, *, timeout: int = 600) -> str:
+    def start_execution(
+        self,
+        event: dict[str, Any],
+        name: str,
+        *,
+        timeout: int = 600,
+        function: str = FUNCTION_NAME,
+        qualifier: str = "$LATEST",  # the emulator serves one unqualified function
+    ) -> str:
         out = self._call(
             "POST",
             "/start-durable-execution",
             {
                 "AccountId": self.bed.account_id,
-                "FunctionName": FUNCTION_NAME,
-                "FunctionQualifier": "$LATEST",  # the emulator serves one unqualified function
+                "FunctionName": function,
+                "FunctionQualifier": qualifier,
                 "ExecutionName": name,
                 "ExecutionTimeoutSeconds": timeout,
                 "ExecutionRetentionPeriodDays": 1,

@@ -1,0 +1,137 @@
+"""`drain-orchestrator versions`: the function's published versions, which alias routes to each, and the durable
+executions still running on each; with ``--prune --yes``, delete the versions nothing needs any more.
+
+A deploy keeps every version (the construct retains them): a durable execution is bound to the version it
+started on and resumes on that version's code after each wait, for as long as its drain lasts. A version may go
+only when no alias routes to it and no execution is running (or paused) on it; each deletion is preceded by a
+fresh look at that version's executions. ``--prune`` without ``--yes`` only says what it would delete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    version: str
+    aliases: tuple[str, ...]  # aliases routing to this version
+    executions: tuple[str, ...]  # ARNs of executions not finished on it
+
+    @property
+    def prunable(self) -> bool:
+        return not self.aliases and not self.executions
+
+    @property
+    def why_kept(self) -> str:
+        reasons = [f"alias {', '.join(self.aliases)}"] if self.aliases else []
+        if self.executions:
+            reasons.append(f"{len(self.executions)} execution(s) running")
+        return "; ".join(reasons)
+
+
+def plan(versions: list[str], aliases: dict[str, tuple[str, ...]], running: dict[str, list[str]]) -> list[VersionRow]:
+    """One row per published version, oldest first (pure: the inputs are what the Lambda API answered)."""
+    return [
+        VersionRow(
+            version=v,
+            aliases=tuple(sorted(name for name, targets in aliases.items() if v in targets)),
+            executions=tuple(running.get(v, ())),
+        )
+        for v in sorted(versions, key=int)
+    ]
+
+
+def split_function(function: str) -> tuple[str, str | None]:
+    """A name, a partial or full ARN, optionally qualified (the stack's FunctionAliasArn output) -> (function
+    without qualifier, qualifier)."""
+    if function.startswith("arn:"):
+        parts = function.split(":")
+        if len(parts) not in (7, 8) or parts[5] != "function" or not parts[6]:
+            raise ValueError(
+                f"--function: expected a function name or arn:aws:lambda:…:function:NAME[:QUALIFIER], got {function!r}"
+            )
+        return ":".join(parts[:7]), (parts[7] or None) if len(parts) == 8 else None
+    name, _, qualifier = function.partition(":")
+    if not name:
+        raise ValueError(f"--function: expected a function name or ARN, got {function!r}")
+    return name, qualifier or None
+
+
+def render(function: str, rows: list[VersionRow], outcome: dict[str, str]) -> str:
+    lines = [f"function {function}", f"{'version':>8}  {'aliases':<16} {'running':>7}  action"]
+    for row in rows:
+        action = outcome.get(row.version) or f"keep ({row.why_kept})"
+        lines.append(f"{row.version:>8}  {','.join(row.aliases) or '-':<16} {len(row.executions):>7}  {action}")
+    if not rows:
+        lines.append("  (no published versions)")
+    return "\n".join(lines)
+
+
+def add_versions_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "versions", help="published versions, their aliases and running executions; --prune deletes unused ones"
+    )
+    p.add_argument(
+        "--function", required=True, help="function name or ARN (the stack output FunctionAliasArn works as is)"
+    )
+    p.add_argument(
+        "--prune", action="store_true", help="versions no alias routes to and nothing runs on: say they would go"
+    )
+    p.add_argument("--yes", action="store_true", help="with --prune: delete them")
+    p.add_argument("--json", action="store_true", help="one JSON document instead of a table")
+    p.set_defaults(func=run_versions)
+
+
+def run_versions(args: argparse.Namespace) -> int:
+    try:
+        function, _qualifier = split_function(args.function)
+        if args.yes and not args.prune:
+            raise ValueError("--yes: only with --prune")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from drain_orchestrator.aws import lambda_versions as api  # noqa: PLC0415
+    from drain_orchestrator.failures import ApiError  # noqa: PLC0415
+
+    client = api.lambda_client()
+    outcome: dict[str, str] = {}
+    failed = False
+    try:
+        rows = plan(
+            api.published_versions(client, function),
+            api.alias_targets(client, function),
+            api.live_executions(client, function),
+        )
+        for row in rows if args.prune else []:
+            if not row.prunable:
+                continue
+            if not args.yes:
+                outcome[row.version] = "would delete (--yes deletes)"
+                continue
+            # an execution could have started on it since the listing (a version-qualified invoke): look again
+            if api.live_executions(client, function, row.version):
+                outcome[row.version] = "keep (an execution started on it meanwhile)"
+                continue
+            try:
+                api.delete_version(client, function, row.version)
+                outcome[row.version] = "deleted"
+            except ApiError as exc:
+                outcome[row.version] = f"not deleted: {exc}"
+                failed = True
+    except ApiError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        doc = {
+            "function": function,
+            "versions": [{**asdict(r), "prunable": r.prunable, "action": outcome.get(r.version, "keep")} for r in rows],
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        print(render(function, rows, outcome))
+    return 1 if failed else 0
