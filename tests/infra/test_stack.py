@@ -104,6 +104,7 @@ def test_function_environment(single: Synthesized) -> None:
         "CLUSTER_NAMES": "prod",
         "ACTION_REBALANCE": "cordon",
         "ACTION_SPOT_INTERRUPTION": "drain",
+        "ACTION_CAPACITY_RESERVATION_INTERRUPTION": "drain",
         "ACTION_STATE_CHANGE": "drain",
         "ACTION_SCHEDULED_CHANGE": "drain",
         "NOTIFICATION_TOPIC_ARN": {"Ref": topic},
@@ -165,7 +166,7 @@ def test_alias_is_the_only_invoke_target(single: Synthesized) -> None:
     assert alias["Name"] == "live"
     assert alias["FunctionVersion"]["Fn::GetAtt"][1] == "Version"
     permissions = single.resources("AWS::Lambda::Permission")
-    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 6
+    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 7
     for permission in permissions.values():
         props = permission["Properties"]
         assert props["FunctionName"] == alias_ref(single)  # never the unqualified function
@@ -198,6 +199,10 @@ def test_one_rule_per_kind_with_reference_patterns(single: Synthesized) -> None:
         "source": ["aws.ec2"],
         "detail-type": ["EC2 Spot Instance Interruption Warning"],
     }
+    assert pattern_for(single, "EC2 Capacity Reservation Instance Interruption Warning") == {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
+    }
     assert pattern_for(single, "EC2 Instance Rebalance Recommendation") == {
         "source": ["aws.ec2"],
         "detail-type": ["EC2 Instance Rebalance Recommendation"],
@@ -228,7 +233,7 @@ def test_rule_targets_alias_with_retry_policy_and_dead_letter_queue(single: Synt
         if p["Properties"]["Queues"] == [{"Ref": logical_id(single, "AWS::SQS::Queue", "DeliveryDeadLetterQueue")}]
     )
     senders = [s for s in policy["Statement"] if s.get("Principal") == {"Service": "events.amazonaws.com"}]
-    assert len(senders) == 6
+    assert len(senders) == 7
     assert all(s["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::GetAtt"][1] == "Arn" for s in senders)
 
 
@@ -245,7 +250,7 @@ def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> 
 
 def test_ignored_kind_gets_no_rule(multi: Synthesized) -> None:
     assert pattern_for(multi, "EC2 Instance Rebalance Recommendation") is None  # actionRebalance=ignore
-    assert len(multi.resources("AWS::Events::Rule")) == 5
+    assert len(multi.resources("AWS::Events::Rule")) == 6
     assert multi.only("AWS::Lambda::Function")["Environment"]["Variables"]["ACTION_REBALANCE"] == "ignore"
 
 
