@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from infra.construct import KUBERNETES_GROUP
 from infra.log_queries import DASHBOARD_QUERIES
 from infra.observability import METRIC_WIDGETS
 
+from drain_orchestrator.interruption import Kind
 from tests.infra.conftest import Synthesized
 
 DURABLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy"
@@ -469,7 +470,7 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     assert_deadline_alarm(deadline, "prod")
 
 
-KINDS = ["asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change"]
+KINDS = list(get_args(Kind))  # every kind the function names, so a new one cannot miss the alarm
 
 
 def assert_deadline_alarm(alarm: dict[str, Any], cluster: str) -> None:
