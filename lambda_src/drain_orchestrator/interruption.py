@@ -55,12 +55,14 @@ class Interruption:
     region: str
     account: str
     instance_ids: tuple[str, ...]
-    # epoch seconds by which the instance is gone as the event says, None when it says nothing (deadlines.py decides)
+    # epoch seconds by which the instance is gone, None when the event does not say (deadlines.drain_deadline then
+    # decides by kind)
     deadline: float | None
     detail_type: str
     lifecycle: LifecycleRef | None = None
     state: str | None = None  # state-change
-    instance_action: str | None = None  # spot-interruption: terminate | stop | hibernate; capacity reservation
+    # spot-interruption: terminate | stop | hibernate; capacity-reservation-interruption: terminate (as sent)
+    instance_action: str | None = None
     window_start: float | None = None  # scheduled-change
     window_end: float | None = None
     event_type_code: str | None = None  # scheduled-change
