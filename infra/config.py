@@ -54,6 +54,7 @@ class KindActions:
     spot_interruption: str = "drain"
     state_change: str = "drain"
     scheduled_change: str = "drain"
+    capacity_reservation_interruption: str = "drain"  # last: positional use of the fields above keeps working
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ CONTEXT_KEYS = (
     "ownershipTag",
     "actionRebalance",
     "actionSpotInterruption",
+    "actionCapacityReservationInterruption",
     "actionStateChange",
     "actionScheduledChange",
     "vpcId",
@@ -190,6 +192,9 @@ def config_from_context(get: ContextGetter) -> OrchestratorConfig:
         actions=KindActions(
             rebalance=_choice(get, "actionRebalance", ACTIONS_REBALANCE, "cordon"),
             spot_interruption=_choice(get, "actionSpotInterruption", ACTIONS_DRAIN_FIRST, "drain"),
+            capacity_reservation_interruption=_choice(
+                get, "actionCapacityReservationInterruption", ACTIONS_DRAIN_FIRST, "drain"
+            ),
             state_change=_choice(get, "actionStateChange", ACTIONS_DRAIN_FIRST, "drain"),
             scheduled_change=_choice(get, "actionScheduledChange", ACTIONS_DRAIN_FIRST, "drain"),
         ),

@@ -13,6 +13,7 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
         "CLUSTER_NAMES": ",".join(config.clusters),
         "ACTION_REBALANCE": config.actions.rebalance,
         "ACTION_SPOT_INTERRUPTION": config.actions.spot_interruption,
+        "ACTION_CAPACITY_RESERVATION_INTERRUPTION": config.actions.capacity_reservation_interruption,
         "ACTION_STATE_CHANGE": config.actions.state_change,
         "ACTION_SCHEDULED_CHANGE": config.actions.scheduled_change,
         "NOTIFICATION_TOPIC_ARN": notification_topic_arn,

@@ -68,6 +68,15 @@ def rule_specs(config: OrchestratorConfig) -> list[RuleSpec]:
                 {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
             )
         )
+    if actions.capacity_reservation_interruption != "ignore":
+        specs.append(
+            RuleSpec(
+                "capacity-reservation-interruption",
+                "CapacityReservationInterruptionRule",
+                "EC2 interruptible capacity reservation: instance interruption warning (two minutes)",
+                {"source": ["aws.ec2"], "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"]},
+            )
+        )
     if actions.rebalance != "ignore":
         specs.append(
             RuleSpec(

@@ -59,11 +59,19 @@ def search(metric_name: str, statistic: str) -> cw.MathExpression:
 
 
 # Event kinds as the function names them (drain_orchestrator.events): the `kind` dimension's values.
-EVENT_KINDS = ("asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change")
+EVENT_KINDS = (
+    "asg-terminate",
+    "asg-launch",
+    "spot-interruption",
+    "capacity-reservation-interruption",
+    "rebalance",
+    "state-change",
+    "scheduled-change",
+)
 
 
 def deadline_missed(cluster: str) -> cw.MathExpression:
-    """Missed deadlines in one cluster, whatever the event kind (6 series: within the 10-metric limit)."""
+    """Missed deadlines in one cluster, whatever the event kind (7 series: within the 10-metric limit)."""
     series = {
         f"k{index}": cw.Metric(
             namespace=METRICS_NAMESPACE,

@@ -17,6 +17,9 @@ MIN_HEARTBEAT_TIMEOUT = 30  # the smallest HeartbeatTimeout AWS accepts, and the
 HEARTBEAT_FALLBACK_INTERVAL = 10  # beat this often while the hook's own timeout is unknown
 COMPLETION_GRACE_SECONDS = 120  # completing the hook is retried this long past the deadline (below the expiry)
 GATE_RECHECK_MAX_SECONDS = 15  # a gate (load-balancer deregistration, volume detach) is checked at least this often
+# An interruptible capacity reservation's warning comes two minutes before EC2 terminates the instance; the event's
+# instance-termination-time says when exactly, and this notice stands in when it is missing.
+CAPACITY_RESERVATION_NOTICE_SECONDS = 120
 
 
 def hook_global_timeout(heartbeat_timeout: int, reported: int | None) -> int:
@@ -41,6 +44,9 @@ def drain_deadline(event: Interruption, ws: WorkflowSettings, hook_lifetime: int
     ``hook_lifetime``: the lifecycle hook's global timeout when it could be read (see hook_global_timeout)."""
     if event.kind == "state-change":
         deadline = event.event_time + ws.deadline_state_change
+    elif event.kind == "capacity-reservation-interruption":
+        notice = event.event_time + CAPACITY_RESERVATION_NOTICE_SECONDS
+        deadline = notice if event.deadline is None else event.deadline
     elif event.kind == "rebalance" or event.deadline is None:
         deadline = event.event_time + ws.deadline_rebalance  # no deadline in the event: the rebalance budget
     else:

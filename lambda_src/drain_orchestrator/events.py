@@ -33,6 +33,7 @@ __all__ = ["IgnoreReason", "Ignored", "Interruption", "Kind", "LifecycleRef", "M
 TERMINATE_DETAIL_TYPE = "EC2 Instance-terminate Lifecycle Action"
 LAUNCH_DETAIL_TYPE = "EC2 Instance-launch Lifecycle Action"
 SPOT_DETAIL_TYPE = "EC2 Spot Instance Interruption Warning"
+CAPACITY_RESERVATION_DETAIL_TYPE = "EC2 Capacity Reservation Instance Interruption Warning"
 REBALANCE_DETAIL_TYPE = "EC2 Instance Rebalance Recommendation"
 STATE_CHANGE_DETAIL_TYPE = "EC2 Instance State-change Notification"
 HEALTH_DETAIL_TYPE = "AWS Health Event"
@@ -115,6 +116,20 @@ class SpotInterruptionEvent(_Event):
     detail: SpotDetail
 
 
+class CapacityReservationDetail(_Detail):
+    instance_id: InstanceId = Field(alias="instance-id")
+    # AWS documents only "terminate"; another action still takes the instance away, so it is kept (clipped),
+    # not refused.
+    instance_action: str | None = Field(None, alias="instance-action")
+    # When EC2 terminates the instance (2 minutes after the warning); absent, deadlines.py assumes that notice.
+    instance_termination_time: datetime | None = Field(None, alias="instance-termination-time")
+
+
+class CapacityReservationInterruptionEvent(_Event):
+    source: Literal["aws.ec2"]
+    detail: CapacityReservationDetail
+
+
 class InstanceDetail(_Detail):
     instance_id: InstanceId = Field(alias="instance-id")
 
@@ -189,6 +204,8 @@ def parse_event(raw: object) -> Interruption | Ignored:
             return _lifecycle(raw, terminate=detail_type == TERMINATE_DETAIL_TYPE)
         if detail_type == SPOT_DETAIL_TYPE:
             return _spot(SpotInterruptionEvent.model_validate(raw))
+        if detail_type == CAPACITY_RESERVATION_DETAIL_TYPE:
+            return _capacity_reservation(CapacityReservationInterruptionEvent.model_validate(raw))
         if detail_type == REBALANCE_DETAIL_TYPE:
             event = RebalanceEvent.model_validate(raw)
             return _interruption(event, "rebalance", (event.detail.instance_id,), deadline=None)
@@ -237,6 +254,17 @@ def _spot(event: SpotInterruptionEvent) -> Interruption:
         (event.detail.instance_id,),
         deadline=_epoch(event.time) + warning,
         instance_action=event.detail.instance_action,
+    )
+
+
+def _capacity_reservation(event: CapacityReservationInterruptionEvent) -> Interruption:
+    d = event.detail
+    return _interruption(
+        event,
+        "capacity-reservation-interruption",
+        (d.instance_id,),
+        deadline=None if d.instance_termination_time is None else _epoch(d.instance_termination_time),
+        instance_action=None if d.instance_action is None else clip(d.instance_action),
     )
 
 

@@ -10,7 +10,15 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, cast, get_args
 
-Kind = Literal["asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change"]
+Kind = Literal[
+    "asg-terminate",
+    "asg-launch",
+    "spot-interruption",
+    "capacity-reservation-interruption",
+    "rebalance",
+    "state-change",
+    "scheduled-change",
+]
 IgnoreReason = Literal["unsupported", "state-not-draining", "test-notification", "no-instances"]
 
 
@@ -47,11 +55,14 @@ class Interruption:
     region: str
     account: str
     instance_ids: tuple[str, ...]
-    deadline: float | None  # epoch seconds by which the instance is gone, None when there is none
+    # epoch seconds by which the instance is gone, None when the event does not say (deadlines.drain_deadline then
+    # decides by kind)
+    deadline: float | None
     detail_type: str
     lifecycle: LifecycleRef | None = None
     state: str | None = None  # state-change
-    instance_action: str | None = None  # spot-interruption: terminate | stop | hibernate
+    # spot-interruption: terminate | stop | hibernate; capacity-reservation-interruption: terminate (as sent)
+    instance_action: str | None = None
     window_start: float | None = None  # scheduled-change
     window_end: float | None = None
     event_type_code: str | None = None  # scheduled-change

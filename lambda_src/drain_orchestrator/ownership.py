@@ -144,6 +144,8 @@ def _owned_action(event: Interruption, settings: Settings) -> Action:
             return "complete-lifecycle" if lifecycle is not None and lifecycle.to_warm_pool else "wait-ready"
         case "spot-interruption":
             configured = settings.action_spot_interruption
+        case "capacity-reservation-interruption":
+            configured = settings.action_capacity_reservation_interruption
         case "rebalance":
             configured = settings.action_rebalance
         case "state-change":

@@ -13,6 +13,8 @@ from typing import Any
 
 # AWS Health times (RFC 1123, e.g. "Fri, 28 Mar 2025 22:00:00 GMT") inside `detail`.
 HEALTH_TIME_FIELDS = ("startTime", "endTime", "lastUpdatedTime")
+# ISO 8601 times inside `detail` (a capacity reservation's interruption warning).
+ISO_TIME_FIELDS = ("instance-termination-time",)
 
 
 class RestampError(ValueError):
@@ -51,7 +53,18 @@ def restamp(raw: Any, now: datetime) -> Any:
             value = detail.get(name)
             if isinstance(value, str):
                 detail[name] = _shift_health_time(value, offset, f"detail.{name}")
+        for name in ISO_TIME_FIELDS:
+            value = detail.get(name)
+            if isinstance(value, str):
+                detail[name] = _shift_iso_time(value, offset, f"detail.{name}")
     return event
+
+
+def _shift_iso_time(value: str, offset: timedelta, field: str) -> str:
+    try:
+        return _format_iso(_parse_iso(value) + offset)
+    except ValueError as exc:
+        raise RestampError(field, f"expected ISO 8601, got {value!r}") from exc
 
 
 def _shift_health_time(value: str, offset: timedelta, field: str) -> str:

@@ -52,6 +52,7 @@ class Settings:
     ownership_tag: OwnershipTag | None = None
     action_rebalance: KindAction = "cordon"
     action_spot_interruption: KindAction = "drain"
+    action_capacity_reservation_interruption: KindAction = "drain"
     action_state_change: KindAction = "drain"
     action_scheduled_change: KindAction = "drain"
     notification_topic_arn: str | None = None
@@ -76,6 +77,9 @@ class Settings:
             ownership_tag=tag,
             action_rebalance=_parse_action(env, "ACTION_REBALANCE", "cordon"),
             action_spot_interruption=_parse_action(env, "ACTION_SPOT_INTERRUPTION", "drain"),
+            action_capacity_reservation_interruption=_parse_action(
+                env, "ACTION_CAPACITY_RESERVATION_INTERRUPTION", "drain"
+            ),
             action_state_change=_parse_action(env, "ACTION_STATE_CHANGE", "drain"),
             action_scheduled_change=_parse_action(env, "ACTION_SCHEDULED_CHANGE", "drain"),
             notification_topic_arn=_parse_topic_arn(env.get("NOTIFICATION_TOPIC_ARN")),

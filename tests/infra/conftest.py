@@ -34,6 +34,7 @@ MULTI_VPC: dict[str, Any] = {
     "ownershipTag": "example.com/eks-cluster",
     "actionRebalance": "ignore",
     "actionSpotInterruption": "drain",
+    "actionCapacityReservationInterruption": "cordon",
     "actionStateChange": "cordon",
     "actionScheduledChange": "cordon",
     "vpcId": "vpc-0123456789abcdef0",

@@ -38,7 +38,9 @@ def test_every_option_parsed_from_cli_strings() -> None:
     assert config.served_asg_names == ("prod-workers", "staging-workers", "batch-spot")
     assert config.served_hook_names == ("node-drainer", "drain-orchestrator")
     assert config.ownership_tag == "example.com/eks-cluster"
-    assert config.actions == KindActions("ignore", "drain", "cordon", "cordon")
+    assert config.actions == KindActions(
+        "ignore", "drain", "cordon", "cordon", capacity_reservation_interruption="cordon"
+    )
     assert config.vpc is not None
     assert config.vpc.subnet_ids == ("subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2")
     assert config.vpc.security_group_ids == ("sg-0ccccccccccccccc3",)
@@ -82,6 +84,7 @@ def test_cdk_json_style_values() -> None:
         ({"clusters": "a,b", "ownershipTag": "team=platform"}, "ownershipTag"),
         ({"actionRebalance": "evict"}, "actionRebalance"),
         ({"actionSpotInterruption": "wait"}, "actionSpotInterruption"),
+        ({"actionCapacityReservationInterruption": "wait"}, "actionCapacityReservationInterruption"),
         ({"actionStateChange": "DRAIN"}, "actionStateChange"),
         ({"actionScheduledChange": ""}, "actionScheduledChange"),
         ({"vpcId": "vpc-123"}, "vpcId"),
@@ -140,6 +143,7 @@ def test_lambda_environment_matches_the_settings_names() -> None:
         "OWNERSHIP_TAG": "example.com/eks-cluster",
         "ACTION_REBALANCE": "ignore",
         "ACTION_SPOT_INTERRUPTION": "drain",
+        "ACTION_CAPACITY_RESERVATION_INTERRUPTION": "cordon",
         "ACTION_STATE_CHANGE": "cordon",
         "ACTION_SCHEDULED_CHANGE": "cordon",
         "NOTIFICATION_TOPIC_ARN": "arn:topic",
@@ -213,3 +217,4 @@ def test_environment_is_accepted_by_the_function_settings(context: dict[str, Any
         config.actions.rebalance,
         config.actions.state_change,
     )
+    assert settings.action_capacity_reservation_interruption == config.actions.capacity_reservation_interruption

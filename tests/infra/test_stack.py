@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from infra.construct import KUBERNETES_GROUP
 from infra.log_queries import DASHBOARD_QUERIES
 from infra.observability import METRIC_WIDGETS
 
+from drain_orchestrator.interruption import Kind
 from tests.infra.conftest import Synthesized
 
 DURABLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy"
@@ -104,6 +105,7 @@ def test_function_environment(single: Synthesized) -> None:
         "CLUSTER_NAMES": "prod",
         "ACTION_REBALANCE": "cordon",
         "ACTION_SPOT_INTERRUPTION": "drain",
+        "ACTION_CAPACITY_RESERVATION_INTERRUPTION": "drain",
         "ACTION_STATE_CHANGE": "drain",
         "ACTION_SCHEDULED_CHANGE": "drain",
         "NOTIFICATION_TOPIC_ARN": {"Ref": topic},
@@ -165,7 +167,7 @@ def test_alias_is_the_only_invoke_target(single: Synthesized) -> None:
     assert alias["Name"] == "live"
     assert alias["FunctionVersion"]["Fn::GetAtt"][1] == "Version"
     permissions = single.resources("AWS::Lambda::Permission")
-    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 6
+    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 7
     for permission in permissions.values():
         props = permission["Properties"]
         assert props["FunctionName"] == alias_ref(single)  # never the unqualified function
@@ -198,6 +200,10 @@ def test_one_rule_per_kind_with_reference_patterns(single: Synthesized) -> None:
         "source": ["aws.ec2"],
         "detail-type": ["EC2 Spot Instance Interruption Warning"],
     }
+    assert pattern_for(single, "EC2 Capacity Reservation Instance Interruption Warning") == {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
+    }
     assert pattern_for(single, "EC2 Instance Rebalance Recommendation") == {
         "source": ["aws.ec2"],
         "detail-type": ["EC2 Instance Rebalance Recommendation"],
@@ -228,7 +234,7 @@ def test_rule_targets_alias_with_retry_policy_and_dead_letter_queue(single: Synt
         if p["Properties"]["Queues"] == [{"Ref": logical_id(single, "AWS::SQS::Queue", "DeliveryDeadLetterQueue")}]
     )
     senders = [s for s in policy["Statement"] if s.get("Principal") == {"Service": "events.amazonaws.com"}]
-    assert len(senders) == 6
+    assert len(senders) == 7
     assert all(s["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::GetAtt"][1] == "Arn" for s in senders)
 
 
@@ -245,7 +251,7 @@ def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> 
 
 def test_ignored_kind_gets_no_rule(multi: Synthesized) -> None:
     assert pattern_for(multi, "EC2 Instance Rebalance Recommendation") is None  # actionRebalance=ignore
-    assert len(multi.resources("AWS::Events::Rule")) == 5
+    assert len(multi.resources("AWS::Events::Rule")) == 6
     assert multi.only("AWS::Lambda::Function")["Environment"]["Variables"]["ACTION_REBALANCE"] == "ignore"
 
 
@@ -464,7 +470,7 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     assert_deadline_alarm(deadline, "prod")
 
 
-KINDS = ["asg-terminate", "asg-launch", "spot-interruption", "rebalance", "state-change", "scheduled-change"]
+KINDS = list(get_args(Kind))  # every kind the function names, so a new one cannot miss the alarm
 
 
 def assert_deadline_alarm(alarm: dict[str, Any], cluster: str) -> None:

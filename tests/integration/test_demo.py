@@ -19,7 +19,7 @@ def test_demo_replay(testbed: Testbed, tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(demo, "DEREGISTRATION_DELAY", 15)
     outcomes, notes = demo.replay(testbed, tmp_path / "demo.log", cleanup=True)
     by_title = {o["title"]: o for o in outcomes}
-    assert [o["status"] for o in outcomes] == ["SUCCEEDED"] * 9 + ["FAILED"]
+    assert [o["status"] for o in outcomes] == ["SUCCEEDED"] * 10 + ["FAILED"]
 
     def results(title: str) -> list[str]:
         return [i["result"] for i in by_title[title]["result"]["instances"]]
@@ -40,6 +40,9 @@ def test_demo_replay(testbed: Testbed, tmp_path: Path, monkeypatch: pytest.Monke
     assert reasons("ASG scale-in of another team's node") == {"other-cluster"}
     assert results("Spot interruption warning, blue node") == ["drained"]
     assert results("Same warning delivered twice") == ["drained"]
+    reclaimed = by_title["Capacity reservation reclaimed, another team's node"]["result"]
+    assert reclaimed["kind"] == "capacity-reservation-interruption" and reclaimed["instances"] == []
+    assert reasons("Capacity reservation reclaimed, another team's node") == {"other-cluster"}
     assert results("Rebalance recommendation") == ["cordoned"]
     title = "Scheduled maintenance in 30 min: blue, green, unknown"
     assert results(title) == ["drained"] and reasons(title) == {"other-cluster", "unknown-instance"}

@@ -109,6 +109,10 @@ def scenario(world: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
 
     health = samples.health_event([c, g, unknown])
     health["detail"]["startTime"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 1830))
+    reclaimed = samples.ec2_event("capacity-reservation-interruption.json", instance_id=g)
+    reclaimed["detail"]["instance-termination-time"] = time.strftime(
+        "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 120)
+    )
     return [
         (BEHIND_LB, {}, lambda: lifecycle("asg-terminate.json", a, "blue-nodes", "drain")),
         ("ASG scale-in of another team's node", {}, lambda: lifecycle("asg-terminate.json", g, "green-nodes", "drain")),
@@ -118,6 +122,7 @@ def scenario(world: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
             None,
         ),
         ("Same warning delivered twice", samples.ec2_event("spot-interruption-terminate.json", instance_id=b), None),
+        ("Capacity reservation reclaimed, another team's node", reclaimed, None),
         ("Rebalance recommendation", samples.ec2_event("rebalance-recommendation.json", instance_id=c), None),
         ("Scheduled maintenance in 30 min: blue, green, unknown", health, None),
         (

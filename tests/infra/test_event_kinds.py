@@ -1,0 +1,62 @@
+"""The infra's kind lists against the function's: every kind the parser produces has a rule that matches its
+samples and a series in the deadline-missed alarm. Pure, no jsii (infra never imports lambda_src; the test does)."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+import pytest
+from infra.config import config_from_mapping
+from infra.event_rules import rule_specs
+from infra.observability import EVENT_KINDS
+
+from drain_orchestrator.events import Interruption, parse_event
+from drain_orchestrator.interruption import Kind
+from tests import samples
+
+
+def _matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
+    """EventBridge matching for the patterns we write: nested objects of lists of exact values."""
+    for key, wanted in pattern.items():
+        if key not in event:
+            return False
+        if isinstance(wanted, dict):
+            if not isinstance(event[key], dict) or not _matches(wanted, event[key]):
+                return False
+        elif event[key] not in wanted:
+            return False
+    return True
+
+
+INTERRUPTIONS = [
+    (name, raw)
+    for name in samples.names()
+    if not name.startswith(("malformed-", "unsupported-"))
+    and isinstance(parse_event(raw := samples.load(name)), Interruption)
+]
+
+
+def test_the_alarm_and_dashboard_list_every_kind_the_function_names() -> None:
+    assert get_args(Kind) == EVENT_KINDS
+
+
+def test_by_default_every_kind_has_one_rule() -> None:
+    kinds = [spec.kind for spec in rule_specs(config_from_mapping({"clusters": "prod"}))]
+    assert sorted(kinds) == sorted(get_args(Kind))
+
+
+@pytest.mark.parametrize(("name", "raw"), INTERRUPTIONS, ids=[n for n, _ in INTERRUPTIONS])
+def test_each_sample_is_matched_by_the_rule_of_its_kind_only(name: str, raw: dict[str, Any]) -> None:
+    parsed = parse_event(raw)
+    assert isinstance(parsed, Interruption)
+    matching = [
+        spec.kind for spec in rule_specs(config_from_mapping({"clusters": "prod"})) if _matches(spec.pattern, raw)
+    ]
+    assert matching == [parsed.kind], name
+
+
+def test_an_ignored_capacity_reservation_warning_gets_no_rule() -> None:
+    config = config_from_mapping({"clusters": "prod", "actionCapacityReservationInterruption": "ignore"})
+    assert "capacity-reservation-interruption" not in [spec.kind for spec in rule_specs(config)]
+    cordon = config_from_mapping({"clusters": "prod", "actionCapacityReservationInterruption": "cordon"})
+    assert "capacity-reservation-interruption" in [spec.kind for spec in rule_specs(cordon)]
