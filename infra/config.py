@@ -24,6 +24,9 @@ LOG_RETENTION_DAYS = (
 
 ACTIONS_REBALANCE = ("cordon", "drain", "ignore")
 ACTIONS_DRAIN_FIRST = ("drain", "cordon", "ignore")
+ACTIONS_FOREIGN_HOOK = ("ignore", "cordon", "drain")
+# Node controllers whose instances the function leaves to them unless listed (drain_orchestrator.settings).
+CONTROLLERS = ("karpenter", "auto-mode", "managed-node-group")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
@@ -54,6 +57,7 @@ class KindActions:
     spot_interruption: str = "drain"
     state_change: str = "drain"
     scheduled_change: str = "drain"
+    foreign_hook: str = "ignore"  # an owned node whose terminate hook is another's: left to that hook's owner
     capacity_reservation_interruption: str = "drain"  # last: positional use of the fields above keeps working
 
 
@@ -84,6 +88,7 @@ class OrchestratorConfig:
     log_retention_days: int = 30
     log_level: str = "INFO"
     drain_settings: tuple[tuple[str, str], ...] = ()
+    drain_controller_managed_nodes: tuple[str, ...] = ()
 
     @property
     def served_asg_names(self) -> tuple[str, ...]:
@@ -92,9 +97,9 @@ class OrchestratorConfig:
 
     @property
     def served_hook_names(self) -> tuple[str, ...]:
-        """Hook names the lifecycle rules match (empty: any); the hook we create is always one of them."""
-        created = (self.created_hook_name,) if self.create_lifecycle_hooks else ()
-        return _unique((*self.lifecycle_hook_names, *created))
+        """The hooks the function answers (LIFECYCLE_HOOK_NAMES) and the lifecycle rules match: the configured
+        names and the created hook's name, which also names a hook made by hand for the orchestrator."""
+        return _unique((*self.lifecycle_hook_names, self.created_hook_name))
 
 
 ContextGetter = Callable[[str], object]
@@ -125,6 +130,8 @@ CONTEXT_KEYS = (
     "logRetentionDays",
     "logLevel",
     "drainSettings",
+    "actionForeignHook",
+    "drainControllerManagedNodes",
 )
 
 # How a drain runs (drain_orchestrator/workflow_settings.py reads these; the function validates the values
@@ -197,6 +204,7 @@ def config_from_context(get: ContextGetter) -> OrchestratorConfig:
             ),
             state_change=_choice(get, "actionStateChange", ACTIONS_DRAIN_FIRST, "drain"),
             scheduled_change=_choice(get, "actionScheduledChange", ACTIONS_DRAIN_FIRST, "drain"),
+            foreign_hook=_choice(get, "actionForeignHook", ACTIONS_FOREIGN_HOOK, "ignore"),
         ),
         vpc=vpc,
         alarm_email=_email(get("alarmEmail")),
@@ -217,6 +225,7 @@ def config_from_context(get: ContextGetter) -> OrchestratorConfig:
         log_retention_days=_retention(get),
         log_level=_choice(get, "logLevel", LOG_LEVELS, "INFO", upper=True),
         drain_settings=drain_settings,
+        drain_controller_managed_nodes=_controllers(get),
     )
 
 
@@ -330,6 +339,16 @@ def _bool(get: ContextGetter, key: str, *, default: bool) -> bool:
     if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
         return raw.strip().lower() == "true"
     raise ConfigError(key, f"expected true or false, got {raw!r}")
+
+
+def _controllers(get: ContextGetter) -> tuple[str, ...]:
+    names = _list(get, "drainControllerManagedNodes")
+    if names == ("none",):
+        return ()
+    for name in names:
+        if name not in CONTROLLERS:
+            raise ConfigError("drainControllerManagedNodes", f"{name!r} is not one of {', '.join(CONTROLLERS)}")
+    return names
 
 
 def _retention(get: ContextGetter) -> int:

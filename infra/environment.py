@@ -16,6 +16,7 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
         "ACTION_CAPACITY_RESERVATION_INTERRUPTION": config.actions.capacity_reservation_interruption,
         "ACTION_STATE_CHANGE": config.actions.state_change,
         "ACTION_SCHEDULED_CHANGE": config.actions.scheduled_change,
+        "LIFECYCLE_HOOK_NAMES": ",".join(config.served_hook_names),
         "NOTIFICATION_TOPIC_ARN": notification_topic_arn,
         "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
@@ -23,5 +24,9 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
     }
     if config.ownership_tag:
         env["OWNERSHIP_TAG"] = config.ownership_tag
+    if config.actions.foreign_hook != "ignore":
+        env["ACTION_FOREIGN_HOOK"] = config.actions.foreign_hook
+    if config.drain_controller_managed_nodes:
+        env["DRAIN_CONTROLLER_MANAGED_NODES"] = ",".join(config.drain_controller_managed_nodes)
     env.update(config.drain_settings)  # names restricted to WORKFLOW_VARIABLES: cannot override the above
     return env

@@ -1,7 +1,9 @@
 """EventBridge patterns, one rule per event kind (reference §4.7). Pure data, unit-testable without CDK.
 
 EC2 and Health events cannot be filtered per cluster in EventBridge; the Lambda decides ownership from tags.
-Lifecycle events can be, so they are scoped to the served ASGs and hook names when those are known.
+Lifecycle events can be: they are scoped to the served ASGs when those are known, and always to our hook names
+(the function answers no other hook). Only `actionForeignHook` widens the terminate rule to every hook name,
+so the function can drain an owned node for another's hook (which it still never completes).
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ class RuleSpec:
     pattern: dict[str, Any]
 
 
-def _lifecycle_detail(config: OrchestratorConfig) -> dict[str, list[str]]:
+def _lifecycle_detail(config: OrchestratorConfig, *, any_hook: bool = False) -> dict[str, list[str]]:
     detail: dict[str, list[str]] = {}
     if config.served_asg_names:
         detail["AutoScalingGroupName"] = list(config.served_asg_names)
-    if config.served_hook_names:
+    if not any_hook:
         detail["LifecycleHookName"] = list(config.served_hook_names)
     return detail
 
@@ -38,6 +40,7 @@ def _with_detail(pattern: dict[str, Any], detail: dict[str, list[str]]) -> dict[
 def rule_specs(config: OrchestratorConfig) -> list[RuleSpec]:
     """The rules to create. A kind whose action is `ignore` gets no rule: no invocation, no cost."""
     lifecycle = _lifecycle_detail(config)
+    terminate = _lifecycle_detail(config, any_hook=config.actions.foreign_hook != "ignore")
     specs = [
         RuleSpec(
             "asg-terminate",
@@ -45,7 +48,7 @@ def rule_specs(config: OrchestratorConfig) -> list[RuleSpec]:
             "ASG terminate lifecycle action: drain, then complete the hook",
             _with_detail(
                 {"source": ["aws.autoscaling"], "detail-type": ["EC2 Instance-terminate Lifecycle Action"]},
-                lifecycle,
+                terminate,
             ),
         ),
         RuleSpec(

@@ -11,6 +11,9 @@ from .config import OrchestratorConfig
 # `autoscaling:ResourceTag/${TagKey}` as the condition key of CompleteLifecycleAction and
 # RecordLifecycleActionHeartbeat (resource type autoScalingGroup), and the Auto Scaling guide's "Tags for
 # security" page uses it for actions on groups. It is evaluated against the group's tags.
+# Hooks are no IAM resource and no condition key names them (CompleteLifecycleAction and
+# RecordLifecycleActionHeartbeat authorize on the group only), so "only our hooks" cannot be an IAM condition:
+# the lifecycle rules match only our hook names and the function answers no other (hook-not-ours).
 ASG_TAG_CONDITION = "autoscaling:ResourceTag"
 CLUSTER_TAG_VALUES = ["owned", "shared"]
 LIFECYCLE_ACTIONS = ["autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"]

@@ -12,11 +12,20 @@ from typing import Any, Literal
 
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.interruption import Ignored, Interruption
-from drain_orchestrator.settings import Settings
+from drain_orchestrator.settings import Controller, Settings
 
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
 CLUSTER_TAG_VALUES = ("owned", "shared")
-EKS_CLUSTER_NAME_TAG = "eks:cluster-name"
+EKS_CLUSTER_NAME_TAG = "eks:cluster-name"  # managed node groups, eksctl
+# Names the cluster on instances of Karpenter (v1 and later) and of EKS Auto Mode.
+EKS_CLUSTER_NAME_V1_TAG = "eks:eks-cluster-name"
+# Instances of other node controllers (docs/ownership.md, "Running beside ..."): EKS Auto Mode launches with
+# `eks:kubernetes-node-pool-name` / `eks:kubernetes-node-class-name` (its IAM policy requires them on
+# RunInstances), Karpenter with `karpenter.sh/nodepool`, managed node groups with `eks:nodegroup-name`.
+AUTO_MODE_TAGS = ("eks:kubernetes-node-pool-name", "eks:kubernetes-node-class-name")
+KARPENTER_TAG = "karpenter.sh/nodepool"
+NODE_GROUP_TAG = "eks:nodegroup-name"
+_CLUSTER_NAME_TAGS = (EKS_CLUSTER_NAME_TAG, EKS_CLUSTER_NAME_V1_TAG)
 
 Action = Literal["drain", "cordon", "wait-ready", "complete-lifecycle", "skip"]
 
@@ -35,6 +44,10 @@ class Reason(StrEnum):
     UNSUPPORTED_KIND = "unsupported-kind"  # the event itself is ignored (see events.Ignored.reason)
     KIND_IGNORED = "kind-ignored"  # owned, but settings say ACTION_<KIND>=ignore
     NO_NODE = "no-node"  # owned, but no Kubernetes node for it (never joined, already gone, warm pool)
+    HOOK_NOT_OURS = "hook-not-ours"  # a lifecycle hook not in LIFECYCLE_HOOK_NAMES: never completed by us
+    MANAGED_BY_KARPENTER = "managed-by-karpenter"  # Karpenter handles this instance's interruptions itself
+    MANAGED_BY_AUTO_MODE = "managed-by-auto-mode"  # EKS Auto Mode handles this instance's interruptions itself
+    MANAGED_BY_NODE_GROUP = "managed-by-node-group"  # rebalance of a managed node group's instance: MNG's own job
 
 
 OWNED_REASONS = frozenset({Reason.OWNED_INSTANCE_TAG, Reason.OWNED_ASG_TAG, Reason.OWNED_CUSTOM_TAG})
@@ -48,9 +61,10 @@ class Decision:
     reason: Reason
     action: Action
     node: str | None = None
+    lifecycle_hook: str | None = None  # the hook's name when it is not ours (reason hook-not-ours)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "instance_id": self.instance_id,
             "owned": self.owned,
             "cluster": self.cluster,
@@ -58,6 +72,9 @@ class Decision:
             "action": self.action,
             "node": self.node,
         }
+        if self.lifecycle_hook is not None:
+            data["lifecycle_hook"] = self.lifecycle_hook
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Decision:
@@ -68,6 +85,7 @@ class Decision:
             reason=Reason(data["reason"]),
             action=data["action"],
             node=data.get("node"),
+            lifecycle_hook=data.get("lifecycle_hook"),
         )
 
 
@@ -86,7 +104,23 @@ class _Verdict:
 
 
 def decide(instance_id: str, facts: InstanceFacts | None, settings: Settings, event: Interruption) -> Decision:
-    """Decide ownership and the action for one instance of `event` (node lookup comes later: `with_node`)."""
+    """Decide ownership and the action for one instance of `event` (node lookup comes later: `with_node`).
+
+    A lifecycle hook that is not ours decides first: whoever owns the instance, that hook is never completed or
+    heartbeated here (`hook-not-ours`); ACTION_FOREIGN_HOOK may still drain or cordon an owned node for it."""
+    decision = _decide_instance(instance_id, facts, settings, event)
+    lifecycle = event.lifecycle
+    if lifecycle is None or settings.owns_hook(lifecycle.hook_name):
+        return decision
+    action: Action = "skip"
+    if decision.owned and decision.action != "skip" and event.kind == "asg-terminate":
+        action = "skip" if settings.action_foreign_hook == "ignore" else settings.action_foreign_hook
+    return replace(decision, reason=Reason.HOOK_NOT_OURS, action=action, lifecycle_hook=lifecycle.hook_name)
+
+
+def _decide_instance(
+    instance_id: str, facts: InstanceFacts | None, settings: Settings, event: Interruption
+) -> Decision:
     if facts is None:
         return Decision(instance_id, False, None, Reason.UNKNOWN_INSTANCE, "skip")
     verdict = _read_tags(facts.instance_tags, settings)
@@ -105,6 +139,8 @@ def decide(instance_id: str, facts: InstanceFacts | None, settings: Settings, ev
         action = _owned_action(event, settings)
         if action == "skip":
             reason = Reason.KIND_IGNORED
+        elif (managed := _managed_by(facts, event, settings)) is not None:
+            reason, action = managed, "skip"
         return Decision(instance_id, True, cluster, reason, action)
     if verdict.others:
         return Decision(instance_id, False, verdict.others[0], Reason.OTHER_CLUSTER, "skip")
@@ -125,6 +161,8 @@ def with_node(decision: Decision, node: str | None, event: Interruption) -> Deci
         return replace(decision, node=node)
     if not decision.owned or decision.action not in ("drain", "cordon"):
         return decision  # not ours, or waiting for a node to join (asg-launch)
+    if decision.reason is Reason.HOOK_NOT_OURS:
+        return replace(decision, action="skip")  # nothing to drain, and the hook is its owner's to answer
     action: Action = "complete-lifecycle" if event.lifecycle is not None else "skip"
     return replace(decision, reason=Reason.NO_NODE, action=action, node=None)
 
@@ -155,12 +193,29 @@ def _owned_action(event: Interruption, settings: Settings) -> Action:
     return "skip" if configured == "ignore" else configured
 
 
+def _managed_by(facts: InstanceFacts, event: Interruption, settings: Settings) -> Reason | None:
+    """The controller that handles this owned instance's interruptions itself, unless settings opt in."""
+    tags = {**(facts.asg_tags or {}), **facts.instance_tags}
+    controller: Controller
+    if any(tags.get(key) for key in AUTO_MODE_TAGS):
+        controller, reason = "auto-mode", Reason.MANAGED_BY_AUTO_MODE
+    elif tags.get(KARPENTER_TAG):
+        controller, reason = "karpenter", Reason.MANAGED_BY_KARPENTER
+    elif tags.get(NODE_GROUP_TAG) and event.kind == "rebalance":
+        # A managed node group answers rebalance recommendations itself (capacity rebalancing: it launches the
+        # replacement, then drains and terminates the old node); its other events are ours to drain.
+        controller, reason = "managed-node-group", Reason.MANAGED_BY_NODE_GROUP
+    else:
+        return None
+    return None if controller in settings.drain_controller_managed else reason
+
+
 def _read_tags(tags: dict[str, str], settings: Settings) -> _Verdict:
     named: list[str] = []
     mismatch = False
-    eks_name = tags.get(EKS_CLUSTER_NAME_TAG)
-    if eks_name:
-        named.append(eks_name)
+    for name_tag in _CLUSTER_NAME_TAGS:
+        if tags.get(name_tag):
+            named.append(tags[name_tag])
     for key, value in tags.items():
         if key.startswith(CLUSTER_TAG_PREFIX) and len(key) > len(CLUSTER_TAG_PREFIX):
             if value in CLUSTER_TAG_VALUES:

@@ -9,12 +9,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from drain_orchestrator.clip import clip
 
 KindAction = Literal["drain", "cordon", "ignore"]
 _KIND_ACTIONS: tuple[KindAction, ...] = ("drain", "cordon", "ignore")
+
+# The hook the CDK construct creates; without LIFECYCLE_HOOK_NAMES it is the only hook this deployment answers.
+DEFAULT_HOOK_NAME = "drain-orchestrator"
+# Auto Scaling: LifecycleHookName is 1-255 characters of [A-Za-z0-9-_/].
+_HOOK_NAME = re.compile(r"[A-Za-z0-9\-_/]{1,255}")
+
+# Node controllers whose instances are left to them unless named in DRAIN_CONTROLLER_MANAGED_NODES
+# (docs/ownership.md, "Running beside ..."). `managed-node-group` opts in to rebalance recommendations of
+# managed node groups' instances only: every other kind of theirs is always handled.
+Controller = Literal["karpenter", "auto-mode", "managed-node-group"]
+CONTROLLERS: tuple[Controller, ...] = get_args(Controller)
 
 # EKS CreateCluster: 1-100 characters, starts with a letter or digit.
 _CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9\-_]{0,99}")
@@ -56,9 +67,18 @@ class Settings:
     action_state_change: KindAction = "drain"
     action_scheduled_change: KindAction = "drain"
     notification_topic_arn: str | None = None
+    # Lifecycle hooks this deployment completes and heartbeats; an event for any other hook is left to its owner.
+    lifecycle_hook_names: tuple[str, ...] = (DEFAULT_HOOK_NAME,)
+    # What to do with an owned node when the terminate hook is another's: by default nothing (its owner drains).
+    action_foreign_hook: KindAction = "ignore"
+    # Controllers whose instances this deployment acts on anyway (default: none, they are left to them).
+    drain_controller_managed: frozenset[Controller] = frozenset()
 
     def serves(self, cluster: str) -> bool:
         return self.any_cluster or cluster in self.cluster_names
+
+    def owns_hook(self, hook_name: str) -> bool:
+        return hook_name in self.lifecycle_hook_names
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -83,6 +103,9 @@ class Settings:
             action_state_change=_parse_action(env, "ACTION_STATE_CHANGE", "drain"),
             action_scheduled_change=_parse_action(env, "ACTION_SCHEDULED_CHANGE", "drain"),
             notification_topic_arn=_parse_topic_arn(env.get("NOTIFICATION_TOPIC_ARN")),
+            lifecycle_hook_names=_parse_hook_names(env.get("LIFECYCLE_HOOK_NAMES")),
+            action_foreign_hook=_parse_action(env, "ACTION_FOREIGN_HOOK", "ignore"),
+            drain_controller_managed=_parse_controllers(env.get("DRAIN_CONTROLLER_MANAGED_NODES")),
         )
 
 
@@ -138,3 +161,33 @@ def _parse_topic_arn(raw: str | None) -> str | None:
     if not raw.startswith("arn:") or ":sns:" not in raw:
         raise SettingsError("NOTIFICATION_TOPIC_ARN", f"{clip(raw)!r}: expected an SNS topic ARN")
     return raw.strip()
+
+
+def _parse_hook_names(raw: str | None) -> tuple[str, ...]:
+    if raw is None or not raw.strip():
+        return (DEFAULT_HOOK_NAME,)
+    names: list[str] = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not _HOOK_NAME.fullmatch(item):
+            raise SettingsError(
+                "LIFECYCLE_HOOK_NAMES",
+                f"{clip(item)!r} is not a lifecycle hook name (1-255 letters, digits, '-', '_' or '/'; "
+                "comma-separated)",
+            )
+        if item not in names:
+            names.append(item)
+    return tuple(names)
+
+
+def _parse_controllers(raw: str | None) -> frozenset[Controller]:
+    if raw is None or not raw.strip() or raw.strip().lower() == "none":
+        return frozenset()
+    chosen: set[Controller] = set()
+    for item in (part.strip().lower() for part in raw.split(",")):
+        if item not in CONTROLLERS:
+            raise SettingsError(
+                "DRAIN_CONTROLLER_MANAGED_NODES",
+                f"{clip(item)!r}: expected a comma-separated list of {', '.join(CONTROLLERS)} (or none)",
+            )
+        chosen.add(item)
+    return frozenset(chosen)

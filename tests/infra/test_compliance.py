@@ -14,7 +14,14 @@ from infra.nag import nag_acknowledgements
 
 from tests.infra.conftest import MULTI_VPC, SINGLE, Synthesized, synthesize
 
-CONFIGS = {"single": SINGLE, "multi-vpc": MULTI_VPC}
+# the terminate rule without a hook-name filter (actionForeignHook) and the controller opt-ins
+COEXISTENCE = {
+    "clusters": "prod",
+    "lifecycleHookNames": "node-drainer",
+    "actionForeignHook": "drain",
+    "drainControllerManagedNodes": "karpenter,auto-mode",
+}
+CONFIGS = {"single": SINGLE, "multi-vpc": MULTI_VPC, "coexistence": COEXISTENCE}
 
 
 def nag_report(synth: Synthesized) -> dict[str, Any]:

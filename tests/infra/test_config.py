@@ -27,7 +27,9 @@ def test_defaults_for_one_cluster() -> None:
     assert config.create_access_entries is True
     assert config.execution_timeout_hours == DEFAULT_EXECUTION_TIMEOUT_HOURS >= 48
     assert (config.memory_size, config.timeout_seconds, config.log_retention_days) == (512, 600, 30)
-    assert config.served_asg_names == () and config.served_hook_names == ()
+    # the function answers only the hook the construct creates (by default nothing else is ours)
+    assert config.served_asg_names == () and config.served_hook_names == ("drain-orchestrator",)
+    assert config.actions.foreign_hook == "ignore" and config.drain_controller_managed_nodes == ()
 
 
 def test_every_option_parsed_from_cli_strings() -> None:
@@ -146,6 +148,7 @@ def test_lambda_environment_matches_the_settings_names() -> None:
         "ACTION_CAPACITY_RESERVATION_INTERRUPTION": "cordon",
         "ACTION_STATE_CHANGE": "cordon",
         "ACTION_SCHEDULED_CHANGE": "cordon",
+        "LIFECYCLE_HOOK_NAMES": "node-drainer,drain-orchestrator",
         "NOTIFICATION_TOPIC_ARN": "arn:topic",
         "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
         "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
@@ -199,6 +202,7 @@ def test_workflow_variables_match_what_the_function_reads() -> None:
         {"clusters": "prod"},
         MULTI_VPC,
         {"clusters": "a", "ownershipTag": "team=x", "drainSettings": '{"DRAIN_GRACE_PERIOD": 30, "DRY_RUN": true}'},
+        {"clusters": "a", "actionForeignHook": "drain", "drainControllerManagedNodes": "karpenter,auto-mode"},
     ],
 )
 def test_environment_is_accepted_by_the_function_settings(context: dict[str, Any]) -> None:
@@ -218,3 +222,72 @@ def test_environment_is_accepted_by_the_function_settings(context: dict[str, Any
         config.actions.state_change,
     )
     assert settings.action_capacity_reservation_interruption == config.actions.capacity_reservation_interruption
+    assert settings.lifecycle_hook_names == config.served_hook_names
+    assert settings.action_foreign_hook == config.actions.foreign_hook
+    assert settings.drain_controller_managed == set(config.drain_controller_managed_nodes)
+
+
+def test_hook_names_are_the_configured_ones_and_the_created_hooks_name() -> None:
+    # a hook made by hand under the default name is ours too, with or without createLifecycleHooks
+    assert config_from_mapping({"clusters": "a", "lifecycleHookNames": "nd"}).served_hook_names == (
+        "nd",
+        "drain-orchestrator",
+    )
+    renamed = config_from_mapping({"clusters": "a", "createdHookName": "team-drain"})
+    assert renamed.served_hook_names == ("team-drain",)
+    env = lambda_environment(renamed, notification_topic_arn="t")
+    assert env["LIFECYCLE_HOOK_NAMES"] == "team-drain"
+    assert "ACTION_FOREIGN_HOOK" not in env and "DRAIN_CONTROLLER_MANAGED_NODES" not in env
+
+
+def test_controller_opt_ins_and_foreign_hook_action_from_context() -> None:
+    config = config_from_mapping(
+        {
+            "clusters": "a",
+            "drainControllerManagedNodes": ["karpenter", "managed-node-group"],
+            "actionForeignHook": "cordon",
+        }
+    )
+    assert config.drain_controller_managed_nodes == ("karpenter", "managed-node-group")
+    env = lambda_environment(config, notification_topic_arn="t")
+    assert (env["DRAIN_CONTROLLER_MANAGED_NODES"], env["ACTION_FOREIGN_HOOK"]) == (
+        "karpenter,managed-node-group",
+        "cordon",
+    )
+    assert (
+        config_from_mapping({"clusters": "a", "drainControllerManagedNodes": "none"}).drain_controller_managed_nodes
+        == ()
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "key", "fragment"),
+    [
+        ({"drainControllerManagedNodes": "karpenter,cluster-autoscaler"}, "drainControllerManagedNodes", "auto-mode"),
+        ({"drainControllerManagedNodes": "karpenter,"}, "drainControllerManagedNodes", "empty item"),
+        ({"actionForeignHook": "complete"}, "actionForeignHook", "ignore, cordon, drain"),
+    ],
+)
+def test_controller_and_foreign_hook_keys_are_validated(context: dict[str, Any], key: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        config_from_mapping({"clusters": "a", **context})
+    assert raised.value.key == key and fragment in str(raised.value)
+
+
+def test_lifecycle_rules_match_only_our_hooks_unless_foreign_hooks_are_drained() -> None:
+    from infra.event_rules import rule_specs
+
+    def detail(context: dict[str, Any], kind: str) -> Any:
+        spec = next(s for s in rule_specs(config_from_mapping({"clusters": "a", **context})) if s.kind == kind)
+        return spec.pattern.get("detail")
+
+    for kind in ("asg-terminate", "asg-launch"):
+        assert detail({}, kind) == {"LifecycleHookName": ["drain-orchestrator"]}
+    # draining for another's terminate hook needs its events; launch hooks stay ours only
+    widened = {"actionForeignHook": "drain", "asgNames": "prod-workers"}
+    assert detail(widened, "asg-terminate") == {"AutoScalingGroupName": ["prod-workers"]}
+    assert detail(widened, "asg-launch") == {
+        "AutoScalingGroupName": ["prod-workers"],
+        "LifecycleHookName": ["drain-orchestrator"],
+    }
+    assert detail({"actionForeignHook": "drain"}, "asg-terminate") is None

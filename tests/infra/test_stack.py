@@ -108,6 +108,7 @@ def test_function_environment(single: Synthesized) -> None:
         "ACTION_CAPACITY_RESERVATION_INTERRUPTION": "drain",
         "ACTION_STATE_CHANGE": "drain",
         "ACTION_SCHEDULED_CHANGE": "drain",
+        "LIFECYCLE_HOOK_NAMES": "drain-orchestrator",
         "NOTIFICATION_TOPIC_ARN": {"Ref": topic},
         "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
         "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
@@ -188,13 +189,16 @@ def test_async_invoke_config_on_the_alias(single: Synthesized) -> None:
 
 
 def test_one_rule_per_kind_with_reference_patterns(single: Synthesized) -> None:
+    # lifecycle actions of our hook only: another tool's hook on the same ASG never invokes the function
     assert pattern_for(single, "EC2 Instance-terminate Lifecycle Action") == {
         "source": ["aws.autoscaling"],
         "detail-type": ["EC2 Instance-terminate Lifecycle Action"],
+        "detail": {"LifecycleHookName": ["drain-orchestrator"]},
     }
     assert pattern_for(single, "EC2 Instance-launch Lifecycle Action") == {
         "source": ["aws.autoscaling"],
         "detail-type": ["EC2 Instance-launch Lifecycle Action"],
+        "detail": {"LifecycleHookName": ["drain-orchestrator"]},
     }
     assert pattern_for(single, "EC2 Spot Instance Interruption Warning") == {
         "source": ["aws.ec2"],

@@ -41,6 +41,7 @@ def test_explain_prints_decisions_and_changes_nothing(testbed: Any, aws: Any, k8
         "asg-terminate.json", instance_id=blue_iid, asg="blue-nodes", hook="drain", token=token
     )
     cli.monkeypatch.setenv("CLUSTER_NAMES", "blue")
+    cli.monkeypatch.setenv("LIFECYCLE_HOOK_NAMES", "drain")  # the seeded hook is ours
 
     code = main(["explain", cli.write("e.json", event), "--kubeconfig", str(testbed.kubeconfig)])
 

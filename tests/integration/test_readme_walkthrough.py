@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 MARKER = "<!-- walkthrough: tests/integration/test_readme_walkthrough.py runs this block as written -->"
 # what `make -s env` must provide; the test's own session sets some of them, so they are removed first
-PROVIDED = ("AWS_", "CLUSTER_NAMES", "KUBECONFIG", "DEMO_", "NOTIFICATION_TOPIC_ARN", "DRY_RUN")
+PROVIDED = ("AWS_", "CLUSTER_NAMES", "LIFECYCLE_HOOK_NAMES", "KUBECONFIG", "DEMO_", "NOTIFICATION_TOPIC_ARN", "DRY_RUN")
 
 
 def readme_walkthrough() -> str:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"
 DEFAULT_HOOKS: tuple[dict[str, Any], ...] = ({"name": "drain", "transition": TERMINATING, "heartbeat_timeout": 300},)
+# The names the bed's scenarios give the orchestrator's own hooks (terminate, launch, the demo's launch hook):
+# the function answers only these (LIFECYCLE_HOOK_NAMES); a test's other hook names stand for other tools'.
+OUR_HOOKS = ("drain", "launch", "join")
 
 
 class AwsSeed:
@@ -97,6 +100,7 @@ class AwsSeed:
             "AWS_SECRET_ACCESS_KEY": creds.secret_key,
             "AWS_SESSION_TOKEN": creds.token or "",
             "CLUSTER_NAMES": clusters,
+            "LIFECYCLE_HOOK_NAMES": ",".join(OUR_HOOKS),
             "NOTIFICATION_TOPIC_ARN": topic_arn,
             "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
         }

@@ -3,8 +3,9 @@ prepares the walk-through of the README (events for a blue node still in service
 
 What is exported is what the deployed function has: the emulator's endpoint, the region (both AWS_REGION and
 AWS_DEFAULT_REGION: botocore reads the latter), credentials of the function's role (assumed through the emulator's
-STS, so the EKS token names that role and the access entry the demo created applies), CLUSTER_NAMES, and for the
-kubectl-like commands the bed's kubeconfig; PATH gains .venv/bin so `drain-orchestrator` runs as written.
+STS, so the EKS token names that role and the access entry the demo created applies), CLUSTER_NAMES and
+LIFECYCLE_HOOK_NAMES (the demo's hooks), and for the kubectl-like commands the bed's kubeconfig; PATH gains
+.venv/bin so `drain-orchestrator` runs as written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from drain_orchestrator.restamp import restamp
 from tests import samples
-from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.aws_seed import OUR_HOOKS, AwsSeed
 from tests.testbed.bed import REPO, Testbed
 
 # `make cluster-up` and `make demo` end with this: how a shell reaches the local account
@@ -67,6 +68,7 @@ def shell_env(bed: Testbed) -> dict[str, str]:
         "AWS_SECRET_ACCESS_KEY": creds.secret_key,
         "AWS_SESSION_TOKEN": creds.token or "",
         "CLUSTER_NAMES": SERVED_CLUSTERS,
+        "LIFECYCLE_HOOK_NAMES": ",".join(OUR_HOOKS),  # the demo's hooks
         "KUBECONFIG": str(bed.kubeconfig),
     }
     topics = aws.client("sns").list_topics().get("Topics", [])

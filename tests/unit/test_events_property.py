@@ -197,7 +197,7 @@ def _round_trip[C: Checkpointed](value: C, name: str) -> C:
     return back
 
 
-SETTINGS = Settings.from_env({"CLUSTER_NAMES": "blue"})
+SETTINGS = Settings.from_env({"CLUSTER_NAMES": "blue", "LIFECYCLE_HOOK_NAMES": "drain"})  # the samples' hook
 
 # Derandomized: CI sees the same events on every run. Five events per example (2,000 examples = 10,000 events)
 # halves Hypothesis' per-example cost; the run fits well under a minute on a loaded 2-core machine.
@@ -242,7 +242,11 @@ def _through_the_pipeline(raw: object) -> None:
         d = a.decision
         assert d.reason in set(Reason)
         assert not d.owned or d.cluster == "blue"
-        assert (a.facts is None) == (d.reason is Reason.UNKNOWN_INSTANCE)
+        if d.reason is Reason.HOOK_NOT_OURS:  # decided from the event alone, whatever EC2 says
+            assert event.lifecycle is not None and event.lifecycle.hook_name != "drain"
+            assert d.action == "skip" and d.lifecycle_hook == event.lifecycle.hook_name
+        else:
+            assert (a.facts is None) == (d.reason is Reason.UNKNOWN_INSTANCE)
     # what the decide step checkpoints: decisions with tag-free facts
     stored = _round_trip(Decided(now=0.0, assessments=[_without_tags(a).to_dict() for a in assessments]), "decide")
     back = [Assessment.from_dict(a) for a in stored.assessments]

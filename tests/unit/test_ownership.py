@@ -17,8 +17,11 @@ def _event(name: str = "asg-terminate.json") -> Interruption:
     return event
 
 
+SAMPLE_HOOK = "drain"  # LifecycleHookName of the lifecycle samples in events/
+
+
 def _settings(names: str = "prod", **env: str) -> Settings:
-    return Settings.from_env({"CLUSTER_NAMES": names, **env})
+    return Settings.from_env({"CLUSTER_NAMES": names, "LIFECYCLE_HOOK_NAMES": SAMPLE_HOOK, **env})
 
 
 def _facts(
@@ -166,3 +169,129 @@ def test_decisions_round_trip_and_ignored_events_explain_themselves() -> None:
 def test_reasons_are_documented() -> None:
     doc = (samples.EVENTS_DIR.parent / "docs" / "ownership.md").read_text()
     assert [r.value for r in Reason if f"`{r.value}`" not in doc] == []
+
+
+# ---- only our lifecycle hooks ---------------------------------------------------------------------------------
+OWNED = {"eks:cluster-name": "prod"}
+
+
+@pytest.mark.parametrize("sample", ["asg-terminate.json", "asg-launch.json", "asg-terminate-warm-pool.json"])
+def test_another_hook_on_an_owned_instance_is_not_ours_and_names_the_hook(sample: str) -> None:
+    # the samples' hook is "drain"; this deployment answers only its own default hook
+    s = Settings.from_env({"CLUSTER_NAMES": "prod"})
+    d = decide(IID, _facts(OWNED), s, _event(sample))
+    assert d == Decision(IID, True, "prod", Reason.HOOK_NOT_OURS, "skip", lifecycle_hook=SAMPLE_HOOK)
+    assert d.to_dict()["lifecycle_hook"] == SAMPLE_HOOK
+    assert Decision.from_dict(d.to_dict()) == d
+    # no node either: still nothing to complete (an owned no-node decision would complete the hook)
+    assert with_node(d, None, _event(sample)) == d
+
+
+def test_the_default_hook_name_is_the_one_the_construct_creates() -> None:
+    s = Settings.from_env({"CLUSTER_NAMES": "prod"})
+    event = parse_event(
+        samples.lifecycle_event(
+            "asg-terminate.json", instance_id=IID, asg="prod-nodes", hook="drain-orchestrator", token=None
+        )
+    )
+    assert isinstance(event, Interruption)
+    assert decide(IID, _facts(OWNED), s, event) == Decision(IID, True, "prod", Reason.OWNED_INSTANCE_TAG, "drain")
+
+
+def test_a_foreign_hook_decides_before_ownership_whoever_owns_the_instance() -> None:
+    s = _settings(LIFECYCLE_HOOK_NAMES="node-drainer,drain-orchestrator")
+    other = decide(IID, _facts({"eks:cluster-name": "staging"}), s, _event())
+    assert (other.owned, other.cluster, other.reason, other.lifecycle_hook) == (
+        False,
+        "staging",
+        Reason.HOOK_NOT_OURS,
+        SAMPLE_HOOK,
+    )
+    assert decide(IID, None, s, _event()).reason is Reason.HOOK_NOT_OURS
+    # events without a hook are not concerned
+    assert decide(IID, _facts(OWNED), s, _event("spot-interruption-terminate.json")).reason is (
+        Reason.OWNED_INSTANCE_TAG
+    )
+
+
+@pytest.mark.parametrize(("setting", "action"), [("drain", "drain"), ("cordon", "cordon"), ("ignore", "skip")])
+def test_action_foreign_hook_opts_in_to_draining_an_owned_node_for_another_hook(setting: str, action: str) -> None:
+    s = Settings.from_env({"CLUSTER_NAMES": "prod", "ACTION_FOREIGN_HOOK": setting})
+    d = decide(IID, _facts(OWNED), s, _event())
+    assert (d.owned, d.reason, d.action, d.lifecycle_hook) == (True, Reason.HOOK_NOT_OURS, action, SAMPLE_HOOK)
+    # never for another cluster's instance, never for a launch hook (nothing to drain there)
+    assert decide(IID, _facts({"eks:cluster-name": "staging"}), s, _event()).action == "skip"
+    assert decide(IID, _facts(OWNED), s, _event("asg-launch.json")).action == "skip"
+    # no node for it: nothing to drain, and the hook stays its owner's
+    assert with_node(d, None, _event()).action == "skip"
+
+
+# ---- other node controllers -----------------------------------------------------------------------------------
+KARPENTER = {"kubernetes.io/cluster/prod": "owned", "eks:eks-cluster-name": "prod", "karpenter.sh/nodepool": "default"}
+AUTO_MODE = {
+    "kubernetes.io/cluster/prod": "owned",
+    "eks:eks-cluster-name": "prod",
+    "eks:kubernetes-node-pool-name": "general-purpose",
+    "eks:kubernetes-node-class-name": "default",
+}
+NODE_GROUP = {"eks:cluster-name": "prod", "eks:nodegroup-name": "workers"}
+EC2_KINDS = [
+    "spot-interruption-terminate.json",
+    "rebalance-recommendation.json",
+    "state-change-stopping.json",
+    "health-scheduled-change.json",
+]
+
+
+@pytest.mark.parametrize("sample", EC2_KINDS)
+@pytest.mark.parametrize(
+    ("tags", "reason"), [(KARPENTER, Reason.MANAGED_BY_KARPENTER), (AUTO_MODE, Reason.MANAGED_BY_AUTO_MODE)]
+)
+def test_karpenter_and_auto_mode_instances_are_left_to_them(sample: str, tags: dict[str, str], reason: Reason) -> None:
+    d = decide(IID, _facts(tags, asg=None), _settings(), _event(sample))
+    assert (d.owned, d.cluster, d.reason, d.action) == (True, "prod", reason, "skip")
+
+
+@pytest.mark.parametrize(
+    ("tags", "opt_in", "action"),
+    [(KARPENTER, "karpenter", "drain"), (AUTO_MODE, "auto-mode", "drain"), (KARPENTER, "auto-mode", "skip")],
+)
+def test_drain_controller_managed_nodes_opts_in(tags: dict[str, str], opt_in: str, action: str) -> None:
+    s = _settings(DRAIN_CONTROLLER_MANAGED_NODES=opt_in)
+    d = decide(IID, _facts(tags, asg=None), s, _event("spot-interruption-terminate.json"))
+    assert d.action == action
+    assert d.reason is (Reason.OWNED_INSTANCE_TAG if action == "drain" else Reason.MANAGED_BY_KARPENTER)
+
+
+def test_the_v1_cluster_name_tag_alone_names_the_cluster() -> None:
+    d = decide(IID, _facts({"eks:eks-cluster-name": "prod"}, asg=None), _settings(), _event())
+    assert (d.owned, d.reason) == (True, Reason.OWNED_INSTANCE_TAG)
+
+
+@pytest.mark.parametrize(
+    ("sample", "reason", "action"),
+    [
+        ("rebalance-recommendation.json", Reason.MANAGED_BY_NODE_GROUP, "skip"),
+        ("spot-interruption-terminate.json", Reason.OWNED_INSTANCE_TAG, "drain"),
+        ("state-change-stopping.json", Reason.OWNED_INSTANCE_TAG, "drain"),
+        ("health-scheduled-change.json", Reason.OWNED_INSTANCE_TAG, "drain"),
+        ("asg-terminate.json", Reason.OWNED_INSTANCE_TAG, "drain"),
+    ],
+)
+def test_managed_node_groups_are_left_only_their_rebalance_recommendations(
+    sample: str, reason: Reason, action: str
+) -> None:
+    d = decide(IID, _facts(NODE_GROUP), _settings(), _event(sample))
+    assert (d.owned, d.reason, d.action) == (True, reason, action)
+    opted = decide(
+        IID, _facts(NODE_GROUP), _settings(DRAIN_CONTROLLER_MANAGED_NODES="managed-node-group"), _event(sample)
+    )
+    assert opted.reason is Reason.OWNED_INSTANCE_TAG
+
+
+def test_a_controller_tag_on_the_asg_counts_too_and_kind_ignored_stays_first() -> None:
+    facts = _facts({"Name": "n"}).with_asg_tags({"kubernetes.io/cluster/prod": "owned", "eks:nodegroup-name": "w"})
+    d = decide(IID, facts, _settings(), _event("rebalance-recommendation.json"))
+    assert (d.reason, d.action) == (Reason.MANAGED_BY_NODE_GROUP, "skip")
+    ignored = decide(IID, facts, _settings(ACTION_REBALANCE="ignore"), _event("rebalance-recommendation.json"))
+    assert ignored.reason is Reason.KIND_IGNORED

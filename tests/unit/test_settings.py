@@ -65,3 +65,48 @@ def test_a_huge_value_is_clipped_in_the_error() -> None:
     with pytest.raises(SettingsError) as caught:
         Settings.from_env({"CLUSTER_NAMES": "prod", "ACTION_REBALANCE": "x" * 100_000})
     assert "(100000 chars)" in str(caught.value) and len(str(caught.value)) < 200
+
+
+def test_hook_names_default_to_the_created_hook_and_are_trimmed_and_deduplicated() -> None:
+    assert Settings.from_env({"CLUSTER_NAMES": "prod"}).lifecycle_hook_names == ("drain-orchestrator",)
+    assert Settings.from_env({"CLUSTER_NAMES": "prod", "LIFECYCLE_HOOK_NAMES": " "}).lifecycle_hook_names == (
+        "drain-orchestrator",
+    )
+    s = Settings.from_env({"CLUSTER_NAMES": "prod", "LIFECYCLE_HOOK_NAMES": "node-drainer, team/hook,node-drainer"})
+    assert s.lifecycle_hook_names == ("node-drainer", "team/hook")
+    assert s.owns_hook("team/hook") and not s.owns_hook("drain-orchestrator")
+
+
+def test_controller_opt_ins_and_foreign_hook_action() -> None:
+    s = Settings.from_env({"CLUSTER_NAMES": "prod"})
+    assert s.drain_controller_managed == frozenset() and s.action_foreign_hook == "ignore"
+    s = Settings.from_env(
+        {
+            "CLUSTER_NAMES": "prod",
+            "DRAIN_CONTROLLER_MANAGED_NODES": "Karpenter, auto-mode",
+            "ACTION_FOREIGN_HOOK": "drain",
+        }
+    )
+    assert s.drain_controller_managed == {"karpenter", "auto-mode"} and s.action_foreign_hook == "drain"
+    assert Settings.from_env(
+        {"CLUSTER_NAMES": "p", "DRAIN_CONTROLLER_MANAGED_NODES": "none"}
+    ).drain_controller_managed == (frozenset())
+
+
+@pytest.mark.parametrize(
+    ("env", "variable", "fragment"),
+    [
+        ({"LIFECYCLE_HOOK_NAMES": "a,,b"}, "LIFECYCLE_HOOK_NAMES", "'' is not a lifecycle hook name"),
+        ({"LIFECYCLE_HOOK_NAMES": "my hook"}, "LIFECYCLE_HOOK_NAMES", "not a lifecycle hook name"),
+        ({"LIFECYCLE_HOOK_NAMES": "*"}, "LIFECYCLE_HOOK_NAMES", "not a lifecycle hook name"),
+        ({"LIFECYCLE_HOOK_NAMES": "h" * 256}, "LIFECYCLE_HOOK_NAMES", "1-255"),
+        ({"DRAIN_CONTROLLER_MANAGED_NODES": "karpenter,cas"}, "DRAIN_CONTROLLER_MANAGED_NODES", "'cas'"),
+        ({"DRAIN_CONTROLLER_MANAGED_NODES": "karpenter,"}, "DRAIN_CONTROLLER_MANAGED_NODES", "auto-mode"),
+        ({"ACTION_FOREIGN_HOOK": "complete"}, "ACTION_FOREIGN_HOOK", "drain, cordon, ignore"),
+    ],
+)
+def test_hook_and_controller_settings_name_the_variable(env: dict[str, str], variable: str, fragment: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"CLUSTER_NAMES": "prod", **env})
+    assert caught.value.variable == variable and str(caught.value).startswith(f"{variable}: ")
+    assert fragment in str(caught.value)

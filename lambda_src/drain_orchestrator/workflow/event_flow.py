@@ -27,7 +27,7 @@ from drain_orchestrator.decide import Assessment, BotoFacts, decide_event
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
 from drain_orchestrator.observability import logger, metric
-from drain_orchestrator.ownership import Decision
+from drain_orchestrator.ownership import Decision, Reason
 from drain_orchestrator.settings import SettingsError
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.drain_flow import drain_instance
@@ -81,11 +81,7 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     others = [a.decision for a in assessments if not _acted_on(a)]
     # each branch gets the event narrowed to its instance: a copy of thousands of ids per branch would not fit
     items = [
-        {
-            "event": replace(event, instance_ids=(a.decision.instance_id,)).to_dict(),
-            "assessment": a.to_dict(),
-            "run_id": cfg.run_id,
-        }
+        {"event": _branch_event(event, a.decision).to_dict(), "assessment": a.to_dict(), "run_id": cfg.run_id}
         for a in acted
     ]
     results: list[dict[str, Any]] = []
@@ -130,6 +126,13 @@ def outcome(event: Interruption, results: list[dict[str, Any]], others: list[Dec
 def _failure_line(summary: dict[str, Any]) -> str:
     error = summary.get("error") or (summary.get("lifecycle") or {}).get("error") or {}
     return f"{summary['instance_id']}: {error.get('step')} {error.get('kind')}: {error.get('message')}"
+
+
+def _branch_event(event: Interruption, decision: Decision) -> Interruption:
+    """The event narrowed to one instance. A drain for another's hook (ACTION_FOREIGN_HOOK) runs without it:
+    the hook is never heartbeated nor completed here, and no gate holds it."""
+    narrowed = replace(event, instance_ids=(decision.instance_id,))
+    return replace(narrowed, lifecycle=None) if decision.reason is Reason.HOOK_NOT_OURS else narrowed
 
 
 def _acted_on(assessment: Assessment) -> bool:
@@ -236,7 +239,19 @@ def decide_step(step_ctx: StepContext, event: Interruption) -> Decided:
                 "instance_id": group[0].decision.instance_id if len(group) == 1 else None,
                 "instance_ids": [a.decision.instance_id for a in group[:NAMED]],
                 "cluster": sorted({a.decision.cluster for a in group if a.decision.cluster})[:NAMED] or None,
-                "lifecycle_hook": "left to its owner" if event.lifecycle and not group[0].decision.owned else None,
+                "lifecycle_hook": event.lifecycle.hook_name if event.lifecycle else None,
+                "lifecycle_action": "left to its owner" if event.lifecycle else None,
+            },
+        )
+    foreign = [a.decision for a in assessments if _acted_on(a) and a.decision.reason is Reason.HOOK_NOT_OURS]
+    if foreign and event.lifecycle is not None:
+        logger.info(
+            "draining for a lifecycle hook that is not ours (ACTION_FOREIGN_HOOK): the hook is left to its owner",
+            extra={
+                "reason": Reason.HOOK_NOT_OURS.value,
+                "lifecycle_hook": event.lifecycle.hook_name,
+                "instance_ids": [d.instance_id for d in foreign[:NAMED]],
+                "action": foreign[0].action,
             },
         )
     return Decided(now=time.time(), assessments=[_without_tags(a).to_dict() for a in assessments])
