@@ -18,6 +18,7 @@ _SUBCOMMANDS = {
     "invoke": ("drain_orchestrator.invoke", "add_invoke_parser"),
     "drain": ("drain_orchestrator.drain_cli", "add_drain_parser"),
     "status": ("drain_orchestrator.status", "add_status_parser"),
+    "rbac": ("drain_orchestrator.rbac_cli", "add_rbac_parser"),
 }
 
 
