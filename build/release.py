@@ -3,8 +3,10 @@
 - ``drain_orchestrator_cdk-<version>-py3-none-any.whl``: the construct (built by the Makefile with ``uv build infra``)
 - ``drain_orchestrator-<version>-py3-none-any.whl``: the command line (``uv build`` of the root project)
 - ``drain-orchestrator-lambda-<version>.zip``: the Lambda code asset (infra/bundle.py's recipe, arm64), a
-  deterministic zip: sorted entries, fixed timestamps
-- ``SHA256SUMS`` of the three
+  deterministic zip: sorted entries, fixed timestamps, bytecode compiled for /var/task
+- ``drain-orchestrator-rbac-<version>.yaml``: infra/k8s/rbac.yaml as released (``drain-orchestrator rbac apply
+  --file``, for a command line installed without a checkout)
+- ``SHA256SUMS`` of the four
 
 The version lives in one place, ``lambda_src/drain_orchestrator/__init__.py`` (``__version__``); infra/pyproject.toml
 reads it through hatch's dynamic version, and the root pyproject.toml must say the same. Before building anything
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -78,6 +82,19 @@ def write_zip(tree: Path, archive: Path) -> None:
             zf.writestr(info, path.read_bytes(), compresslevel=9)
 
 
+def lambda_paths(tree: Path) -> None:
+    """Recompile the tree's bytecode as if it had been compiled in /var/task, where Lambda unpacks it: a .pyc
+    records its source path, and the bundle compiles in temporary directories, so the zip would differ per build.
+    (Compiling writes each .pyc anew: the hard-linked files of the bundle cache are replaced, never modified.)"""
+    subprocess.run(
+        [
+            sys.executable, "-m", "compileall", "-q", "-f", "-j", "0", "--invalidation-mode", "unchecked-hash",
+            "-s", str(tree), "-p", "/var/task", str(tree),
+        ],
+        check=True,
+    )  # fmt: skip
+
+
 def sha256sums(paths: list[Path]) -> str:
     return "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in sorted(paths))
 
@@ -96,8 +113,11 @@ def bundle(dist: Path) -> list[Path]:
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
         tree = Path(tmp) / "asset"
         recipe.assemble(tree)
+        lambda_paths(tree)
         write_zip(tree, archive)
-    artefacts = [*wheels, archive]
+    rbac = dist / f"drain-orchestrator-rbac-{v}.yaml"
+    shutil.copyfile(REPO / "infra" / "k8s" / "rbac.yaml", rbac)
+    artefacts = [*wheels, archive, rbac]
     (dist / "SHA256SUMS").write_text(sha256sums(artefacts), encoding="utf-8")
     return artefacts
 
