@@ -92,7 +92,7 @@ def test_rbac_apply_through_eks_with_the_callers_role(
     lambda_env, _queue = aws.lambda_env("blue")
     refused = run_cli("rbac", "apply", "--cluster", "blue", "--file", str(manifest), env=lambda_env)
     assert refused.returncode == 1
-    assert refused.stderr.startswith(f"error: cluster blue: get clusterrole/{name}: 403")
+    assert refused.stderr.startswith(f"error: cluster blue: kubernetes: get clusterrole/{name}: 403")
     assert "needs cluster-admin rights" in refused.stderr
     assert "Traceback" not in refused.stderr and "k8s-aws-v1." not in refused.stderr
 
