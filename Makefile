@@ -114,9 +114,9 @@ synth: setup-python setup-node
 package: $(UV)
 	$(UV) build infra --wheel --out-dir dist
 
-# what an operator pins (docs/releases.md): the construct and CLI wheels, the Lambda code asset as a zip and the RBAC, all of
-# version __version__ (lambda_src/drain_orchestrator/__init__.py), which must have a CHANGELOG.md entry; checked first
-
+# what an operator pins (docs/releases.md): the construct and CLI wheels, the Lambda code asset as a zip and the
+# RBAC, all of version __version__ (lambda_src/drain_orchestrator/__init__.py), which must have a CHANGELOG.md entry;
+# checked first
 .PHONY: release
 release: setup-python
 	$(PY) build/release.py check
