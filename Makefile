@@ -33,6 +33,7 @@ help:
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo 'eval "$$(make -s env)"  the local account in this shell: endpoint, region, credentials, CLUSTER_NAMES, PATH'
 	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
+	@echo "make release       versioned artefacts in dist/: construct and CLI wheels, Lambda code asset zip, RBAC, SHA256SUMS"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 	@echo "make soak          an hour of random events and faults on the bed, then every invariant checked (SOAK_MINUTES, SOAK_SEED)"
@@ -114,6 +115,16 @@ synth: setup-python setup-node
 # the DrainOrchestrator construct as a wheel for your own CDK app (infra/pyproject.toml; docs/deploy.md)
 package: $(UV)
 	$(UV) build infra --wheel --out-dir dist
+
+# what an operator pins (docs/releases.md): the construct and CLI wheels, the Lambda code asset as a zip and the
+# RBAC, all of version __version__ (lambda_src/drain_orchestrator/__init__.py), which must have a CHANGELOG.md entry;
+# checked first
+.PHONY: release
+release: setup-python
+	$(PY) build/release.py check
+	$(UV) build infra --wheel --out-dir dist
+	$(UV) build --wheel --out-dir dist
+	$(PY) build/release.py bundle dist
 
 bench: bench-drain bench-lambda
 

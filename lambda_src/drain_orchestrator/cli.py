@@ -19,6 +19,7 @@ _SUBCOMMANDS = {
     "drain": ("drain_orchestrator.drain_cli", "add_drain_parser"),
     "status": ("drain_orchestrator.status", "add_status_parser"),
     "versions": ("drain_orchestrator.versions", "add_versions_parser"),
+    "rbac": ("drain_orchestrator.rbac_cli", "add_rbac_parser"),
 }
 
 

@@ -3,6 +3,8 @@
 Metrics are emitted one EMF line each from inside durable steps, so a replayed handler never
 counts twice, and each metric carries only its own low-cardinality dimensions (cluster, kind, reason) — never a node
 name. The Tracer is imported only when TRACING=true: aws-xray-sdk is the most expensive import of all.
+Every log line carries ``release``, the version of the code that wrote it (the package's ``__version__``): during an
+upgrade, executions that started on the previous release keep running it, and their lines say so.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from drain_orchestrator import __version__
 from drain_orchestrator.settings import SettingsError
 from drain_orchestrator.workflow_settings import check_log_level
 
@@ -45,7 +48,7 @@ def _level() -> str | None:
         return "INFO"
 
 
-logger = Logger(service=SERVICE, logger_handler=_CurrentStdout(), level=_level())
+logger = Logger(service=SERVICE, logger_handler=_CurrentStdout(), level=_level(), release=__version__)
 
 COUNT = MetricUnit.Count
 SECONDS = MetricUnit.Seconds

@@ -3,7 +3,10 @@
 Read-only, with the product's own access: for each served cluster (CLUSTER_NAMES, reached through EKS like the
 Lambda) or the cluster of a kubeconfig, the nodes carrying ``drain-orchestrator.io/`` annotations: phase, event kind,
 deadline and time left, and what holds the drain: pods a PodDisruptionBudget allows no disruption of, load-balancer
-targets of the instance still registered or draining, VolumeAttachments left. A table, or ``--json``.
+targets of the instance still registered or draining, VolumeAttachments left. Also the instances of the clusters'
+Auto Scaling groups kept in ``Terminating:Retained`` (a terminate hook abandoned under an instance lifecycle policy
+that retains). A table, or ``--json``; a cluster that could not be read is said so on stdout and stderr, and the
+exit status is 1: an unreachable cluster is never shown as "no drains".
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from drain_orchestrator import __version__
 from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON, ANNOTATION_PREFIX
 from drain_orchestrator.kube.rest import Kube
 
+RETAINED_STATE = "Terminating:Retained"
 PHASES = ("drain-completed", "drain-failed", "drain-started", "cordoned")  # latest first
 
 
@@ -46,13 +52,55 @@ class NodeStatus:
         return out or ([f"{self.pods_left} pods left"] if self.pods_left else [])
 
 
+@dataclass
+class ClusterRead:
+    """Whether a cluster could be read at all: an unreadable one is reported, never shown as "no drains"."""
+
+    cluster: str
+    reachable: bool
+    error: str | None = None
+    retained_error: str | None = None  # the Auto Scaling lookup failed: retained instances unknown
+
+
+@dataclass
+class Retained:
+    cluster: str
+    asg_name: str
+    instance_id: str
+    availability_zone: str
+    health_status: str
+    node: str | None  # the instance's node, when it carries the orchestrator's marks
+
+
+@dataclass
+class StatusReport:
+    version: str
+    clusters: list[ClusterRead]
+    drains: list[NodeStatus]
+    retained: list[Retained]
+
+    @property
+    def unreadable(self) -> list[ClusterRead]:
+        return [c for c in self.clusters if not c.reachable]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "clusters": [asdict(c) for c in self.clusters],
+            "drains": [{**asdict(s), "holds": s.holds} for s in self.drains],
+            "retained_instances": [asdict(r) for r in self.retained],
+        }
+
+
 def add_status_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("status", help="drains in progress and what holds each one")
     p.add_argument("--cluster", default=None, help="one cluster (default: every cluster in CLUSTER_NAMES)")
     p.add_argument("--kubeconfig", default=None, help="read this kubeconfig's cluster instead of reaching EKS")
     p.add_argument("--context", default=None)
     p.add_argument("--json", action="store_true", help="one JSON document instead of a table")
-    p.add_argument("--no-aws", action="store_true", help="skip the load-balancer lookups (no AWS credentials)")
+    p.add_argument(
+        "--no-aws", action="store_true", help="skip the load-balancer and Auto Scaling lookups (no AWS credentials)"
+    )
     p.set_defaults(func=run_status)
 
 
@@ -63,27 +111,41 @@ def run_status(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     elbv2 = None if args.no_aws else _elbv2()
-    found: list[NodeStatus] = []
-    failed = False
-    for name, connect in targets:
+    autoscaling = None if args.no_aws else _autoscaling()
+    report = StatusReport(version=__version__, clusters=[], drains=[], retained=[])
+    for name, connect, named in targets:
+        read = ClusterRead(cluster=name, reachable=True)
         try:
             kube = connect()
-            found.extend(cluster_status(kube, name, elbv2, now=time.time()))
+            report.drains.extend(cluster_status(kube, name, elbv2, now=time.time()))
         except Exception as exc:  # one line per cluster, not a traceback
-            print(f"error: cluster {name}: {str(exc)[:300]}", file=sys.stderr)
-            failed = True
+            read.reachable, read.error = False, _one_line(exc)
+            print(f"error: cluster {name}: could not be read: {read.error}", file=sys.stderr)
+        if autoscaling is not None and named:
+            try:
+                report.retained.extend(_retained(autoscaling, name, report.drains))
+            except Exception as exc:
+                read.retained_error = _one_line(exc)
+                print(f"warning: cluster {name}: retained instances unknown: {read.retained_error}", file=sys.stderr)
+        report.clusters.append(read)
     if args.json:
-        print(json.dumps([{**asdict(s), "holds": s.holds} for s in found], indent=2))
+        print(json.dumps(report.to_json(), indent=2))
     else:
-        print(render(found))
-    return 1 if failed else 0
+        print(render_report(report))
+    return 1 if report.unreadable else 0
 
 
-def _clusters(args: argparse.Namespace) -> list[tuple[str, Any]]:
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def _clusters(args: argparse.Namespace) -> list[tuple[str, Any, bool]]:
+    """(name, connect, named): ``named`` when the name is the EKS cluster's (its Auto Scaling groups are known)."""
     if args.kubeconfig:
         from drain_orchestrator.drain_cli import _kube  # noqa: PLC0415
 
-        return [(args.cluster or args.context or "kubeconfig", lambda: _kube(args, 4))]
+        name = args.cluster or args.context or "kubeconfig"
+        return [(name, lambda: _kube(args, 4), bool(args.cluster))]
     from drain_orchestrator.settings import Settings  # noqa: PLC0415
 
     names = [args.cluster] if args.cluster else list(Settings.from_env(os.environ).cluster_names)
@@ -95,7 +157,33 @@ def _clusters(args: argparse.Namespace) -> list[tuple[str, Any]]:
 
         return lambda: Kube(ClusterConnector().api_client(name), pool_size=4)
 
-    return [(n, connect(n)) for n in names]
+    return [(n, connect(n), True) for n in names]
+
+
+def _autoscaling() -> Any:
+    try:
+        from drain_orchestrator.aws.clients import autoscaling_client  # noqa: PLC0415
+
+        return autoscaling_client()
+    except Exception:  # no region or credentials: the lookups are skipped, as for load balancers
+        return None
+
+
+def _retained(autoscaling: Any, cluster: str, drains: list[NodeStatus]) -> list[Retained]:
+    from drain_orchestrator.aws.autoscaling import retained_instances  # noqa: PLC0415
+
+    nodes = {s.instance_id: s.node for s in drains if s.cluster == cluster and s.instance_id}
+    return [
+        Retained(
+            cluster=cluster,
+            asg_name=r.asg_name,
+            instance_id=r.instance_id,
+            availability_zone=r.availability_zone,
+            health_status=r.health_status,
+            node=nodes.get(r.instance_id),
+        )
+        for r in retained_instances(autoscaling, cluster)
+    ]
 
 
 def _elbv2() -> Any:
@@ -233,14 +321,56 @@ def _targets(elbv2: Any, groups: list[Any], instance_id: str) -> list[str]:
     return out
 
 
+def render_report(report: StatusReport) -> str:
+    """A title line with the version and what was read, the drains' table, retained instances, unreadable clusters."""
+    read = [c.cluster for c in report.clusters if c.reachable]
+    unreadable = report.unreadable
+    title = f"drain-orchestrator {report.version}: read {len(read)} of {len(report.clusters)} clusters"
+    out = [title + (f" ({', '.join(read)})" if read else "")]
+    if report.drains or not unreadable:
+        out.append(render(report.drains))
+    elif read:
+        out.append("no drains in the clusters read: no node carries drain-orchestrator.io/ annotations")
+    if report.retained:
+        out.append(f"retained instances ({RETAINED_STATE}: inspect, then terminate):")
+        out.append(
+            _table(
+                ("CLUSTER", "ASG", "INSTANCE", "ZONE", "HEALTH", "NODE"),
+                [
+                    (
+                        r.cluster,
+                        r.asg_name,
+                        r.instance_id,
+                        r.availability_zone or "-",
+                        r.health_status or "-",
+                        r.node or "-",
+                    )
+                    for r in report.retained
+                ],
+            )
+        )
+    out += [
+        f"warning: cluster {c.cluster}: retained instances unknown: {c.retained_error}"
+        for c in report.clusters
+        if c.retained_error
+    ]
+    out += [f"error: cluster {c.cluster} could not be read, its drains are unknown: {c.error}" for c in unreadable]
+    return "\n".join(out)
+
+
 def render(rows: list[NodeStatus]) -> str:
     if not rows:
         return "no drains: no node carries drain-orchestrator.io/ annotations"
-    head = ("CLUSTER", "NODE", "PHASE", "KIND", "DEADLINE", "LEFT", "HOLDS")
-    table = [head]
+    table = []
     for s in rows:
         left = "-" if s.seconds_left is None else (f"{s.seconds_left}s" if s.seconds_left > 0 else "passed")
         holds = "; ".join(s.holds + [f"error: {e}" for e in s.errors]) or "-"
         table.append((s.cluster, s.node, s.phase, s.kind or "-", s.deadline or "-", left, holds))
+    return _table(("CLUSTER", "NODE", "PHASE", "KIND", "DEADLINE", "LEFT", "HOLDS"), table)
+
+
+def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    """Columns padded to their widest cell; the last one is left ragged."""
+    table = [head, *rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(head) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in table)

@@ -1,5 +1,6 @@
 """`drain-orchestrator status` as an operator runs it: a separate process reaching the cluster through EKS with the
-Lambda's role (so under the shipped RBAC), showing what holds a drain: a PDB, a load-balancer target, a volume."""
+Lambda's role (so under the shipped RBAC), showing what holds a drain: a PDB, a load-balancer target, a volume; the
+instances its clusters' Auto Scaling groups retain; and a cluster it could not read, never as "no drains"."""
 
 from __future__ import annotations
 
@@ -8,16 +9,20 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from drain_orchestrator import __version__
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.node_records import claim
 from drain_orchestrator.kube.rest import Kube
 from tests.integration.cli_support import PYTHONPATH, run_cli
 from tests.integration.gates_support import VolumeAttachments
 from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.bed import Testbed, free_port
 from tests.testbed.kube import KubeScenario
 from tests.testbed.load_balancers import register, target_group
 
@@ -48,7 +53,11 @@ def test_status_shows_phase_deadline_and_what_holds_the_drain(aws: AwsSeed, k8s:
     try:
         proc = status(env, "--json")
         assert proc.returncode == 0, proc.stderr
-        rows: list[dict[str, Any]] = json.loads(proc.stdout)
+        doc: dict[str, Any] = json.loads(proc.stdout)
+        assert doc["version"] == __version__
+        assert doc["clusters"] == [{"cluster": "blue", "reachable": True, "error": None, "retained_error": None}]
+        assert doc["retained_instances"] == []
+        rows: list[dict[str, Any]] = doc["drains"]
         (row,) = [r for r in rows if r["node"] == node]
         assert quiet not in {r["node"] for r in rows}  # not draining: not listed
         assert (row["cluster"], row["phase"], row["kind"], row["instance_id"]) == (
@@ -65,7 +74,8 @@ def test_status_shows_phase_deadline_and_what_holds_the_drain(aws: AwsSeed, k8s:
 
         table = status(env, "--cluster", "blue")
         assert table.returncode == 0, table.stderr
-        header, *lines = table.stdout.splitlines()
+        title, header, *lines = table.stdout.splitlines()
+        assert title == f"drain-orchestrator {__version__}: read 1 of 1 clusters (blue)"
         assert header.split()[:6] == ["CLUSTER", "NODE", "PHASE", "KIND", "DEADLINE", "LEFT"]
         (line,) = [x for x in lines if node in x]
         assert "drain-started" in line and "blocked by PDB" in line and f"target tg-db ({iid}): healthy" in line
@@ -94,3 +104,90 @@ def test_status_shows_phase_deadline_and_what_holds_the_drain(aws: AwsSeed, k8s:
         assert "Traceback" not in unset.stderr + anyone.stderr
     finally:
         volumes.cleanup()
+
+
+def set_lifecycle_state(aws: AwsSeed, instance_id: str, state: str) -> None:
+    """What Auto Scaling does to an instance (the emulator's extension: moto keeps every instance InService)."""
+    answer = aws._post("/_testbed/autoscaling/instance-state", {"instance_id": instance_id, "state": state})
+    assert answer["state"] == state
+
+
+def test_status_lists_the_instances_the_served_clusters_groups_retain(aws: AwsSeed, k8s: KubeScenario) -> None:
+    aws.eks_cluster("blue")
+    kept, serving = aws.asg("blue-ng", size=2, tags={"kubernetes.io/cluster/blue": "owned"})
+    (by_eks_tag,) = aws.asg("blue-mng", size=1, tags={"eks:cluster-name": "blue"})
+    (other,) = aws.asg("green-ng", size=1, tags={"kubernetes.io/cluster/green": "owned"})
+    for iid in (kept, by_eks_tag, other):
+        set_lifecycle_state(aws, iid, "Terminating:Retained")
+    set_lifecycle_state(aws, serving, "Terminating:Wait")  # waiting on its hook: not retained
+    (node,) = aws.nodes_for(k8s, [kept])
+    kube = Kube(api_client=k8s.api_client)
+    cordon(kube, node, reason="asg-terminate", event_id="e-2", deadline=time.time() + 60, now=time.time())
+    env, _queue = aws.lambda_env("blue")
+
+    proc = status(env, "--json")
+
+    assert proc.returncode == 0, proc.stderr
+    retained = json.loads(proc.stdout)["retained_instances"]
+    assert [(r["cluster"], r["asg_name"], r["instance_id"], r["node"]) for r in retained] == [
+        ("blue", "blue-mng", by_eks_tag, None),
+        ("blue", "blue-ng", kept, node),  # the node the drain marked, still there for inspection
+    ]
+    assert retained[0]["availability_zone"] == "us-east-1a"
+
+    table = status(env).stdout.splitlines()
+    start = table.index("retained instances (Terminating:Retained: inspect, then terminate):")
+    assert table[start + 1].split() == ["CLUSTER", "ASG", "INSTANCE", "ZONE", "HEALTH", "NODE"]
+    assert [line.split()[2] for line in table[start + 2 :]] == [by_eks_tag, kept]
+
+    skipped = status(env, "--json", "--no-aws")
+    assert json.loads(skipped.stdout)["retained_instances"] == []  # no AWS lookups at all
+
+
+def test_status_says_so_when_a_cluster_cannot_be_read(aws: AwsSeed, k8s: KubeScenario, testbed: Testbed) -> None:
+    aws.eks_cluster("blue")
+    iid = aws.instance(tags={"kubernetes.io/cluster/blue": "owned"})
+    (node,) = aws.nodes_for(k8s, [iid])
+    kube = Kube(api_client=k8s.api_client)
+    cordon(kube, node, reason="spot-interruption", event_id="e-3", deadline=time.time() + 120, now=time.time())
+    env, _queue = aws.lambda_env("blue")
+
+    # a served cluster missing from EKS: the cluster that was read is still listed, the other one said unknown
+    both = status({**env, "CLUSTER_NAMES": "blue,ghost"})
+    assert both.returncode == 1
+    assert "error: cluster ghost: could not be read:" in both.stderr and "Traceback" not in both.stderr
+    title, *lines = both.stdout.splitlines()
+    assert title == f"drain-orchestrator {__version__}: read 1 of 2 clusters (blue)"
+    assert any(line.startswith("blue ") and node in line for line in lines)
+    assert lines[-1].startswith("error: cluster ghost could not be read, its drains are unknown:")
+
+    only = status({**env, "CLUSTER_NAMES": "ghost"})
+    assert only.returncode == 1
+    assert "no drains" not in only.stdout
+    assert only.stdout.splitlines() == [
+        f"drain-orchestrator {__version__}: read 0 of 1 clusters",
+        only.stdout.splitlines()[-1],
+    ]
+    assert only.stdout.splitlines()[-1].startswith("error: cluster ghost could not be read")
+    doc = json.loads(status({**env, "CLUSTER_NAMES": "ghost"}, "--json").stdout)
+    (ghost,) = doc["clusters"]
+    assert (ghost["cluster"], ghost["reachable"], doc["drains"]) == ("ghost", False, [])
+    assert "ResourceNotFoundException" in ghost["error"]  # EKS does not have it
+
+
+def test_status_says_so_when_the_api_server_is_unreachable(testbed: Testbed, tmp_path: Path) -> None:
+    config = yaml.safe_load(testbed.kubeconfig.read_text())
+    for entry in config["clusters"]:
+        entry["cluster"]["server"] = f"https://127.0.0.1:{free_port()}"  # nothing listens there
+    dead = tmp_path / "kubeconfig"
+    dead.write_text(yaml.safe_dump(config))
+
+    for args in ((), ("--json",)):
+        proc = status({}, "--kubeconfig", str(dead), "--cluster", "blue", "--no-aws", *args)
+        assert proc.returncode == 1, proc.stdout
+        assert "error: cluster blue: could not be read:" in proc.stderr and "Traceback" not in proc.stderr
+        assert "no drains" not in proc.stdout
+        if args:
+            assert json.loads(proc.stdout)["clusters"][0]["reachable"] is False
+        else:
+            assert "error: cluster blue could not be read, its drains are unknown" in proc.stdout

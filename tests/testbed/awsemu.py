@@ -16,6 +16,10 @@ Extensions to moto 5.2.5 (see docs/testbed.md; ELBv2 target draining is in elbv2
    ``X-Amz-Credential``; moto only looks at the Authorization header.
 4. Request counts: every AWS request is counted by access key, service and action (``POST /_testbed/requests``),
    so a benchmark can tell apart the calls of two tools running side by side.
+5. Instance lifecycle states. moto keeps every group's instances InService;
+   ``POST /_testbed/autoscaling/instance-state`` sets one instance's LifecycleState (e.g. ``Terminating:Retained``,
+   where a group's instance lifecycle policy keeps an instance whose terminate hook was abandoned), as
+   DescribeAutoScalingGroups / DescribeAutoScalingInstances show it.
 
 The token webhook (HTTPS, TokenReview v1) checks ``k8s-aws-v1.`` tokens the way EKS does: prefix, length, a
 presigned STS GetCallerIdentity GET aimed at the emulated STS, only whitelisted query parameters,
@@ -561,6 +565,17 @@ class RequestCounter:
 REQUESTS = RequestCounter()
 
 
+def _set_lifecycle_state(instance_id: str, state: str) -> dict[str, str]:
+    from moto.autoscaling.models import autoscaling_backends
+
+    for group in _autoscaling_backend(autoscaling_backends).autoscaling_groups.values():
+        for inst in group.instance_states:
+            if inst.instance.id == instance_id:
+                inst.lifecycle_state = state
+                return {"asg": group.name, "instance_id": instance_id, "state": state}
+    raise LookupError(f"instance {instance_id!r} is in no auto scaling group")
+
+
 # --------------------------------------------------------------------------------------------------
 # Test-bed control routes on the moto port: /_testbed/...
 # --------------------------------------------------------------------------------------------------
@@ -583,6 +598,8 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 payload: Any = a.to_dict()
             elif path == "/_testbed/lifecycle/actions":
                 payload = LIFECYCLE.describe()
+            elif path == "/_testbed/autoscaling/instance-state":
+                payload = _set_lifecycle_state(body["instance_id"], body["state"])
             elif path == "/_testbed/requests":
                 payload = REQUESTS.describe()
             elif path == "/_testbed/health":

@@ -1,4 +1,4 @@
-"""Auto Scaling adapter: ASG tags, lifecycle hook description, heartbeat and completion."""
+"""Auto Scaling adapter: ASG tags, lifecycle hook description, heartbeat and completion; retained instances."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ LifecycleResult = Literal["CONTINUE", "ABANDON"]
 # AWS has no distinct error code for it, so this one message prefix is the documented signal.
 _NOT_ACTIVE = "No active Lifecycle Action found"
 SERVICE = "autoscaling"
+# An instance whose terminate hook was abandoned or timed out, kept by the group's instance lifecycle policy
+# (RetentionTriggers.TerminateHookAbandon = retain) until someone terminates it.
+RETAINED = "Terminating:Retained"
+_CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
+_CLUSTER_TAG_VALUES = ("owned", "shared")
+_EKS_CLUSTER_NAME_TAG = "eks:cluster-name"
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,45 @@ def asg_tags(autoscaling: AutoScalingClient, asg_name: str) -> dict[str, str]:
             if tag.get("ResourceId") == asg_name and "Key" in tag:
                 tags[tag["Key"]] = tag.get("Value", "")
     return tags
+
+
+@dataclass(frozen=True)
+class RetainedInstance:
+    asg_name: str
+    instance_id: str
+    availability_zone: str
+    health_status: str
+
+
+@translated(SERVICE)
+def retained_instances(autoscaling: AutoScalingClient, cluster: str) -> list[RetainedInstance]:
+    """Instances in ``Terminating:Retained`` of the cluster's Auto Scaling groups (tagged
+    ``kubernetes.io/cluster/<cluster>`` = owned/shared or ``eks:cluster-name`` = cluster), sorted.
+
+    DescribeAutoScalingGroups with tag filters: one paginated call per tag form (IAM: no resource-level scope)."""
+    key = _CLUSTER_TAG_PREFIX + cluster
+    filters: list[list[Any]] = [
+        [{"Name": "tag-key", "Values": [key]}],
+        [{"Name": f"tag:{_EKS_CLUSTER_NAME_TAG}", "Values": [cluster]}],
+    ]
+    found: dict[tuple[str, str], RetainedInstance] = {}
+    paginator = autoscaling.get_paginator("describe_auto_scaling_groups")
+    for flt in filters:
+        for page in paginator.paginate(Filters=flt):
+            for group in page.get("AutoScalingGroups", []):
+                tags = {t.get("Key", ""): t.get("Value", "") for t in group.get("Tags", [])}
+                if tags.get(key) not in _CLUSTER_TAG_VALUES and tags.get(_EKS_CLUSTER_NAME_TAG) != cluster:
+                    continue
+                name = group.get("AutoScalingGroupName", "")
+                for inst in group.get("Instances", []):
+                    if inst.get("LifecycleState") == RETAINED:
+                        found[(name, inst["InstanceId"])] = RetainedInstance(
+                            asg_name=name,
+                            instance_id=inst["InstanceId"],
+                            availability_zone=inst.get("AvailabilityZone", ""),
+                            health_status=inst.get("HealthStatus", ""),
+                        )
+    return [found[k] for k in sorted(found)]
 
 
 @translated(SERVICE)

@@ -1,0 +1,174 @@
+"""`drain-orchestrator rbac apply`: the shipped RBAC (infra/k8s/rbac.yaml) onto a cluster, with the caller's access.
+
+Server-side apply (field manager ``drain-orchestrator``, conflicts forced), so running it again is a no-op and a
+ClusterRole someone edited by hand gets the shipped rules back. The cluster is reached through EKS with the caller's
+AWS credentials (``--cluster``; their access entry needs cluster-admin rights, e.g. AmazonEKSClusterAdminPolicy) or
+through a kubeconfig. ``--dry-run`` asks the apiserver what would change (``dryRun=All``) and changes nothing.
+The file is the one the release ships: a checkout's ``infra/k8s/rbac.yaml``, or the construct package's copy
+(``drain_orchestrator_cdk``), or ``--file``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from drain_orchestrator.kube.rest import Kube
+
+FIELD_MANAGER = "drain-orchestrator"
+APPLY_PATCH = "application/apply-patch+yaml"
+RBAC_GROUP = "rbac.authorization.k8s.io/v1"
+# kind -> (resource, namespaced): the kinds an RBAC manifest holds; anything else is refused, not guessed at
+KINDS = {
+    "ClusterRole": ("clusterroles", False),
+    "ClusterRoleBinding": ("clusterrolebindings", False),
+    "Role": ("roles", True),
+    "RoleBinding": ("rolebindings", True),
+}
+_SHIPPED = Path("infra") / "k8s" / "rbac.yaml"
+_FORBIDDEN_HINT = (
+    " (writing RBAC needs cluster-admin rights: an EKS access entry with AmazonEKSClusterAdminPolicy, or a"
+    " kubeconfig user bound to cluster-admin)"
+)
+
+
+class ManifestError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Applied:
+    kind: str
+    name: str
+    outcome: str  # created | configured | unchanged
+
+    def __str__(self) -> str:
+        return f"{self.kind.lower()}/{self.name} {self.outcome}"
+
+
+def add_rbac_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("rbac", help="the Kubernetes RBAC the orchestrator needs")
+    actions = p.add_subparsers(dest="rbac_command", required=True)
+    a = actions.add_parser("apply", help="apply the shipped RBAC (infra/k8s/rbac.yaml) to a cluster")
+    where = a.add_mutually_exclusive_group()
+    where.add_argument("--cluster", default=None, help="an EKS cluster, reached with your AWS credentials")
+    where.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube/config")
+    a.add_argument("--context", default=None, help="kubeconfig context")
+    a.add_argument("--file", default=None, help="the manifest (default: the shipped infra/k8s/rbac.yaml)")
+    a.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    a.set_defaults(func=run_rbac_apply)
+
+
+def run_rbac_apply(args: argparse.Namespace) -> int:
+    try:
+        path = Path(args.file) if args.file else shipped_manifest()
+        documents = load_manifest(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, ManifestError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    where = f"cluster {args.cluster}" if args.cluster else "the kubeconfig's cluster"
+    try:
+        kube = _connect(args)
+        results = apply_manifest(kube, documents, dry_run=args.dry_run)
+    except Exception as exc:  # one line, not a traceback; the EKS token is never part of it
+        hint = _FORBIDDEN_HINT if getattr(exc, "status", None) == 403 else ""
+        print(f"error: {where}: {' '.join(str(exc).split())[:400]}{hint}", file=sys.stderr)
+        return 1
+    suffix = " (server dry run)" if args.dry_run else ""
+    for result in results:
+        print(f"{result}{suffix}")
+    return 0
+
+
+def shipped_manifest() -> Path:
+    """infra/k8s/rbac.yaml of this checkout, else the copy inside the installed construct package."""
+    checkout = Path(__file__).resolve().parents[2] / _SHIPPED
+    if checkout.is_file():
+        return checkout
+    try:
+        from importlib.resources import files  # noqa: PLC0415
+
+        packaged = Path(str(files("drain_orchestrator_cdk") / "k8s" / "rbac.yaml"))
+        if packaged.is_file():
+            return packaged
+    except ModuleNotFoundError:
+        pass
+    raise ManifestError(
+        "the shipped RBAC manifest was not found (no checkout, no drain_orchestrator_cdk package): "
+        "pass --file PATH, the infra/k8s/rbac.yaml of the release you deployed"
+    )
+
+
+def load_manifest(text: str, source: str) -> list[dict[str, Any]]:
+    """The manifest's documents, each checked to be an RBAC object this command knows how to apply."""
+    import yaml  # noqa: PLC0415
+
+    try:
+        loaded = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{source}: not YAML: {' '.join(str(exc).split())[:200]}") from exc
+    if not loaded:
+        raise ManifestError(f"{source}: no documents")
+    for i, doc in enumerate(loaded):
+        where = f"{source}: document {i + 1}"
+        if not isinstance(doc, dict):
+            raise ManifestError(f"{where}: expected a mapping, got {type(doc).__name__}")
+        if doc.get("apiVersion") != RBAC_GROUP or doc.get("kind") not in KINDS:
+            raise ManifestError(
+                f"{where}: apiVersion/kind {doc.get('apiVersion')}/{doc.get('kind')}: expected {RBAC_GROUP} "
+                f"{', '.join(KINDS)}"
+            )
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+            raise ManifestError(f"{where}: metadata.name: expected a non-empty string")
+        if KINDS[doc["kind"]][1] and not isinstance(meta.get("namespace"), str):
+            raise ManifestError(f"{where}: metadata.namespace: required for a {doc['kind']}")
+    return loaded
+
+
+def object_path(doc: dict[str, Any]) -> str:
+    resource, namespaced = KINDS[doc["kind"]]
+    meta = doc["metadata"]
+    scope = f"/namespaces/{meta['namespace']}" if namespaced else ""
+    return f"/apis/{RBAC_GROUP}{scope}/{resource}/{meta['name']}"
+
+
+def apply_manifest(kube: Kube, documents: list[dict[str, Any]], *, dry_run: bool = False) -> list[Applied]:
+    """Server-side apply of each document, in order (roles before their bindings)."""
+    results = []
+    for doc in documents:
+        path = object_path(doc)
+        what = f"{doc['kind'].lower()}/{doc['metadata']['name']}"
+        before = kube.request("GET", path)
+        if not before.ok and before.status != 404:
+            raise before.error(f"get {what}")
+        query = {"fieldManager": FIELD_MANAGER, "force": "true", "dryRun": "All" if dry_run else None}
+        after = kube.request("PATCH", path, query=query, body=doc, content_type=APPLY_PATCH)
+        if not after.ok:
+            raise after.error(f"apply {what}")
+        if before.status == 404:
+            outcome = "created"
+        else:
+            outcome = "unchanged" if _content(before.body) == _content(after.body) else "configured"
+        results.append(Applied(doc["kind"], doc["metadata"]["name"], outcome))
+    return results
+
+
+def _content(obj: dict[str, Any]) -> dict[str, Any]:
+    """What an apply can change: everything but the server's bookkeeping in metadata."""
+    meta = obj.get("metadata") or {}
+    kept = {k: meta.get(k) for k in ("labels", "annotations")}
+    return {**{k: v for k, v in obj.items() if k not in ("metadata", "status")}, "metadata": kept}
+
+
+def _connect(args: argparse.Namespace) -> Kube:
+    if args.cluster:
+        from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415
+
+        return Kube(ClusterConnector().api_client(args.cluster))
+    from drain_orchestrator.drain_cli import _kube  # noqa: PLC0415
+
+    return _kube(args, 2)

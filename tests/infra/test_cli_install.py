@@ -1,0 +1,68 @@
+"""The command line installs outside a checkout as docs/releases.md says: `uv tool install` of the root project's
+wheel into a temporary tool directory gives a working `drain-orchestrator` entry point, whose `rbac apply` asks
+for the manifest it cannot find there. Dependencies come from the registry (never `--offline`: see
+test_packaged_construct.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from drain_orchestrator import __version__
+from tests.infra.conftest import REPO_ROOT
+
+PINNED_UV = Path.home() / ".cache" / "drain-orchestrator" / "uv-0.13.8" / "bin" / "uv"
+
+
+def _uv() -> str:
+    uv = os.environ.get("UV") or (str(PINNED_UV) if PINNED_UV.exists() else shutil.which("uv"))
+    if not uv:
+        pytest.fail("needs uv: run `make setup-python` (pinned uv) or put uv on PATH")
+    return uv
+
+
+def test_uv_tool_install_of_the_wheel_gives_a_working_command(tmp_path: Path) -> None:
+    tools, bin_dir, elsewhere = tmp_path / "tools", tmp_path / "bin", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
+        "UV_TOOL_DIR": str(tools),
+        "UV_TOOL_BIN_DIR": str(bin_dir),
+        "UV_PYTHON_DOWNLOADS": "never",
+    }
+    subprocess.run(
+        [_uv(), "build", "--wheel", "--out-dir", str(tmp_path / "dist")],
+        cwd=REPO_ROOT,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    wheel = tmp_path / "dist" / f"drain_orchestrator-{__version__}-py3-none-any.whl"
+    assert wheel.is_file(), sorted(p.name for p in (tmp_path / "dist").iterdir())
+    subprocess.run(
+        [_uv(), "tool", "install", "--quiet", "--python", sys.executable, str(wheel)],
+        cwd=elsewhere,
+        env=env,
+        check=True,
+        timeout=600,
+    )
+    command = bin_dir / "drain-orchestrator"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(command), *args], cwd=elsewhere, env=env, capture_output=True, text=True, check=False, timeout=120
+        )
+
+    helped = run("--help")
+    assert helped.returncode == 0, helped.stderr
+    choices = set(helped.stdout[helped.stdout.index("{") + 1 : helped.stdout.index("}")].split(","))
+    assert {"explain", "invoke", "drain", "uncordon", "status", "rbac"} <= choices
+    lost = run("rbac", "apply", "--dry-run")
+    assert lost.returncode == 2
+    assert lost.stderr.startswith("error: the shipped RBAC manifest was not found")
+    assert "pass --file PATH" in lost.stderr

@@ -1,0 +1,50 @@
+"""The RBAC manifest `rbac apply` reads: the shipped file is accepted as is, anything else is refused by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from drain_orchestrator.rbac_cli import ManifestError, load_manifest, object_path
+from tests.testbed.bed import RBAC_FILE
+
+
+def test_the_shipped_manifest_maps_to_cluster_scoped_rbac_paths() -> None:
+    docs = load_manifest(RBAC_FILE.read_text(), "rbac.yaml")
+    assert [object_path(d) for d in docs] == [
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/drain-orchestrator",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/drain-orchestrator",
+    ]
+
+
+def test_a_namespaced_role_lives_in_its_namespace() -> None:
+    (doc,) = load_manifest(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: r, namespace: ops}\nrules: []\n", "m"
+    )
+    assert object_path(doc) == "/apis/rbac.authorization.k8s.io/v1/namespaces/ops/roles/r"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "m: no documents"),
+        ("a: [", "m: not YAML"),
+        ("- 1\n", "m: document 1: expected a mapping, got list"),
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n",
+            "m: document 1: apiVersion/kind apps/v1/Deployment: expected rbac.authorization.k8s.io/v1 ClusterRole",
+        ),
+        (
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {}\n",
+            "m: document 1: metadata.name: expected a non-empty string",
+        ),
+        (
+            "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: a}\n---\n"
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: b}\n",
+            "m: document 2: metadata.namespace: required for a RoleBinding",
+        ),
+    ],
+)
+def test_bad_manifests_are_refused_naming_the_document_and_field(text: str, message: str) -> None:
+    with pytest.raises(ManifestError) as err:
+        load_manifest(text, "m")
+    assert str(err.value).startswith(message)
