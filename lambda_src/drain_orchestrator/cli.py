@@ -1,4 +1,4 @@
-"""`drain-orchestrator` command line: explain, invoke, drain, uncordon, status, versions.
+"""`drain-orchestrator` command line: explain, invoke, drain, uncordon, status, versions, rbac.
 
 Each subcommand registers itself through an add_*_parser function; the heavy imports (boto3, Powertools, the
 durable SDK) happen only when a subcommand that needs them runs, so `drain` starts as fast as possible.
