@@ -40,6 +40,7 @@ class SurgeStatus(StrEnum):
     UNSUPPORTED = "unsupported"  # StatefulSet, bare ReplicaSet, no controller, …: cannot surge
     NOT_ENABLED = "not-enabled"  # SURGE_BLOCKED_PODS=annotated and the Deployment is not annotated
     FUTILE = "futile"  # the PDB allows no disruption at any scale (maxUnavailable 0, minAvailable 100%)
+    FAILED = "failed"  # the API refused a read or a write (RBAC, outage): the drain goes on without the surge
 
 
 @dataclass(frozen=True)

@@ -71,25 +71,30 @@ def surge_pass(
         if pod is None or not b.pdbs:  # only a refusal naming its budget: "multiple PDBs" is no surge case
             continue
         c = pod.controller
-        owner = _deployment_of(kube, pod.namespace, c.name, facts) if c and c.kind == "ReplicaSet" else None
+        kind = c.kind if c else "Pod"
+        workload = f"{kind} {pod.namespace}/{c.name if c else pod.name}"
+        try:
+            owner = _deployment_of(kube, pod.namespace, c.name, facts) if c and c.kind == "ReplicaSet" else None
+        except Exception as exc:
+            _note(report, SurgeNote(workload, SurgeStatus.FAILED.value, f"surge failed: {exc}", [pod.key]))
+            continue
         if owner is not None:
             by_deployment.setdefault(f"{pod.namespace}/{owner}", []).append(pod.key)
             continue
-        kind = c.kind if c else "Pod"
-        workload = f"{kind} {pod.namespace}/{c.name if c else pod.name}"
         why = UNSUPPORTED.get(kind, f"{kind} is not a Deployment: only Deployments can surge")
         _note(report, SurgeNote(workload, SurgeStatus.UNSUPPORTED.value, f"cannot surge: {why}", [pod.key]))
     for key, keys in sorted(by_deployment.items()):
         try:
             _surge_one(kube, node, key, keys, report, facts, options)
         except Exception as exc:  # a surge that fails leaves the drain as it was: PDB-aware retries, the deadline
-            report.warnings.append(f"surge of Deployment {key} failed: {exc}")
+            _note(report, SurgeNote(f"Deployment {key}", SurgeStatus.FAILED.value, f"surge failed: {exc}", keys))
     for key in sorted(facts.held - by_deployment.keys()):
         try:
-            left = [v.pod.key for v in verdicts if not v.pod.is_terminating and _owner_key(kube, v, facts) == key]
+            name = key.split("/", 1)[1]
+            left = [v.pod.key for v in verdicts if not v.pod.is_terminating and _owner_key(kube, v, facts, name) == key]
             _restore_if_ready(kube, node, key, len(left), report, facts)
         except Exception as exc:  # restored at the verdict at the latest
-            report.warnings.append(f"restoring the surge of Deployment {key} failed: {exc}")
+            report.warnings.append(f"restoring the surge of Deployment {key} failed (retried): {exc}")
 
 
 def _surge_one(
@@ -103,8 +108,7 @@ def _surge_one(
         return
     got = kube.request("GET", _deployment_path(ns, name))
     if not got.ok:
-        _note(report, SurgeNote(workload, SurgeStatus.UNSUPPORTED.value, f"cannot read it: {got.status}", pods))
-        return
+        raise got.error(f"get deployment {key}")
     dep = DeploymentFacts.from_dict(got.body)
     if not surge_enabled(options.surge, dep) and node not in dep.holders:
         decision = decide(options.surge, dep, None, node, options.run_id or "", len(pods))
@@ -210,16 +214,18 @@ def _deployment_of(kube: Kube, ns: str, replicaset: str, facts: SurgeFacts) -> s
     key = f"{ns}/{replicaset}"
     if key not in facts.owners:
         resp = kube.request("GET", f"/apis/apps/v1/namespaces/{ns}/replicasets/{replicaset}")
+        if not resp.ok and resp.status != 404:
+            raise resp.error(f"get replicaset {key}")
         refs = (resp.body.get("metadata") or {}).get("ownerReferences") or [] if resp.ok else []
         owner = next((r for r in refs if r.get("controller") and r.get("kind") == "Deployment"), None)
         facts.owners[key] = owner.get("name") if owner else None
     return facts.owners[key]
 
 
-def _owner_key(kube: Kube, v: PodVerdict, facts: SurgeFacts) -> str | None:
+def _owner_key(kube: Kube, v: PodVerdict, facts: SurgeFacts, deployment: str) -> str | None:
     c = v.pod.controller
-    if c is None or c.kind != "ReplicaSet":
-        return None
+    if c is None or c.kind != "ReplicaSet" or not c.name.startswith(deployment + "-"):
+        return None  # a Deployment names its ReplicaSets "<deployment>-<template hash>": others need no lookup
     owner = _deployment_of(kube, v.pod.namespace, c.name, facts)
     return f"{v.pod.namespace}/{owner}" if owner else None
 
