@@ -4,7 +4,6 @@ counts a workload's Ready pods after every change the apiserver reports."""
 from __future__ import annotations
 
 import threading
-from types import TracebackType
 from typing import Any
 
 from kubernetes import client, watch
@@ -78,7 +77,7 @@ class ReadyWatch:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._watch.stop()
         self._thread.join(timeout=15)
@@ -105,5 +104,48 @@ class ReadyWatch:
                         self.ready[name] = KubeScenario.pod_ready(pod)
                     self.counts.append(sum(self.ready.values()))
         except BaseException as exc:  # surfaced by the test: a broken watch proves nothing
+            if not self._stop.is_set():
+                self.error = exc
+
+
+class ReplicasWatch:
+    """Every ``spec.replicas`` the apiserver stored for one Deployment, from a LIST before the drain on."""
+
+    def __init__(self, testbed: Any, k8s: KubeScenario, name: str) -> None:
+        self.api = testbed.admin_api_client()
+        self.apps = client.AppsV1Api(self.api)
+        self.ns, self.name = k8s.ns, name
+        listed = self.apps.list_namespaced_deployment(self.ns, field_selector=f"metadata.name={name}")
+        self.values = [d.spec.replicas for d in listed.items]
+        self.rv = listed.metadata.resource_version
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._watch = watch.Watch()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ReplicasWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._watch.stop()
+        self._thread.join(timeout=15)
+        self.api.close()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                for event in self._watch.stream(
+                    self.apps.list_namespaced_deployment,
+                    self.ns,
+                    field_selector=f"metadata.name={self.name}",
+                    resource_version=self.rv,
+                    timeout_seconds=5,
+                ):
+                    self.rv = event["object"].metadata.resource_version
+                    if event["type"] != "DELETED" and event["object"].spec.replicas != self.values[-1]:
+                        self.values.append(event["object"].spec.replicas)
+        except BaseException as exc:
             if not self._stop.is_set():
                 self.error = exc

@@ -5,6 +5,7 @@ with a Ready replica at every moment, and what was changed on the workload is ta
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -14,7 +15,15 @@ from drain_orchestrator.kube.surge import restore_node
 from tests import samples
 from tests.integration.drain_support import drain, drainer
 from tests.integration.lambda_support import LambdaHarness
-from tests.integration.surge_support import ReadyWatch, hpa, opt_in, read_hpa, statefulset, surge_annotations
+from tests.integration.surge_support import (
+    ReadyWatch,
+    ReplicasWatch,
+    hpa,
+    opt_in,
+    read_hpa,
+    statefulset,
+    surge_annotations,
+)
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.bed import Testbed
 from tests.testbed.kube import KubeScenario
@@ -119,6 +128,8 @@ def test_unschedulable_replacement_and_a_statefulset_are_reported_and_the_surge_
 
     with drainer(testbed) as kube:
         report = drain(kube, node, timeout=12, surge="always", run_id="t")
+        # a replay, or another execution for the node, starts from nothing in memory: it finds the node's entry
+        again = drain(kube, node, timeout=3, surge="always", run_id="t2")
         held = k8s.apps.read_namespaced_deployment("pinned", k8s.ns)
         restored = restore_node(kube, node, [])
 
@@ -129,7 +140,8 @@ def test_unschedulable_replacement_and_a_statefulset_are_reported_and_the_surge_
     assert (stuck.replicas_before, stuck.replicas_after) == (1, 2)
     assert notes[f"StatefulSet {k8s.ns}/db"].status == "unsupported"
     assert "StatefulSet" in notes[f"StatefulSet {k8s.ns}/db"].detail
-    # reported, not looped: one replica added over every pass, recorded for this node only
+    assert {n.workload: n.status for n in again.surge}[f"Deployment {k8s.ns}/pinned"] == "unschedulable"
+    # reported, not looped, never doubled: one replica added over every pass of both drains, for this node only
     assert held.spec.replicas == 2
     assert json.loads(held.metadata.annotations[HOLDERS]) == {node: {"count": 1, "run": "t"}}
     assert [n.status for n in restored] == ["restored"]
@@ -152,3 +164,50 @@ def test_without_the_annotation_nothing_is_surged_and_the_report_says_how_to_opt
     assert note.status == "not-enabled" and "drain-orchestrator.io/surge" in note.detail
     dep = k8s.apps.read_namespaced_deployment("plain", k8s.ns)
     assert dep.spec.replicas == 1 and surge_annotations(dep) == {}
+
+
+def test_a_crashed_invocation_resumes_without_surging_twice_and_the_verdict_takes_the_surge_back(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    from drain_orchestrator.workflow import runtime
+
+    aws.eks_cluster("blue")
+    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED)
+    (node,) = aws.nodes_for(k8s, [iid])
+    # pinned to the node: the surged replica stays Pending, so the surge is still in place when the invocation dies
+    k8s.deployment("pinned", 1, nodes=[node], grace=1)
+    k8s.wait_pods_ready("app=pinned", 1)
+    opt_in(k8s, "pinned")
+    k8s.pdb("pinned", {"app": "pinned"}, min_available=1)
+    k8s.wait_pdb("pinned", disruptions_allowed=0)
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue", DRAIN_PASS_SECONDS="5", DEADLINE_ASG_TERMINATE_SECONDS="30")
+    crashed, release = threading.Event(), threading.Event()
+
+    def fault(point: str) -> None:
+        # the first invocation dies at the start of the second pass, after the first one surged and was
+        # checkpointed; the runner invokes again after the invocation timeout and replays from the checkpoints
+        if point == "pass-1" and not crashed.is_set():
+            crashed.set()
+            release.wait(120)
+            raise SystemExit("the killed invocation's thread, released after the test")
+
+    runtime.fault_injection = fault
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    try:
+        with ReplicasWatch(testbed, k8s, "pinned") as replicas:
+            run = lam.run(event, invocation_timeout=15)
+    finally:
+        release.set()
+
+    assert crashed.is_set() and replicas.error is None
+    assert run.status == "SUCCEEDED", run.error
+    (inst,) = run.result["instances"]
+    # the PDB never let the pod go (its replacement could not be scheduled): forced at the deadline, as before
+    assert inst["result"] == "drained" and inst["report"]["forced"], inst
+    assert replicas.values == [1, 2, 1], replicas.values  # surged once across the crash, taken back at the verdict
+    assert inst["surge_restored"] == [f"Deployment {k8s.ns}/pinned: replicas 2 -> 1: the drain has ended"]
+    (note,) = inst["report"]["surge"]
+    assert note["status"] == "unschedulable" and (note["replicas_before"], note["replicas_after"]) == (1, 2)
+    dep = k8s.apps.read_namespaced_deployment("pinned", k8s.ns)
+    assert surge_annotations(dep) == {}
