@@ -176,12 +176,12 @@ def test_a_crashed_invocation_resumes_without_surging_twice_and_the_verdict_take
     (node,) = aws.nodes_for(k8s, [iid])
     # pinned to the node: the surged replica stays Pending, so the surge is still in place when the invocation dies
     k8s.deployment("pinned", 1, nodes=[node], grace=1)
-    k8s.wait_pods_ready("app=pinned", 1)
+    (pod,) = k8s.wait_pods_ready("app=pinned", 1)
     opt_in(k8s, "pinned")
     k8s.pdb("pinned", {"app": "pinned"}, min_available=1)
     k8s.wait_pdb("pinned", disruptions_allowed=0)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
-    lam.configure("blue", DRAIN_PASS_SECONDS="5", DEADLINE_ASG_TERMINATE_SECONDS="30")
+    lam.configure("blue", DRAIN_PASS_SECONDS="5", DEADLINE_ASG_TERMINATE_SECONDS="30", FORCE_DELETE_ON_DEADLINE="false")
     crashed, release = threading.Event(), threading.Event()
 
     def fault(point: str) -> None:
@@ -203,8 +203,9 @@ def test_a_crashed_invocation_resumes_without_surging_twice_and_the_verdict_take
     assert crashed.is_set() and replicas.error is None
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]
-    # the PDB never let the pod go (its replacement could not be scheduled): forced at the deadline, as before
-    assert inst["result"] == "drained" and inst["report"]["forced"], inst
+    # the PDB never let the pod go (its replacement could not be scheduled): the deadline came with it in place
+    assert inst["result"] == "deadline-missed", json.dumps(inst, indent=1)
+    assert inst["report"]["blocked"] == [f"{k8s.ns}/{pod.metadata.name}"]
     assert replicas.values == [1, 2, 1], replicas.values  # surged once across the crash, taken back at the verdict
     assert inst["surge_restored"] == [f"Deployment {k8s.ns}/pinned: replicas 2 -> 1: the drain has ended"]
     (note,) = inst["report"]["surge"]
