@@ -212,3 +212,24 @@ def test_a_crashed_invocation_resumes_without_surging_twice_and_the_verdict_take
     assert note["status"] == "unschedulable" and (note["replicas_before"], note["replicas_after"]) == (1, 2)
     dep = k8s.apps.read_namespaced_deployment("pinned", k8s.ns)
     assert surge_annotations(dep) == {}
+
+
+def test_several_pods_of_one_deployment_on_the_node_surge_by_their_number(testbed: Testbed, k8s: KubeScenario) -> None:
+    node, spare = k8s.add_nodes(2)
+    k8s.deployment_on("pair", 2, [node], spare, grace=1)
+    opt_in(k8s, "pair")
+    k8s.pdb("pair", {"app": "pair"}, min_available=2)
+    k8s.wait_pdb("pair", disruptions_allowed=0)
+
+    with ReadyWatch(testbed, k8s, "app=pair") as watch, drainer(testbed) as kube:
+        report = drain(kube, node, timeout=90, surge="annotated", run_id="t")
+        k8s.wait_for(lambda: k8s.apps.read_namespaced_deployment("pair", k8s.ns).status.replicas == 2, what="scale-in")
+
+    assert watch.error is None, watch.error
+    assert report.drained, report
+    assert min(watch.counts) >= 2, watch.counts  # what the PDB promises, at every moment
+    (note,) = report.surge
+    assert (note.replicas_before, note.replicas_after, len(note.pods)) == (2, 4, 2)
+    assert note.status == "restored"
+    dep = k8s.apps.read_namespaced_deployment("pair", k8s.ns)
+    assert dep.spec.replicas == 2 and surge_annotations(dep) == {}
