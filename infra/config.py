@@ -161,6 +161,7 @@ WORKFLOW_VARIABLES = (
     "WAIT_FOR_VOLUME_DETACH",
     "TARGET_GROUP_ARNS",
     "OUT_OF_SERVICE_TAINT",
+    "SURGE_BLOCKED_PODS",
 )
 DEFAULT_DRAIN_PASS_SECONDS = 120
 # One durable drain step may run DRAIN_PASS_SECONDS; the invocation needs headroom for the rest of the replay.

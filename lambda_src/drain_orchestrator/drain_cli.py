@@ -12,6 +12,7 @@ from typing import Any
 from drain_orchestrator.clip import clip
 from drain_orchestrator.drain.options import DEFAULT_DRAIN_TAINT_KEY, DrainOptions
 from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.drain.surge import SURGE_MODES
 from drain_orchestrator.kube.cordon import uncordon
 from drain_orchestrator.kube.drainer import drain_node
 from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig
@@ -33,6 +34,13 @@ def add_drain_parser(subparsers: Any) -> None:
     p.add_argument("--skip-wait-for-delete-timeout", type=float, default=0, help="skip pods terminating > S s")
     p.add_argument("--deadline-in", type=float, default=None, help="the node must be empty S seconds from now")
     p.add_argument("--force-on-deadline", action="store_true", help="near the deadline, delete PDB-blocked pods")
+    p.add_argument(
+        "--surge",
+        choices=SURGE_MODES,
+        default="annotated",
+        help="PDB-refused pods of Deployments: add the replacement first (annotated: Deployments annotated "
+        'drain-orchestrator.io/surge="true"); undone when the drain ends',
+    )
     p.add_argument("--pod-selector", default=None)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
@@ -75,6 +83,7 @@ def options_from_args(args: argparse.Namespace) -> DrainOptions:
         dry_run=args.dry_run,
         pod_selector=args.pod_selector,
         reason="manual drain (drain-orchestrator CLI)",
+        surge=args.surge,
     )
 
 
@@ -129,11 +138,16 @@ def run_drain(args: argparse.Namespace) -> int:
 
     try:
         report = drain_node(kube, args.node, options, timeout=args.timeout or None, progress=say)
+        restored = [] if options.dry_run else _restore_surges(kube, args.node, report)
     except Exception as exc:  # one line for the operator, not a traceback
         print(f"error: unable to drain node {args.node!r}: {exc}", file=sys.stderr)
         return 1
     finally:
         kube.close()
+    for n in report.surge:
+        print(f"surge: {n.workload}: {n.status}: {n.detail}")
+    for line in restored:
+        print(f"surge: {line}")
     for b in report.blocked:
         print(f"blocked: {b.pod} by {', '.join(b.pdbs) or 'a PodDisruptionBudget'}: {b.message}")
     for r in report.refused:
@@ -144,6 +158,14 @@ def run_drain(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     return exit_code(report)
+
+
+def _restore_surges(kube: Kube, node: str, report: DrainReport) -> list[str]:
+    """The drain is over (drained, timed out, refused): take back what it surged, as the Lambda's verdict does."""
+    from drain_orchestrator.kube.surge import restore_node  # noqa: PLC0415
+
+    surged = {n.workload.split(" ", 1)[1] for n in report.surge if n.via}
+    return [f"{n.workload}: {n.status}: {n.detail}" for n in restore_node(kube, node, surged)]
 
 
 def run_uncordon(args: argparse.Namespace) -> int:

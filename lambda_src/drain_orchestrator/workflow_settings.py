@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from drain_orchestrator.clip import clip
+from drain_orchestrator.drain.surge import SURGE_MODES, SurgeMode
 from drain_orchestrator.settings import SettingsError
 
 LifecycleResult = Literal["CONTINUE", "ABANDON"]
@@ -67,6 +68,8 @@ class WorkflowSettings:
     wait_for_volume_detach: GateScope = "lifecycle"
     target_group_arns: tuple[str, ...] = ()  # checked besides the controller's; the instance is deregistered
     out_of_service_taint: bool = False  # taint a terminated instance's leftover Node (non-graceful shutdown)
+    # surge before evict for PDB-refused pods of Deployments (docs/drain.md)
+    surge_blocked_pods: SurgeMode = "annotated"
 
     def gate_applies(self, scope: GateScope, lifecycle: bool) -> bool:
         """Whether a drain (holding a lifecycle action or not) waits on a gate with this scope."""
@@ -104,6 +107,7 @@ class WorkflowSettings:
             wait_for_volume_detach=_scope(env, "WAIT_FOR_VOLUME_DETACH", d.wait_for_volume_detach),
             target_group_arns=_target_groups(_raw(env, "TARGET_GROUP_ARNS")),
             out_of_service_taint=_bool(env, "OUT_OF_SERVICE_TAINT", d.out_of_service_taint),
+            surge_blocked_pods=_surge(env, "SURGE_BLOCKED_PODS", d.surge_blocked_pods),
         )
         if s.recheck_max_seconds < s.recheck_min_seconds:
             raise SettingsError("RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")
@@ -211,6 +215,18 @@ def _scope(env: Mapping[str, str], name: str, default: GateScope) -> GateScope:
     if value in ("never", *_FALSE):
         return "never"
     raise SettingsError(name, f"{clip(raw)!r}: expected lifecycle, always or never (true = lifecycle, false = never)")
+
+
+def _surge(env: Mapping[str, str], name: str, default: SurgeMode) -> SurgeMode:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    for mode in SURGE_MODES:
+        if raw.lower() == mode:
+            return mode
+    raise SettingsError(
+        name, f"{clip(raw)!r}: expected never, annotated (Deployments annotated drain-orchestrator.io/surge) or always"
+    )
 
 
 def _target_groups(raw: str | None) -> tuple[str, ...]:

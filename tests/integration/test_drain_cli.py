@@ -57,3 +57,19 @@ def test_drain_exits_1_and_explains_a_refusal(testbed: Any, k8s: Any) -> None:
     dry = cli(testbed, "drain", a, "--force", "--dry-run")
     assert dry.returncode == 0 and "(server dry run)" in dry.stdout
     assert len(pods_on(k8s, a)) == 1
+
+
+def test_drain_surges_a_singleton_under_its_pdb_and_takes_the_surge_back(testbed: Any, k8s: Any) -> None:
+    a, spare = k8s.add_nodes(2)
+    k8s.deployment_on("web", 1, [a], spare, grace=1)
+    k8s.pdb("web", {"app": "web"}, min_available=1)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    proc = cli(testbed, "drain", a, "--surge", "always", "--timeout", "60")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith(f"surge: Deployment {k8s.ns}/web: ")]
+    assert "restored" in line and "replicas 1 -> 2" in line, line
+    assert k8s.apps.read_namespaced_deployment("web", k8s.ns).spec.replicas == 1
+    assert not pods_on(k8s, a)
+
+    bad = cli(testbed, "drain", a, "--surge", "sometimes")
+    assert bad.returncode == 2 and "--surge: invalid choice: 'sometimes'" in bad.stderr

@@ -5,7 +5,9 @@ drain through the real handler, under the shipped RBAC, touches every path the p
 a node found by providerID (get by DNS name misses, then list), cordon (get + patch), a Kubernetes Event, a
 DaemonSet pod (its owner looked up), a Deployment whose PodDisruptionBudget never allows a disruption (eviction
 refused, budgets listed and watched) forced just before the deadline (delete), then the volume gate (the node's
-VolumeAttachments listed). The (group, resource, verb) set it
+VolumeAttachments listed). Both Deployments are opted in to surge before evict and pinned to the node, so their
+surged replicas cannot be scheduled: one is scaled through spec.replicas, the other through its HPA, and both are
+taken back at the verdict. The (group, resource, verb) set it
 used must equal the set the ClusterRole grants: a rule nobody uses is a failure, and so is a request refused.
 """
 
@@ -19,6 +21,7 @@ import yaml
 
 from tests import samples
 from tests.integration.lambda_support import LambdaHarness
+from tests.integration.surge_support import hpa, opt_in
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.bed import AUDIT_GROUP, RBAC_FILE, Testbed
 from tests.testbed.kube import KubeScenario
@@ -67,7 +70,14 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     k8s.deployment("web", 2, nodes=[node], grace=1)
     k8s.wait_pods_ready("app=web", 2)
     k8s.pdb("web", {"app": "web"}, min_available=2)
+    opt_in(k8s, "web")
+    k8s.deployment("api", 1, nodes=[node], grace=1)
+    k8s.wait_pods_ready("app=api", 1)
+    k8s.pdb("api", {"app": "api"}, min_available=1)
+    opt_in(k8s, "api")
+    hpa(k8s, "api", min_replicas=1, max_replicas=2)
     k8s.wait_pdb("web", disruptions_allowed=0)
+    k8s.wait_pdb("api", disruptions_allowed=0)
     lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20", WAIT_FOR_VOLUME_DETACH="always")
     offset = testbed.audit_log.stat().st_size
 
@@ -76,6 +86,8 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]
     assert inst["result"] == "drained" and inst["node"] == node
+    assert len(inst["surge_restored"]) == 2, inst  # both surges taken back at the verdict
+    assert k8s.apps.read_namespaced_deployment("web", k8s.ns).spec.replicas == 2
     events = audit_events(testbed, offset)
     refused = [(e["verb"], e["requestURI"]) for e in events if e.get("responseStatus", {}).get("code") == 403]
     assert refused == []  # sufficient: the shipped RBAC allowed every request

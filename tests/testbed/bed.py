@@ -44,6 +44,7 @@ CONTROLLERS = ",".join(
         "disruption-controller",
         "garbage-collector-controller",
         "namespace-controller",
+        "horizontal-pod-autoscaler-controller",
     ]
 )
 
@@ -428,6 +429,8 @@ class Testbed:
                 "--kube-api-burst=400",
                 "--concurrent-deployment-syncs=10",
                 "--concurrent-replicaset-syncs=10",
+                # no metrics API on the bed: an HPA only enforces its min/max replicas; resync often for tests
+                "--horizontal-pod-autoscaler-sync-period=2s",
                 "--v=1",
             ],
         )

@@ -36,6 +36,12 @@ def test_values_are_parsed() -> None:
     assert s.deadline_asg_terminate == 600 and s.max_concurrent_nodes == 10 and s.dry_run
 
 
+def test_surge_blocked_pods_defaults_to_annotated_and_takes_each_mode() -> None:
+    assert WorkflowSettings.from_env({}).surge_blocked_pods == "annotated"
+    for mode in ("never", "annotated", "always"):
+        assert WorkflowSettings.from_env({"SURGE_BLOCKED_PODS": mode.upper()}).surge_blocked_pods == mode
+
+
 def test_taint_effect_defaults_to_noschedule() -> None:
     assert WorkflowSettings.from_env({"DRAIN_TAINT": "k"}).taint == ("k", "NoSchedule")
 
@@ -68,6 +74,7 @@ def test_taint_effect_defaults_to_noschedule() -> None:
         ("DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT", "1e3", "whole number"),
         ("POWERTOOLS_LOG_LEVEL", "junk", "expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
         ("LOG_LEVEL", "10", "expected one of DEBUG"),
+        ("SURGE_BLOCKED_PODS", "sometimes", "expected never, annotated"),
     ],
 )
 def test_bad_values_name_the_variable(variable: str, value: str, expected: str) -> None:

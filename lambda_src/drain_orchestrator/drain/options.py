@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from drain_orchestrator.drain.surge import SURGE_MODES, SurgeMode
+
 # Taint applied when DaemonSet pods are evicted: DaemonSet pods tolerate `unschedulable`, so without a taint
 # the DaemonSet controller would put them straight back on the node.
 DEFAULT_DRAIN_TAINT_KEY = "drain-orchestrator.io/draining"
@@ -26,6 +28,9 @@ class DrainOptions:
     dry_run: compute and report, change nothing (server-side dryRun=All for evictions).
     pod_selector: label selector narrowing the pods considered (kubectl's ``--pod-selector``).
     max_api_calls: cap on API requests of one ``drain_node`` call (None = no cap).
+    surge: surge before evict for PDB-refused pods of Deployments: never, annotated (Deployments annotated
+        ``drain-orchestrator.io/surge: "true"``) or always (docs/drain.md).
+    run_id: who surges (recorded on the workload with the node's name); None: the node alone.
     """
 
     grace_period: int | None = None
@@ -40,6 +45,8 @@ class DrainOptions:
     dry_run: bool = False
     pod_selector: str | None = None
     max_api_calls: int | None = None
+    surge: SurgeMode = "never"
+    run_id: str | None = None
     # Cordon extras: annotations under drain-orchestrator.io/, an optional taint and the exclude-LB label.
     reason: str | None = None
     event_id: str | None = None
@@ -73,5 +80,7 @@ class DrainOptions:
             raise ValueError("grace_period must be >= 0 or None")
         if self.concurrency < 1:
             raise ValueError("concurrency must be >= 1")
+        if self.surge not in SURGE_MODES:
+            raise ValueError(f"surge must be one of {', '.join(SURGE_MODES)}")
         if self.skip_wait_for_delete_timeout < 0:
             raise ValueError("skip_wait_for_delete_timeout must be >= 0")

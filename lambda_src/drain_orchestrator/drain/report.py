@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -24,6 +24,19 @@ class ForcedPod:
     pod: str
     grace_seconds: int
     reason: str
+
+
+@dataclass
+class SurgeNote:
+    """Surge before evict, for one Deployment: what was done (drain/surge.py SurgeStatus) and why."""
+
+    workload: str  # "Deployment namespace/name"
+    status: str
+    detail: str
+    pods: list[str] = field(default_factory=list)  # the PDB-refused pods of the node it was for
+    via: str | None = None  # "deployment" (spec.replicas) or "hpa" (minReplicas)
+    replicas_before: int | None = None
+    replicas_after: int | None = None
 
 
 @dataclass
@@ -49,6 +62,7 @@ class DrainReport:
     # Pods' grace period as sent (absent = the pod's own), for deadline clipping reports.
     grace_sent: dict[str, int] = field(default_factory=dict)
     retry_after: float | None = None  # largest Retry-After seen from a throttled eviction
+    surge: list[SurgeNote] = field(default_factory=list)  # surge before evict, one note per workload
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,6 +74,7 @@ class DrainReport:
         for key in ("skipped", "refused", "failed"):
             d[key] = [PodReason(**r) for r in d.get(key, [])]
         d["forced"] = [ForcedPod(**f) for f in d.get("forced", [])]
+        d["surge"] = [SurgeNote(**n) for n in d.get("surge", [])]
         return cls(**d)
 
     def absorb(self, later: DrainReport) -> None:
@@ -81,3 +96,23 @@ class DrainReport:
         self.passes += later.passes
         self.grace_sent.update(later.grace_sent)
         self.retry_after = later.retry_after
+        self.surge = merge_surge(self.surge, later.surge)
+
+
+def merge_surge(earlier: list[SurgeNote], later: list[SurgeNote]) -> list[SurgeNote]:
+    """One note per workload, the latest word on it; the replica figures of the surge itself are kept."""
+    out = {n.workload: n for n in earlier}
+    for note in later:
+        first = out.get(note.workload)
+        if first is not None and first.replicas_before is not None:  # the surge's figures; a restore says its own
+            out[note.workload] = replace(
+                note,
+                pods=note.pods or first.pods,
+                detail=note.detail if note.status == first.status else f"{first.detail}; {note.status}: {note.detail}",
+                via=first.via,
+                replicas_before=first.replicas_before,
+                replicas_after=first.replicas_after,
+            )
+        else:
+            out[note.workload] = note
+    return list(out.values())

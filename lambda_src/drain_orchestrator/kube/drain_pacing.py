@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import backoff_delay, budget_share, contention_jitter, force_delete_due, next_poll
+from drain_orchestrator.drain.surge import SurgeFacts
 from drain_orchestrator.kube.evict import Outcome
 from drain_orchestrator.kube.pdb_watch import list_allowing, wait_for_budget
 from drain_orchestrator.kube.rest import Kube
@@ -37,6 +38,7 @@ class DrainState:
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
     force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
     expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
+    surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (kube/surge.py)
 
 
 def ident_of(p: PodInfo) -> str:

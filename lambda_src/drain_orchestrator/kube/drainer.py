@@ -44,6 +44,7 @@ from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, Outcome, delete_pod, evict_pod
 from drain_orchestrator.kube.pods import list_node_pods, look_up_daemonsets
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.surge import surge_pass
 
 __all__ = ["DrainState", "drain_node", "drain_pass"]
 
@@ -107,6 +108,8 @@ def drain_pass(
         ident = ident_of(v.pod)
         if v not in batch and ident in state.last_block:
             report.blocked.append(BlockedPod(v.pod.key, state.pdbs_of.get(ident, []), state.last_block[ident]))
+    if options.surge != "never" and not options.dry_run and not report.refused:
+        surge_pass(kube, node, report, verdicts, state.surge, options)  # replacements first (kube/surge.py)
 
     if options.force_delete_on_deadline and not report.refused:
         _shorten_past_deadline(kube, report, state, verdicts, options, say)

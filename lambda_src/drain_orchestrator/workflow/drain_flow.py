@@ -13,7 +13,7 @@ then the failure path runs, and it does not depend on what failed.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext
@@ -39,7 +39,9 @@ from drain_orchestrator.workflow.results import (
     PassOutcome,
     Reported,
     StepFault,
+    SurgeRestored,
 )
+from drain_orchestrator.workflow.surge_step import surge_restore_step
 
 
 def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> dict[str, Any]:
@@ -155,13 +157,30 @@ def _verdict(
     if job.event.lifecycle is not None and job.event.kind == "asg-terminate":
         outcome = "CONTINUE" if result in SUCCESS else runtime.wsettings().lifecycle_result_on_failure
         summary["lifecycle"] = complete_lifecycle(pace, job, outcome, result)
+    if summary.get("cordoned") and job.decision.action == "drain" and not runtime.wsettings().dry_run:
+        _restore_surges(job, pace, report, summary)
     summary["heartbeats"] = pace.beats
-    reported_keys = ("result", "lifecycle", "report", "error", "gates")
+    reported_keys = ("result", "lifecycle", "report", "error", "gates", "surge_restored")
     verdict = {k: summary.get(k) for k in reported_keys if summary.get(k) is not None}
     reported: Reported = ctx.step(report_step(job, verdict, started_at), name="report", config=step_config(Reported))
     summary["duration_seconds"] = reported.duration
     summary["notified"] = reported.notified
     return summary
+
+
+# restoring a surge is retried (durable waits) this long after the verdict, past the drain's deadline if need be
+SURGE_RESTORE_RETRY_SECONDS = 600
+
+
+def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summary: dict[str, Any]) -> None:
+    """Whatever ended the drain, workloads surged for this node get their figures back (kube/surge.py)."""
+    surged = sorted({n.workload.split(" ", 1)[1] for n in (report.surge if report else []) if n.via})
+    until = pace.now + SURGE_RESTORE_RETRY_SECONDS
+    out = pace.retrying("surge-restore", lambda _lb: surge_restore_step(job, surged), SurgeRestored, until)
+    if out.fault is not None:
+        summary["surge_restored"] = [f"failed: {out.fault.message}"]
+    elif out.restored:
+        summary["surge_restored"] = out.restored
 
 
 def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
@@ -177,4 +196,5 @@ def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
         "remaining": len(report.remaining),
         "api_calls": report.api_calls,
         "passes": report.passes,
+        **({"surge": [asdict(n) for n in report.surge]} if report.surge else {}),
     }

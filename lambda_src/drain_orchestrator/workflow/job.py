@@ -51,4 +51,6 @@ class DrainJob:
             taint_key=ws.taint[0] if ws.taint else None,
             taint_effect=ws.taint[1] if ws.taint else "NoSchedule",
             exclude_from_load_balancers=ws.exclude_from_load_balancers,
+            surge=ws.surge_blocked_pods,
+            run_id=self.run_id,
         )

@@ -168,6 +168,16 @@ class Tainted(Checkpointed):
 
 
 @dataclass(frozen=True)
+class SurgeRestored(Checkpointed):
+    """Surges of this node taken back at the verdict: "Deployment ns/name: what changed"."""
+
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    restored: list[str] = field(default_factory=list)
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
 class Announced(Checkpointed):
     notified: bool
 

@@ -1,0 +1,356 @@
+"""Surge before evict, the decisions (pure): when a pod's PodDisruptionBudget allows no disruption and the pod
+belongs to a Deployment, add its replacement first and let the eviction go through once the budget allows it.
+
+The orchestrator never decides *whether* an eviction keeps the promise of the PDB: the eviction API does. Surging
+only makes the budget able to allow one, by adding replicas; the drain's usual PDB watch retries the eviction the
+moment the new replica is Ready (docs/drain.md, "Surge before evict").
+
+What is changed on a workload is recorded on it, in annotations, before or with the change itself:
+``surge-original-*`` holds the value before the first surge, ``surge-holders`` which nodes surged it and by how
+many replicas (``{"<node>": {"count": 1, "run": "<run id>"}}``). A replay or a second execution for the same node
+finds its entry and never adds to it; another node's drain adds its own entry; restoring removes this node's entry
+and subtracts its count, so the value goes back to the original once the last holder is gone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+PREFIX = "drain-orchestrator.io/"
+SURGE_ANNOTATION = PREFIX + "surge"  # on the Deployment: "true" opts in (mode annotated), "false" opts out
+ORIGINAL_REPLICAS = PREFIX + "surge-original-replicas"  # Deployment spec.replicas before the first surge
+ORIGINAL_MIN_REPLICAS = PREFIX + "surge-original-min-replicas"  # HPA spec.minReplicas before the first surge
+ORIGINAL_MAX_REPLICAS = PREFIX + "surge-original-max-replicas"  # HPA spec.maxReplicas before the first surge
+HOLDERS = PREFIX + "surge-holders"  # JSON: node -> {"count": replicas added for it, "run": run id}
+NODE_RECORD = PREFIX + "surged"  # on the node: JSON list of the Deployments ("namespace/name") it surged
+
+SurgeMode = Literal["never", "annotated", "always"]
+SURGE_MODES: tuple[SurgeMode, ...] = ("never", "annotated", "always")
+
+
+class SurgeStatus(StrEnum):
+    SURGED = "surged"  # replicas added (now or by an earlier pass for this node); waiting for the budget
+    RESTORED = "restored"  # what the surge changed is back (the replacement was Ready, or the verdict came)
+    UNSCHEDULABLE = "unschedulable"  # the surged replica cannot be scheduled: reported, never surged again
+    ROLLOUT = "rollout-in-progress"  # a Deployment mid-rollout (or paused) is not surged; tried again later
+    UNSUPPORTED = "unsupported"  # StatefulSet, bare ReplicaSet, no controller, …: cannot surge
+    NOT_ENABLED = "not-enabled"  # SURGE_BLOCKED_PODS=annotated and the Deployment is not annotated
+    FUTILE = "futile"  # the PDB allows no disruption at any scale (maxUnavailable 0, minAvailable 100%)
+    FAILED = "failed"  # the API refused a read or a write (RBAC, outage): the drain goes on without the surge
+
+
+@dataclass(frozen=True)
+class Holder:
+    count: int
+    run: str
+
+
+def parse_holders(raw: str | None) -> dict[str, Holder]:
+    """The ``surge-holders`` annotation; anything unreadable counts as no holder (never as a reason to surge more:
+    the caller sees the original-value annotation and keeps it)."""
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    out = {}
+    for node, h in data.items():
+        if isinstance(h, dict) and isinstance(h.get("count"), int) and h["count"] > 0:
+            out[str(node)] = Holder(h["count"], str(h.get("run", "")))
+    return out
+
+
+def dump_holders(holders: Mapping[str, Holder]) -> str | None:
+    """The annotation value (None: remove the annotation)."""
+    if not holders:
+        return None
+    data = {n: {"count": h.count, "run": h.run} for n, h in sorted(holders.items())}
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) else default
+
+
+def _annotation_int(annotations: Mapping[str, str], key: str) -> int | None:
+    raw = annotations.get(key)
+    return int(raw) if raw is not None and raw.isdigit() else None
+
+
+@dataclass(frozen=True)
+class DeploymentFacts:
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    replicas: int
+    generation: int
+    observed_generation: int
+    status_replicas: int
+    updated_replicas: int
+    available_replicas: int
+    paused: bool
+    annotations: Mapping[str, str]
+    selector: Mapping[str, Any]
+    progressing_reason: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def holders(self) -> dict[str, Holder]:
+        return parse_holders(self.annotations.get(HOLDERS))
+
+    @property
+    def original_replicas(self) -> int | None:
+        return _annotation_int(self.annotations, ORIGINAL_REPLICAS)
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> DeploymentFacts:
+        meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+        progressing = next((c for c in status.get("conditions") or [] if c.get("type") == "Progressing"), None)
+        return cls(
+            namespace=meta.get("namespace", ""),
+            name=meta.get("name", ""),
+            uid=meta.get("uid", ""),
+            resource_version=str(meta.get("resourceVersion", "")),
+            replicas=_int(spec.get("replicas"), 1),
+            generation=_int(meta.get("generation")),
+            observed_generation=_int(status.get("observedGeneration")),
+            status_replicas=_int(status.get("replicas")),
+            updated_replicas=_int(status.get("updatedReplicas")),
+            available_replicas=_int(status.get("availableReplicas")),
+            paused=bool(spec.get("paused")),
+            annotations=dict(meta.get("annotations") or {}),
+            selector=dict(spec.get("selector") or {}),
+            progressing_reason=progressing.get("reason") if progressing else None,
+        )
+
+
+@dataclass(frozen=True)
+class HpaFacts:
+    name: str
+    resource_version: str
+    min_replicas: int
+    max_replicas: int
+    annotations: Mapping[str, str]
+
+    @property
+    def holders(self) -> dict[str, Holder]:
+        return parse_holders(self.annotations.get(HOLDERS))
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> HpaFacts:
+        meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+        return cls(
+            name=meta.get("name", ""),
+            resource_version=str(meta.get("resourceVersion", "")),
+            min_replicas=_int(spec.get("minReplicas"), 1),
+            max_replicas=_int(spec.get("maxReplicas"), 1),
+            annotations=dict(meta.get("annotations") or {}),
+        )
+
+
+def hpa_targets(obj: Mapping[str, Any], deployment: str) -> bool:
+    ref = (obj.get("spec") or {}).get("scaleTargetRef") or {}
+    return bool(ref.get("kind") == "Deployment" and ref.get("name") == deployment)
+
+
+def pdb_never_allows(pdb: Mapping[str, Any]) -> bool:
+    """A budget no number of replicas can open: maxUnavailable 0 (or 0%), or minAvailable 100%."""
+    spec = pdb.get("spec") or {}
+    unavailable, available = spec.get("maxUnavailable"), spec.get("minAvailable")
+    return unavailable in (0, "0", "0%") or available == "100%"
+
+
+def surge_enabled(mode: SurgeMode, dep: DeploymentFacts) -> bool:
+    """``always``: every Deployment unless it says ``drain-orchestrator.io/surge: "false"``; ``annotated``: only
+    those saying ``"true"``; ``never``: none."""
+    value = dep.annotations.get(SURGE_ANNOTATION, "").strip().lower()
+    if mode == "always":
+        return value != "false"
+    return mode == "annotated" and value == "true"
+
+
+def rollout_in_progress(dep: DeploymentFacts) -> str | None:
+    """Why the Deployment is mid-rollout (surging it now would mix into the rollout's own arithmetic), or None."""
+    if dep.paused:
+        return "the Deployment is paused"
+    if dep.observed_generation < dep.generation:
+        return "the Deployment controller has not observed its latest spec yet"
+    if dep.updated_replicas < dep.status_replicas:
+        return f"rollout in progress ({dep.updated_replicas} of {dep.status_replicas} replicas updated)"
+    if dep.progressing_reason == "ReplicaSetUpdated":
+        return "rollout in progress (a new ReplicaSet is being scaled up)"
+    return None
+
+
+@dataclass(frozen=True)
+class ScalePatch:
+    """A merge patch for the Deployment (``via`` deployment) or its HPA (``via`` hpa), with the annotations that
+    record it; ``before``/``after`` are the replica figure changed (spec.replicas or HPA minReplicas)."""
+
+    via: Literal["deployment", "hpa"]
+    body: dict[str, Any]
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
+class SurgeDecision:
+    status: SurgeStatus
+    detail: str
+    patch: ScalePatch | None = None
+
+
+def decide(
+    mode: SurgeMode,
+    dep: DeploymentFacts,
+    hpa: HpaFacts | None,
+    node: str,
+    run_id: str,
+    blocked: int,
+    never_allowing: Sequence[str] = (),
+) -> SurgeDecision:
+    """What to do for ``blocked`` PDB-refused pods of ``dep`` on ``node``. Idempotent: an entry of this node in
+    the holders (of the HPA when there is one, else of the Deployment) means the surge is already in place."""
+    holders = hpa.holders if hpa is not None else dep.holders
+    if node in holders:
+        return SurgeDecision(SurgeStatus.SURGED, f"{holders[node].count} replica(s) added for this node")
+    if not surge_enabled(mode, dep):
+        hint = f'annotate the Deployment {SURGE_ANNOTATION}="true" or set SURGE_BLOCKED_PODS=always'
+        off = "opted out" if mode == "always" else hint
+        return SurgeDecision(SurgeStatus.NOT_ENABLED, f"surge not enabled: {off}")
+    if never_allowing:
+        return SurgeDecision(
+            SurgeStatus.FUTILE,
+            f"PodDisruptionBudget {', '.join(never_allowing)} allows no disruption at any scale; surging cannot help",
+        )
+    why = rollout_in_progress(dep)
+    if why is not None:
+        return SurgeDecision(SurgeStatus.ROLLOUT, f"not surged: {why}; waiting")
+    entry = {**holders, node: Holder(blocked, run_id)}
+    if hpa is not None:
+        # the HPA owns spec.replicas: raising its floor makes the HPA itself add the replicas (no metrics needed,
+        # the floor applies before them) instead of the two writers fighting over spec.replicas
+        new_min = max(hpa.min_replicas, dep.replicas) + blocked
+        new_max = max(hpa.max_replicas, new_min)
+        notes: dict[str, str | None] = {HOLDERS: dump_holders(entry)}
+        if not holders:
+            notes[ORIGINAL_MIN_REPLICAS] = str(hpa.min_replicas)
+            notes[ORIGINAL_MAX_REPLICAS] = str(hpa.max_replicas)
+        body = {
+            "metadata": {"resourceVersion": hpa.resource_version, "annotations": notes},
+            "spec": {"minReplicas": new_min, "maxReplicas": new_max},
+        }
+        patch = ScalePatch("hpa", body, hpa.min_replicas, new_min)
+        return SurgeDecision(SurgeStatus.SURGED, f"HPA {hpa.name} minReplicas {hpa.min_replicas} -> {new_min}", patch)
+    new = dep.replicas + blocked
+    notes = {HOLDERS: dump_holders(entry)}
+    if not holders or dep.original_replicas is None:
+        notes[ORIGINAL_REPLICAS] = str(dep.replicas)
+    body = {"metadata": {"resourceVersion": dep.resource_version, "annotations": notes}, "spec": {"replicas": new}}
+    patch = ScalePatch("deployment", body, dep.replicas, new)
+    return SurgeDecision(SurgeStatus.SURGED, f"replicas {dep.replicas} -> {new}", patch)
+
+
+def restore(dep: DeploymentFacts, hpa: HpaFacts | None, node: str) -> ScalePatch | None:
+    """The patch that takes this node's surge back (None: nothing of this node's is in place).
+
+    The last holder puts the recorded original back if nobody else changed the figure meanwhile; otherwise (a
+    user scaled, or other nodes still hold surges) only this node's count is subtracted, so a change made by
+    someone else during the drain survives."""
+    if hpa is not None and node in hpa.holders:
+        holders = hpa.holders
+        mine = holders.pop(node)
+        orig_min = _annotation_int(hpa.annotations, ORIGINAL_MIN_REPLICAS)
+        orig_max = _annotation_int(hpa.annotations, ORIGINAL_MAX_REPLICAS)
+        new_min = max(1, hpa.min_replicas - mine.count)
+        new_max = hpa.max_replicas
+        notes: dict[str, str | None] = {HOLDERS: dump_holders(holders)}
+        if not holders:
+            new_min = orig_min if orig_min is not None else new_min
+            new_max = orig_max if orig_max is not None else new_max
+            notes[ORIGINAL_MIN_REPLICAS] = notes[ORIGINAL_MAX_REPLICAS] = None
+        body = {
+            "metadata": {"resourceVersion": hpa.resource_version, "annotations": notes},
+            "spec": {"minReplicas": new_min, "maxReplicas": max(new_max, new_min)},
+        }
+        return ScalePatch("hpa", body, hpa.min_replicas, new_min)
+    holders = dep.holders
+    if node not in holders:
+        return None
+    mine = holders.pop(node)
+    new = max(0, dep.replicas - mine.count)
+    notes = {HOLDERS: dump_holders(holders)}
+    if not holders:
+        notes[ORIGINAL_REPLICAS] = None
+    body = {"metadata": {"resourceVersion": dep.resource_version, "annotations": notes}, "spec": {"replicas": new}}
+    return ScalePatch("deployment", body, dep.replicas, new)
+
+
+def replacement_ready(dep: DeploymentFacts, hpa: HpaFacts | None, left_on_node: int) -> bool:
+    """This node's surged pods are gone from it (or terminating) and the Deployment has as many available replicas
+    as it had before every surge: the replacements are Ready, so the extra replicas can go."""
+    holders = hpa.holders if hpa is not None else dep.holders
+    surged = sum(h.count for h in holders.values())
+    return left_on_node == 0 and dep.available_replicas >= dep.replicas - surged
+
+
+def selector_string(selector: Mapping[str, Any]) -> str:
+    """A LabelSelector (matchLabels + matchExpressions) as a list-query string."""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key", ""), e.get("operator", ""), e.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)
+
+
+def unschedulable_message(pods: Sequence[Mapping[str, Any]]) -> str | None:
+    """The scheduler's reason when one of the workload's pods is Pending as Unschedulable (else None)."""
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        status = pod.get("status") or {}
+        if status.get("phase") != "Pending":
+            continue
+        for c in status.get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
+                return str(c.get("message") or "Unschedulable")
+    return None
+
+
+def parse_node_record(raw: str | None) -> list[str]:
+    if not raw:
+        return []
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return []
+    return [str(x) for x in data] if isinstance(data, list) else []
+
+
+@dataclass
+class SurgeFacts:
+    """What one drain knows about its surges, kept between passes of one process (optional; rebuilt from the
+    node's record and the workloads' annotations)."""
+
+    owners: dict[str, str | None] = field(default_factory=dict)  # "ns/replicaset" -> Deployment name (None: bare)
+    held: set[str] = field(default_factory=set)  # "ns/deployment" surged for this node
+    loaded: bool = False  # the node's record has been read
+    settled: dict[str, tuple[str, str]] = field(default_factory=dict)  # "ns/deployment" -> (status, detail)

@@ -1,0 +1,318 @@
+"""Surge before evict, against the API: look up the Deployment behind a PDB-refused pod, add its replacement
+(Deployment spec.replicas, or the HPA's minReplicas when an HPA manages it), and take the surge back once the
+replacement is Ready or when the drain ends. The decisions are in drain/surge.py.
+
+Durability: the node records which Deployments it surged (annotation ``drain-orchestrator.io/surged``) before
+the workload is changed, and the workload records its original value and this node's entry in the same PATCH as
+the change (resourceVersion precondition). A crash between the two leaves a record that restoring reads and
+finds nothing to undo; a replay finds the node's entry and does not surge again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import secrets
+from collections.abc import Iterable
+from typing import Any
+
+from drain_orchestrator.drain.classify import PodVerdict
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.report import DrainReport, SurgeNote
+from drain_orchestrator.drain.surge import (
+    NODE_RECORD,
+    DeploymentFacts,
+    HpaFacts,
+    ScalePatch,
+    SurgeFacts,
+    SurgeStatus,
+    decide,
+    hpa_targets,
+    parse_node_record,
+    pdb_never_allows,
+    replacement_ready,
+    restore,
+    selector_string,
+    surge_enabled,
+    unschedulable_message,
+)
+from drain_orchestrator.kube.node_records import COMPONENT
+from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+
+MERGE_PATCH = "application/merge-patch+json"
+RETRIES = 5
+UNSUPPORTED = {
+    "StatefulSet": "StatefulSet pods keep their identity: no replacement can run beside the original",
+    "ReplicaSet": "a ReplicaSet without a Deployment: scaling it by hand is not undone by any controller",
+}
+
+
+def _deployment_path(ns: str, name: str) -> str:
+    return f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+
+
+def _hpa_path(ns: str, name: str = "") -> str:
+    return f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers" + (f"/{name}" if name else "")
+
+
+def surge_pass(
+    kube: Kube, node: str, report: DrainReport, verdicts: list[PodVerdict], facts: SurgeFacts, options: DrainOptions
+) -> None:
+    """After a pass's evictions: surge for the pass's PDB-refused pods of Deployments, say which cannot surge, and
+    take back surges whose replacement is Ready. Adds one note per workload to ``report.surge``."""
+    if not facts.loaded:
+        facts.held.update(_read_record(kube, node) or [])
+        facts.loaded = True
+    pods = {v.pod.key: v.pod for v in verdicts}
+    by_deployment: dict[str, list[str]] = {}
+    for b in report.blocked:
+        pod = pods.get(b.pod)
+        if pod is None or not b.pdbs:  # only a refusal naming its budget: "multiple PDBs" is no surge case
+            continue
+        c = pod.controller
+        kind = c.kind if c else "Pod"
+        workload = f"{kind} {pod.namespace}/{c.name if c else pod.name}"
+        try:
+            owner = _deployment_of(kube, pod.namespace, c.name, facts) if c and c.kind == "ReplicaSet" else None
+        except Exception as exc:
+            _note(report, SurgeNote(workload, SurgeStatus.FAILED.value, f"surge failed: {exc}", [pod.key]))
+            continue
+        if owner is not None:
+            by_deployment.setdefault(f"{pod.namespace}/{owner}", []).append(pod.key)
+            continue
+        why = UNSUPPORTED.get(kind, f"{kind} is not a Deployment: only Deployments can surge")
+        _note(report, SurgeNote(workload, SurgeStatus.UNSUPPORTED.value, f"cannot surge: {why}", [pod.key]))
+    for key, keys in sorted(by_deployment.items()):
+        try:
+            _surge_one(kube, node, key, keys, report, facts, options)
+        except Exception as exc:  # a surge that fails leaves the drain as it was: PDB-aware retries, the deadline
+            _note(report, SurgeNote(f"Deployment {key}", SurgeStatus.FAILED.value, f"surge failed: {exc}", keys))
+    for key in sorted(facts.held - by_deployment.keys()):
+        try:
+            name = key.split("/", 1)[1]
+            left = [v.pod.key for v in verdicts if not v.pod.is_terminating and _owner_key(kube, v, facts, name) == key]
+            _restore_if_ready(kube, node, key, len(left), report, facts)
+        except Exception as exc:  # restored at the verdict at the latest
+            report.warnings.append(f"restoring the surge of Deployment {key} failed (retried): {exc}")
+
+
+def _surge_one(
+    kube: Kube, node: str, key: str, pods: list[str], report: DrainReport, facts: SurgeFacts, options: DrainOptions
+) -> None:
+    ns, name = key.split("/", 1)
+    workload = f"Deployment {key}"
+    if key in facts.settled:  # not enabled, or a budget that never opens: no need to look again this drain
+        status, detail = facts.settled[key]
+        _note(report, SurgeNote(workload, status, detail, pods))
+        return
+    got = kube.request("GET", _deployment_path(ns, name))
+    if not got.ok:
+        raise got.error(f"get deployment {key}")
+    dep = DeploymentFacts.from_dict(got.body)
+    if not surge_enabled(options.surge, dep) and node not in dep.holders:
+        decision = decide(options.surge, dep, None, node, options.run_id or "", len(pods))
+        facts.settled[key] = (decision.status.value, decision.detail)
+        _note(report, SurgeNote(workload, decision.status.value, decision.detail, pods))
+        return
+    hpa = _hpa_of(kube, ns, name)
+    never = _never_allowing(kube, ns, report, pods)
+    decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never)
+    note = SurgeNote(workload, decision.status.value, decision.detail, pods)
+    if decision.status is SurgeStatus.FUTILE:
+        facts.settled[key] = (decision.status.value, decision.detail)
+    if decision.patch is not None:
+        facts.held.add(key)
+        _write_record(kube, node, add=key)  # first: whatever happens next, restoring knows where to look
+        if not _apply(kube, ns, name, hpa, decision.patch):
+            return  # changed meanwhile (409): decided again next pass
+        p = decision.patch
+        note = SurgeNote(workload, note.status, note.detail, pods, p.via, p.before, p.after)
+        _event(kube, dep, "SurgeBeforeEvict", f"{decision.detail} so that {', '.join(pods)} on node {node} can go")
+    elif decision.status is SurgeStatus.SURGED:
+        facts.held.add(key)
+        stuck = _unschedulable(kube, dep)
+        if stuck is not None:
+            note = SurgeNote(
+                workload, SurgeStatus.UNSCHEDULABLE.value, f"replacement cannot be scheduled: {stuck}", pods
+            )
+    _note(report, note)
+
+
+def _restore_if_ready(kube: Kube, node: str, key: str, left: int, report: DrainReport, facts: SurgeFacts) -> None:
+    ns, name = key.split("/", 1)
+    got = kube.request("GET", _deployment_path(ns, name))
+    if got.status == 404:
+        facts.held.discard(key)
+        _write_record(kube, node, remove=key)
+        return
+    if not got.ok:
+        return
+    dep = DeploymentFacts.from_dict(got.body)
+    hpa = _hpa_of(kube, ns, name)
+    if not replacement_ready(dep, hpa, left):
+        return
+    note = _restore_one(kube, node, dep, hpa, "the replacement is Ready")
+    facts.held.discard(key)
+    if note is not None:
+        _note(report, note)
+
+
+def restore_node(kube: Kube, node: str, workloads: Iterable[str] = ()) -> list[SurgeNote]:
+    """Take back every surge this node still holds (its record, plus ``workloads`` "ns/name" from the drain's
+    report in case the node is gone): the drain's verdict. Idempotent; a workload already restored is skipped."""
+    keys = set(workloads) | set(_read_record(kube, node) or [])
+    notes = []
+    for key in sorted(keys):
+        ns, name = key.split("/", 1)
+        got = kube.request("GET", _deployment_path(ns, name))
+        if got.status == 404:
+            _write_record(kube, node, remove=key)
+            continue
+        if not got.ok:
+            raise got.error(f"get deployment {key}")
+        note = _restore_one(
+            kube, node, DeploymentFacts.from_dict(got.body), _hpa_of(kube, ns, name), "the drain has ended"
+        )
+        if note is not None:
+            notes.append(note)
+    return notes
+
+
+def _restore_one(kube: Kube, node: str, dep: DeploymentFacts, hpa: HpaFacts | None, why: str) -> SurgeNote | None:
+    for _ in range(RETRIES):
+        patch = restore(dep, hpa, node)
+        if patch is None:
+            _write_record(kube, node, remove=dep.key)
+            return None
+        if _apply(kube, dep.namespace, dep.name, hpa, patch):
+            _write_record(kube, node, remove=dep.key)
+            field = "HPA minReplicas" if patch.via == "hpa" else "replicas"
+            detail = f"{field} {patch.before} -> {patch.after}: {why}"
+            _event(kube, dep, "SurgeRestored", f"{detail} (node {node})")
+            return SurgeNote(
+                f"Deployment {dep.key}", SurgeStatus.RESTORED.value, detail, [], patch.via, patch.before, patch.after
+            )
+        got = kube.request("GET", _deployment_path(dep.namespace, dep.name))  # 409: read both again
+        if not got.ok:
+            return None
+        dep, hpa = DeploymentFacts.from_dict(got.body), _hpa_of(kube, dep.namespace, dep.name)
+    return None
+
+
+def _apply(kube: Kube, ns: str, name: str, hpa: HpaFacts | None, patch: ScalePatch) -> bool:
+    path = _hpa_path(ns, hpa.name) if patch.via == "hpa" and hpa is not None else _deployment_path(ns, name)
+    resp = kube.request("PATCH", path, body=patch.body, content_type=MERGE_PATCH)
+    if resp.ok:
+        return True
+    if resp.status == 409:
+        return False
+    raise resp.error(f"patch {path}")
+
+
+def _deployment_of(kube: Kube, ns: str, replicaset: str, facts: SurgeFacts) -> str | None:
+    key = f"{ns}/{replicaset}"
+    if key not in facts.owners:
+        resp = kube.request("GET", f"/apis/apps/v1/namespaces/{ns}/replicasets/{replicaset}")
+        if not resp.ok and resp.status != 404:
+            raise resp.error(f"get replicaset {key}")
+        refs = (resp.body.get("metadata") or {}).get("ownerReferences") or [] if resp.ok else []
+        owner = next((r for r in refs if r.get("controller") and r.get("kind") == "Deployment"), None)
+        facts.owners[key] = owner.get("name") if owner else None
+    return facts.owners[key]
+
+
+def _owner_key(kube: Kube, v: PodVerdict, facts: SurgeFacts, deployment: str) -> str | None:
+    c = v.pod.controller
+    if c is None or c.kind != "ReplicaSet" or not c.name.startswith(deployment + "-"):
+        return None  # a Deployment names its ReplicaSets "<deployment>-<template hash>": others need no lookup
+    owner = _deployment_of(kube, v.pod.namespace, c.name, facts)
+    return f"{v.pod.namespace}/{owner}" if owner else None
+
+
+def _hpa_of(kube: Kube, ns: str, deployment: str) -> HpaFacts | None:
+    resp = kube.request("GET", _hpa_path(ns))
+    if not resp.ok:
+        raise resp.error(f"list horizontalpodautoscalers in {ns}")
+    found = next((h for h in resp.body.get("items") or [] if hpa_targets(h, deployment)), None)
+    return HpaFacts.from_dict(found) if found else None
+
+
+def _never_allowing(kube: Kube, ns: str, report: DrainReport, pods: list[str]) -> list[str]:
+    names = {p for b in report.blocked if b.pod in pods for p in b.pdbs}
+    resp = kube.request("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets")
+    items = resp.body.get("items") or [] if resp.ok else []
+    return sorted(
+        (p.get("metadata") or {}).get("name", "")
+        for p in items
+        if (p.get("metadata") or {}).get("name") in names and pdb_never_allows(p)
+    )
+
+
+def _unschedulable(kube: Kube, dep: DeploymentFacts) -> str | None:
+    selector = selector_string(dep.selector)
+    if not selector:
+        return None
+    resp = kube.request("GET", f"/api/v1/namespaces/{dep.namespace}/pods", query={"labelSelector": selector})
+    return unschedulable_message(resp.body.get("items") or []) if resp.ok else None
+
+
+def _read_record(kube: Kube, node: str) -> list[str] | None:
+    resp = kube.request("GET", f"/api/v1/nodes/{node}")
+    if not resp.ok:
+        return None
+    return parse_node_record(((resp.body.get("metadata") or {}).get("annotations") or {}).get(NODE_RECORD))
+
+
+def _write_record(kube: Kube, node: str, *, add: str | None = None, remove: str | None = None) -> None:
+    """Add or remove one Deployment in the node's record (resourceVersion precondition; a gone node has none)."""
+    for _ in range(RETRIES):
+        cur = kube.request("GET", f"/api/v1/nodes/{node}")
+        if cur.status == 404:
+            return
+        if not cur.ok:
+            raise cur.error(f"get node/{node}")
+        meta = cur.body.get("metadata") or {}
+        keys = parse_node_record((meta.get("annotations") or {}).get(NODE_RECORD))
+        wanted = sorted((set(keys) | ({add} if add else set())) - ({remove} if remove else set()))
+        if wanted == sorted(keys):
+            return
+        value = json.dumps(wanted, separators=(",", ":")) if wanted else None
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": {NODE_RECORD: value}}}
+        resp = kube.request("PATCH", f"/api/v1/nodes/{node}", body=patch, content_type=STRATEGIC_MERGE)
+        if resp.ok or resp.status == 404:
+            return
+        if resp.status != 409:
+            raise resp.error(f"patch node/{node}")
+
+
+def _note(report: DrainReport, note: SurgeNote) -> None:
+    report.surge = [n for n in report.surge if n.workload != note.workload] + [note]
+
+
+def _event(kube: Kube, dep: DeploymentFacts, reason: str, message: str) -> None:
+    """A core/v1 Event on the Deployment (best effort, like the node's Events)."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{dep.name}.{secrets.token_hex(8)}", "namespace": dep.namespace},
+        "involvedObject": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": dep.name,
+            "namespace": dep.namespace,
+            "uid": dep.uid,
+        },
+        "reason": reason,
+        "message": message[:1024],
+        "type": "Normal",
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": COMPONENT,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    with contextlib.suppress(Exception):
+        kube.request("POST", f"/api/v1/namespaces/{dep.namespace}/events", body=body)

@@ -1,0 +1,32 @@
+"""The drain's verdict takes back what surge before evict changed on workloads (docs/drain.md).
+
+A step of its own, run once the lifecycle action is settled and before the report: whatever ended the drain
+(drained, deadline, a fault, the node gone), the Deployments and HPAs this node surged get their original figures
+back. Idempotent against the cluster (each workload records this node's entry), so a replay repeats it harmlessly.
+"""
+
+from __future__ import annotations
+
+import time
+
+from aws_durable_execution_sdk_python import StepContext, durable_step
+
+from drain_orchestrator.observability import logger
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.results import SurgeRestored
+from drain_orchestrator.workflow.step_guard import fault_of
+
+
+@durable_step
+def surge_restore_step(step_ctx: StepContext, job: DrainJob, workloads: list[str]) -> SurgeRestored:
+    from drain_orchestrator.kube.surge import restore_node  # noqa: PLC0415
+
+    try:
+        notes = restore_node(runtime.kube(job.cluster), job.node, workloads)
+    except Exception as exc:
+        return SurgeRestored(now=time.time(), fault=fault_of("surge-restore", exc))
+    restored = [f"{n.workload}: {n.detail}" for n in notes]
+    if restored:
+        logger.info("surge restored", extra={"restored": restored})
+    return SurgeRestored(now=time.time(), restored=restored)
