@@ -31,6 +31,7 @@ from tests.testbed.soak_check import Expectation, Violation, check
 SERVED, OTHER = "blue", "green"
 ROLE = "drain-orchestrator"
 ASG, OTHER_ASG, HOOK = "soak-blue", "soak-green", "drain"
+FOREIGN_HOOK = "other-tool"  # another tool's terminate hook on our ASG: never ours to heartbeat or complete
 UNKNOWN = "i-0000000000000dead"
 # settings the soak runs the function with: short deadlines so every verdict falls inside the run
 SETTINGS = {
@@ -43,8 +44,8 @@ SETTINGS = {
     "RECHECK_MAX_SECONDS": "10",
 }
 EPISODES = ("asg-terminate", "asg-terminate-duplicate", "three-at-once", "spot", "state-change", "rebalance",
-            "scheduled-change")  # fmt: skip
-STRAYS = ("other-cluster-hook", "unknown-instance", "malformed")
+            "scheduled-change", "capacity-reservation")  # fmt: skip
+STRAYS = ("other-cluster-hook", "unknown-instance", "malformed", "karpenter-node")
 FAULTS = ("apiserver-restart", "etcd-restart", "access-revoked", "aws-throttle", "aws-5xx", "sns-down",
           "lambda-killed", "node-deleted")  # fmt: skip
 INVOCATION_TIMEOUT = 20  # the local runner re-invokes an invocation that ran this long: a killed Lambda's retry
@@ -137,8 +138,13 @@ class Soak:
         self.aws.eks_cluster(SERVED)
         self.aws.eks_cluster(OTHER)
         hooks = [{"name": HOOK, "transition": TERMINATING, "heartbeat_timeout": 30}]
-        owned = self.aws.asg(ASG, size=self.fleet, tags={f"kubernetes.io/cluster/{SERVED}": "owned"}, hooks=hooks)
+        ours = [*hooks, {"name": FOREIGN_HOOK, "transition": TERMINATING, "heartbeat_timeout": 600}]
+        owned = self.aws.asg(ASG, size=self.fleet, tags={f"kubernetes.io/cluster/{SERVED}": "owned"}, hooks=ours)
         others = self.aws.asg(OTHER_ASG, size=2, tags={f"kubernetes.io/cluster/{OTHER}": "owned"}, hooks=hooks)
+        # an instance Karpenter launched for the served cluster: its interruptions are Karpenter's to handle
+        self.karpenter = self.aws.instance(tags={f"kubernetes.io/cluster/{SERVED}": "owned",
+                                                 "karpenter.sh/nodepool": "default"})  # fmt: skip
+        (self.karpenter_node,) = self.aws.nodes_for(self.k8s, [self.karpenter])
         self.nodes = dict(zip(owned, self.aws.nodes_for(self.k8s, owned), strict=True))
         self.others = others
         spares = self.k8s.add_nodes(3)
@@ -169,6 +175,11 @@ class Soak:
             hook = samples.lifecycle_event("asg-terminate.json", instance_id=iid or "", asg=ASG, hook=HOOK, token=token)
             events.append(("asg-terminate", hook))
             self.expect.hook_completed(iid or "", CONTINUE_RESULT)
+            # a scale-in starts every terminate hook of the group: the other tool's too, announced on its own
+            foreign = self.aws.start_lifecycle_action(ASG, FOREIGN_HOOK, iid or "")
+            events.append(("foreign-hook", samples.lifecycle_event(
+                "asg-terminate.json", instance_id=iid or "", asg=ASG, hook=FOREIGN_HOOK, token=foreign)))  # fmt: skip
+            self.expect.foreign_hooks.add(iid or "")
             if p.what == "asg-terminate-duplicate":
                 events.append(("asg-terminate", hook))
             if p.what == "three-at-once":
@@ -179,6 +190,10 @@ class Soak:
             events.append(("spot", samples.ec2_event("spot-interruption-terminate.json", instance_id=iid or "")))
         elif p.what == "state-change":
             events.append(("state-change", samples.ec2_event("state-change-shutting-down.json", instance_id=iid or "")))
+        elif p.what == "capacity-reservation":
+            warning = samples.ec2_event("capacity-reservation-interruption.json", instance_id=iid or "")
+            warning["detail"]["instance-termination-time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now + 120))
+            events.append(("capacity-reservation", warning))
         elif p.what == "rebalance":
             events.append(("rebalance", samples.ec2_event("rebalance-recommendation.json", instance_id=iid or "")))
         elif p.what == "scheduled-change":
@@ -193,6 +208,9 @@ class Soak:
             events.append(("other-cluster", samples.lifecycle_event(
                 "asg-terminate.json", instance_id=other, asg=OTHER_ASG, hook=HOOK, token=token)))  # fmt: skip
             self.expect.untouched(other)
+        elif p.what == "karpenter-node":
+            kind = self.rng.choice(["spot-interruption-terminate.json", "rebalance-recommendation.json"])
+            events.append(("karpenter", samples.ec2_event(kind, instance_id=self.karpenter)))
         elif p.what == "unknown-instance":
             events.append(("unknown", samples.ec2_event("spot-interruption-terminate.json", instance_id=UNKNOWN)))
         else:
