@@ -61,6 +61,7 @@ class WorkflowSettings:
     drain_pass_seconds: int = 120  # one durable step's drain budget; keep well under the Lambda timeout
     recheck_min_seconds: int = 5
     recheck_max_seconds: int = 120
+    held_notify_seconds: int = 600  # a drain held this long by PDBs or failing evictions is notified ("held")
     dry_run: bool = False
     # gates between the drain and the verdict (docs/gates.md)
     wait_for_deregistration: GateScope = "lifecycle"
@@ -99,6 +100,7 @@ class WorkflowSettings:
             drain_pass_seconds=_int(env, "DRAIN_PASS_SECONDS", d.drain_pass_seconds, 5, 840),
             recheck_min_seconds=_int(env, "RECHECK_MIN_SECONDS", d.recheck_min_seconds, 1, MAX_RECHECK_SECONDS),
             recheck_max_seconds=_int(env, "RECHECK_MAX_SECONDS", d.recheck_max_seconds, 1, MAX_RECHECK_SECONDS),
+            held_notify_seconds=_int(env, "HELD_NOTIFY_SECONDS", d.held_notify_seconds, 1),
             dry_run=_bool(env, "DRY_RUN", d.dry_run),
             wait_for_deregistration=_scope(env, "WAIT_FOR_DEREGISTRATION", d.wait_for_deregistration),
             wait_for_volume_detach=_scope(env, "WAIT_FOR_VOLUME_DETACH", d.wait_for_volume_detach),

@@ -63,6 +63,8 @@ def test_taint_effect_defaults_to_noschedule() -> None:
         ("DEADLINE_ASG_TERMINATE_SECONDS", "\uff16\uff10", "digits 0-9"),  # full-width "60"
         ("RECHECK_MAX_SECONDS", "3601", "between 1 and 3600"),
         ("RECHECK_MIN_SECONDS", "0", "between 1 and 3600"),
+        ("HELD_NOTIFY_SECONDS", "0", "between 1 and 172800"),
+        ("HELD_NOTIFY_SECONDS", "ten", "digits 0-9"),
         ("LAUNCH_READY_TIMEOUT_SECONDS", "999999", "between 1 and 172800"),
         ("SCHEDULED_CHANGE_LEAD_SECONDS", "604801", "between 0 and 604800"),
         ("DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT", "1e3", "whole number"),

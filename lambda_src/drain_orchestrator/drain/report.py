@@ -14,6 +14,17 @@ class BlockedPod:
 
 
 @dataclass
+class HeldPod:
+    """A pod whose eviction did not go through, and why: what the result, notifications, logs and status show."""
+
+    pod: str  # namespace/name
+    reason: str  # kube.evict.HoldReason: pdb, multiple-pdbs, admission-denied, webhook-failed, eviction-failed
+    message: str  # the apiserver's own words (the PDB's, the webhook's)
+    pdbs: list[str] = field(default_factory=list)
+    status: int | None = None  # the HTTP status of the last refusal
+
+
+@dataclass
 class PodReason:
     pod: str
     reason: str
@@ -49,6 +60,7 @@ class DrainReport:
     # Pods' grace period as sent (absent = the pod's own), for deadline clipping reports.
     grace_sent: dict[str, int] = field(default_factory=dict)
     retry_after: float | None = None  # largest Retry-After seen from a throttled eviction
+    held: list[HeldPod] = field(default_factory=list)  # every blocked or failed eviction of the pass, with its reason
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,6 +72,7 @@ class DrainReport:
         for key in ("skipped", "refused", "failed"):
             d[key] = [PodReason(**r) for r in d.get(key, [])]
         d["forced"] = [ForcedPod(**f) for f in d.get("forced", [])]
+        d["held"] = [HeldPod(**h) for h in d.get("held", [])]
         return cls(**d)
 
     def absorb(self, later: DrainReport) -> None:
@@ -81,3 +94,13 @@ class DrainReport:
         self.passes += later.passes
         self.grace_sent.update(later.grace_sent)
         self.retry_after = later.retry_after
+        self.held = later.held
+
+
+HELD_LISTED = 20  # pods named in a summary (it is checkpointed with the execution's result: bounded)
+MESSAGE_CHARS = 300
+
+
+def held_reasons(report: DrainReport, limit: int = HELD_LISTED) -> list[dict[str, Any]]:
+    """The report's holds as plain data, one entry per pod (the first ``limit``), messages clipped."""
+    return [{**asdict(h), "message": h.message[:MESSAGE_CHARS]} for h in report.held[:limit]]

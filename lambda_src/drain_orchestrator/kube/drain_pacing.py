@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import backoff_delay, budget_share, contention_jitter, force_delete_due, next_poll
+from drain_orchestrator.drain.report import HeldPod
 from drain_orchestrator.kube.evict import Outcome
 from drain_orchestrator.kube.pdb_watch import list_allowing, wait_for_budget
 from drain_orchestrator.kube.rest import Kube
@@ -37,6 +38,7 @@ class DrainState:
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
     force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
     expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
+    last_hold: dict[str, HeldPod] = field(default_factory=dict)  # refused or failed pods: the last reason
 
 
 def ident_of(p: PodInfo) -> str:
@@ -94,7 +96,15 @@ def retry_later(state: DrainState, ident: str, options: DrainOptions, after: flo
 
 
 def forget(state: DrainState, ident: str) -> None:
-    for d in (state.attempts, state.not_before, state.pdbs_of, state.last_block, state.force_at, state.waiting_on):
+    for d in (
+        state.attempts,
+        state.not_before,
+        state.pdbs_of,
+        state.last_block,
+        state.force_at,
+        state.waiting_on,
+        state.last_hold,
+    ):
         d.pop(ident, None)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from drain_orchestrator.drain.classify import (
@@ -41,7 +42,8 @@ from drain_orchestrator.kube.drain_pacing import (
     wait_between_passes,
 )
 from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.evict import EvictionResult, Outcome, delete_pod, evict_pod
+from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
+from drain_orchestrator.kube.held_pods import budgets_selecting, park_until_deadline_policy, record_hold, report_waiting
 from drain_orchestrator.kube.pods import list_node_pods, look_up_daemonsets
 from drain_orchestrator.kube.rest import Kube
 
@@ -107,6 +109,8 @@ def drain_pass(
         ident = ident_of(v.pod)
         if v not in batch and ident in state.last_block:
             report.blocked.append(BlockedPod(v.pod.key, state.pdbs_of.get(ident, []), state.last_block[ident]))
+        if v not in batch:
+            report_waiting(report, state, ident)
 
     if options.force_delete_on_deadline and not report.refused:
         _shorten_past_deadline(kube, report, state, verdicts, options, say)
@@ -194,7 +198,7 @@ def _evict_all(kube: Kube, batch: list[PodVerdict], options: DrainOptions, say: 
             options.deadline_margin,
         )
         res = evict_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=grace, dry_run=options.dry_run)
-        return EvictionResult(res.outcome, res.status, res.message, res.pdbs, res.retry_after, grace)
+        return replace(res, grace=grace)
 
     for v in batch:
         say(f"evicting pod {v.pod.key}" + (" (server dry run)" if options.dry_run else ""))
@@ -228,6 +232,9 @@ def _apply_outcome(
     elif res.outcome is Outcome.NAMESPACE_TERMINATING:
         report.terminating.append(pod.key)  # the namespace controller deletes it; wait like kubectl
     elif res.outcome is Outcome.BLOCKED:
+        multiple = res.reason is HoldReason.MULTIPLE_PDBS
+        if multiple:  # the answer names no budget: look them up; no retry can help (kube/held_pods.py)
+            res = replace(res, pdbs=budgets_selecting(kube, state, v))
         if res.pdbs:
             state.pdbs_of[ident] = res.pdbs
         pdbs = state.pdbs_of.get(ident, [])
@@ -246,7 +253,10 @@ def _apply_outcome(
             state.waiting_on[ident] = [(pod.namespace, n) for n in pdbs]
         else:
             state.waiting_on.pop(ident, None)
+        if multiple:
+            park_until_deadline_policy(state, ident)
         report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
+        record_hold(report, state, v, res, pdbs)
         say(
             f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): {res.message}'
         )
@@ -259,6 +269,7 @@ def _apply_outcome(
         state.waiting_on.pop(ident, None)
         retry_later(state, ident, options)
         report.failed.append(PodReason(pod.key, f"HTTP {res.status}: {res.message}"))
+        record_hold(report, state, v, res, [])
         say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": {res.message}')
 
 

@@ -21,13 +21,15 @@ from aws_durable_execution_sdk_python.config import Duration
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.decide import Assessment
-from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.drain.report import DrainReport, held_reasons
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.observability import logger
 from drain_orchestrator.workflow import gates, runtime
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
+from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
 from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.one_drain import CLAIM_LOST, one_drain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
 from drain_orchestrator.workflow.report_step import announce_step, report_step
 from drain_orchestrator.workflow.results import (
@@ -89,7 +91,9 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         summary["result"] = "cordoned"
         return summary
     job = replace(job, counts_pods=cordoned.drain_claimed)
-    result, report, error = gates.around_drain(ctx, job, pace, summary, lambda: _drain_passes(ctx, job, pace))
+    result, report, error = gates.around_drain(
+        ctx, job, pace, summary, lambda: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace))
+    )
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
 
 
@@ -99,6 +103,7 @@ def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, 
     deadline = job.plan.deadline
     report: DrainReport | None = None
     n = ok_passes = faults = 0
+    watch = HeldWatch(ws.held_notify_seconds)
     while True:
         out: PassOutcome = ctx.step(
             pass_step(job, n, pace.last_beat), name=f"drain-pass-{n}", config=step_config(PassOutcome)
@@ -106,6 +111,10 @@ def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, 
         pace.absorb(out)
         if out.gone:
             return "node-gone", report, None
+        if out.claim_lost:
+            return CLAIM_LOST, report, None
+        if out.deadline is not None:  # another execution waiting on this drain has an earlier deadline
+            deadline = min(deadline, out.deadline)
         if out.fault is not None:
             policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
             if policy.gives_up_after(faults) or pace.now >= deadline:
@@ -116,6 +125,12 @@ def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, 
             faults = 0
             assert out.report is not None
             report = out.report if report is None else _merged(report, out.report)
+            if watch.due(out.report, pace.now) and watch.since is not None:
+                held = held_of(job, out.report, watch.since, pace.now, deadline)
+                said: HeldNotice = ctx.step(
+                    held_step(job, held, out.report), name="held", config=step_config(HeldNotice)
+                )
+                pace.absorb(said)
             if report.drained:
                 return "drained", report, None
             if report.refused:
@@ -175,6 +190,7 @@ def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
         "skipped": len(report.skipped),
         "refused": [r.pod for r in report.refused],
         "remaining": len(report.remaining),
+        "held": held_reasons(report),  # why each pod still there was not evicted (reason, PDBs, message, status)
         "api_calls": report.api_calls,
         "passes": report.passes,
     }

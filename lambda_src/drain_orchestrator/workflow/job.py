@@ -18,6 +18,8 @@ class DrainJob:
     run_id: str
     # of several executions draining one node, only the holder of its "drain-started" claim counts pods
     counts_pods: bool = True
+    # this execution holds the node's drain claim (kube/node_claim.py): each pass renews it
+    claimed: bool = False
 
     @property
     def cluster(self) -> str:
