@@ -39,5 +39,5 @@ def test_a_checkpoint_from_before_holds_were_kept_still_loads() -> None:
 def test_held_reasons_are_bounded_for_the_checkpointed_summary() -> None:
     r = DrainReport(node="n", held=[HeldPod(f"a/p{i}", "pdb", "x" * 5000, ["web"], 429) for i in range(50)])
     out = held_reasons(r)
-    assert len(out) == 20 and all(len(h["message"]) == 300 for h in out)
-    assert out[0] == {"pod": "a/p0", "reason": "pdb", "message": "x" * 300, "pdbs": ["web"], "status": 429}
+    assert len(out) == 10 and all(len(h["message"]) == 200 for h in out)
+    assert out[0] == {"pod": "a/p0", "reason": "pdb", "message": "x" * 200, "pdbs": ["web"], "status": 429}

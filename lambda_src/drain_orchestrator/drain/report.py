@@ -97,8 +97,8 @@ class DrainReport:
         self.held = later.held
 
 
-HELD_LISTED = 20  # pods named in a summary (it is checkpointed with the execution's result: bounded)
-MESSAGE_CHARS = 300
+HELD_LISTED = 10  # pods named in a summary (checkpointed with the execution's result: kept small)
+MESSAGE_CHARS = 200
 
 
 def held_reasons(report: DrainReport, limit: int = HELD_LISTED) -> list[dict[str, Any]]:
