@@ -50,8 +50,10 @@ def webhook_down(k8s: Any, name: str = "evictions.drain-test.io") -> Iterator[st
 
 
 @contextmanager
-def evictions_denied(k8s: Any, message: str) -> Iterator[str]:
-    """A ValidatingAdmissionPolicy (and its binding) denying every eviction in the namespace with ``message``."""
+def evictions_denied(k8s: Any, message: str, probe: str) -> Iterator[str]:
+    """A ValidatingAdmissionPolicy (and its binding) denying every eviction in the namespace with ``message``;
+    entered once a server-side dry-run eviction of pod ``probe`` is denied (the apiserver loads policies
+    asynchronously)."""
     api = client.CustomObjectsApi(k8s.api_client)
     name = f"no-evict-{k8s.ns}"
     policy = {
@@ -77,8 +79,18 @@ def evictions_denied(k8s: Any, message: str) -> Iterator[str]:
     api.create_cluster_custom_object(*REG, "validatingadmissionpolicies", policy)
     api.create_cluster_custom_object(*REG, "validatingadmissionpolicybindings", binding)
     try:
+        k8s.wait_for(lambda: _denied(k8s, probe), timeout=60, what=f"policy {name} enforced")
         yield name
     finally:
         for plural in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
             with contextlib.suppress(client.ApiException):
                 api.delete_cluster_custom_object(*REG, plural, name)
+
+
+def _denied(k8s: Any, pod: str) -> bool:
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": k8s.ns}}
+    try:
+        k8s.core.create_namespaced_pod_eviction(pod, k8s.ns, body, dry_run="All")
+    except client.ApiException as exc:
+        return exc.status in (403, 422)
+    return False

@@ -257,9 +257,8 @@ def _apply_outcome(
             park_until_deadline_policy(state, ident)
         report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
         record_hold(report, state, v, res, pdbs)
-        say(
-            f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): {res.message}'
-        )
+        when = "not retried before the deadline policy" if multiple else f"will retry after {delay:.2f}s"
+        say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" ({when}): {res.message}')
     elif res.outcome is Outcome.THROTTLED:
         state.waiting_on.pop(ident, None)
         delay = retry_later(state, ident, options, res.retry_after)  # API priority and fairness: Retry-After
