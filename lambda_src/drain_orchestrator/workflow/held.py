@@ -70,13 +70,13 @@ class Held(Checkpointed):
 
     def fields(self) -> dict[str, Any]:
         return {
-            "held_since": iso_utc(self.since),
+            "held_since": iso_utc(int(self.since)),  # whole seconds: for people
             "held_seconds": round(self.seconds),
             "pods": self.pods,
             "pdbs": self.pdbs,
             "reasons": self.reasons,
             "at_deadline": self.at_deadline,
-            "deadline": iso_utc(self.deadline),
+            "deadline": iso_utc(int(self.deadline)),
         }
 
 
