@@ -1,4 +1,4 @@
-"""`drain-orchestrator` command line: explain, invoke, drain, uncordon, status.
+"""`drain-orchestrator` command line: explain, invoke, drain, uncordon, status, approve.
 
 Each subcommand registers itself through an add_*_parser function; the heavy imports (boto3, Powertools, the
 durable SDK) happen only when a subcommand that needs them runs, so `drain` starts as fast as possible.
@@ -18,6 +18,7 @@ _SUBCOMMANDS = {
     "invoke": ("drain_orchestrator.invoke", "add_invoke_parser"),
     "drain": ("drain_orchestrator.drain_cli", "add_drain_parser"),
     "status": ("drain_orchestrator.status", "add_status_parser"),
+    "approve": ("drain_orchestrator.approve_cli", "add_approve_parser"),
 }
 
 

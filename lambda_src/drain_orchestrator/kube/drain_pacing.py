@@ -68,8 +68,9 @@ def due(
             return True
         if ident not in state.waiting_on and state.not_before.get(ident, 0.0) <= mono:
             return True
-        return options.force_delete_on_deadline and force_delete_due(
-            v.pod.termination_grace_period, now, options.deadline, options.deadline_margin
+        return options.force_delete_on_deadline and (
+            options.force_now
+            or force_delete_due(v.pod.termination_grace_period, now, options.deadline, options.deadline_margin)
         )
 
     return [v for v in batch if ready(v)], share

@@ -239,8 +239,9 @@ def _apply_outcome(
             state.pdbs_of[ident] = res.pdbs
         pdbs = state.pdbs_of.get(ident, [])
         now = time.time()
-        if options.force_delete_on_deadline and force_delete_due(
-            pod.termination_grace_period, now, options.deadline, options.deadline_margin
+        if options.force_delete_on_deadline and (
+            options.force_now
+            or force_delete_due(pod.termination_grace_period, now, options.deadline, options.deadline_margin)
         ):
             _force(kube, report, state=state, v=v, res=res, options=options, say=say)
             return
@@ -298,6 +299,8 @@ def _force(
     if deleted.outcome is Outcome.EVICTED:
         left = (options.deadline or 0) - time.time()
         reason = f"{pdbs} still refused eviction {left:.0f}s before the deadline: {res.message}"
+        if options.force_now:
+            reason = f"{pdbs} still refused eviction, deleted on an operator's decision (force): {res.message}"
         report.forced.append(ForcedPod(pod.key, max(1, grace), reason))
         if not options.dry_run:
             state.sent[pod.key] = pod.uid

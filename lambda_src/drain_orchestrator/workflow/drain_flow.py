@@ -26,6 +26,7 @@ from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.observability import logger
 from drain_orchestrator.workflow import gates, runtime
+from drain_orchestrator.workflow.approval import LIFECYCLE_RESULTS, RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
 from drain_orchestrator.workflow.job import DrainJob
@@ -92,19 +93,35 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         return summary
     job = replace(job, counts_pods=cordoned.drain_claimed)
     result, report, error = gates.around_drain(
-        ctx, job, pace, summary, lambda: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace))
+        ctx,
+        job,
+        pace,
+        summary,
+        lambda: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace, summary)),
     )
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
 
 
-def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, DrainReport | None, StepFault | None]:
-    """Passes until drained, refused, gone, failed for good, or the deadline. Returns (result, report, error)."""
+def _drain_passes(
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: dict[str, Any]
+) -> tuple[str, DrainReport | None, StepFault | None]:
+    """Passes until drained, refused, gone, failed for good, an operator's decision, or the deadline.
+    Returns (result, report, error)."""
     ws = runtime.wsettings()
     deadline = job.plan.deadline
     report: DrainReport | None = None
     n = ok_passes = faults = 0
     watch = HeldWatch(ws.held_notify_seconds)
+    approval: Approval | None = None
     while True:
+        chosen = approval.look(ctx, pace, n) if approval is not None else None
+        if chosen is not None:
+            summary["approval"] = chosen.to_dict()
+            choice = Choice(chosen.decision)
+            if choice in RESULTS:
+                return RESULTS[choice], report, None
+            if choice is Choice.FORCE:
+                job = replace(job, force_now=True)
         out: PassOutcome = ctx.step(
             pass_step(job, n, pace.last_beat), name=f"drain-pass-{n}", config=step_config(PassOutcome)
         )
@@ -126,7 +143,9 @@ def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, 
             assert out.report is not None
             report = out.report if report is None else _merged(report, out.report)
             if watch.due(out.report, pace.now) and watch.since is not None:
-                held = held_of(job, out.report, watch.since, pace.now, deadline)
+                if ws.held_approval and not ws.dry_run:
+                    approval = Approval(ctx, pace.now, deadline)
+                held = held_of(job, out.report, watch.since, pace.now, deadline, approval.id if approval else None)
                 said: HeldNotice = ctx.step(
                     held_step(job, held, out.report), name="held", config=step_config(HeldNotice)
                 )
@@ -168,15 +187,23 @@ def _verdict(
     if error is not None:
         summary["error"] = error.to_dict()
     if job.event.lifecycle is not None and job.event.kind == "asg-terminate":
-        outcome = "CONTINUE" if result in SUCCESS else runtime.wsettings().lifecycle_result_on_failure
+        outcome = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure)
         summary["lifecycle"] = complete_lifecycle(pace, job, outcome, result)
     summary["heartbeats"] = pace.beats
-    reported_keys = ("result", "lifecycle", "report", "error", "gates")
+    reported_keys = ("result", "lifecycle", "report", "error", "gates", "approval")
     verdict = {k: summary.get(k) for k in reported_keys if summary.get(k) is not None}
     reported: Reported = ctx.step(report_step(job, verdict, started_at), name="report", config=step_config(Reported))
     summary["duration_seconds"] = reported.duration
     summary["notified"] = reported.notified
     return summary
+
+
+def lifecycle_result(result: str, on_failure: str) -> str:
+    """The lifecycle action's result for a drain result: CONTINUE once drained, an operator's decision as said,
+    LIFECYCLE_RESULT_ON_FAILURE otherwise."""
+    if result in SUCCESS:
+        return "CONTINUE"
+    return LIFECYCLE_RESULTS.get(result, on_failure)
 
 
 def summary_of(report: DrainReport | None) -> dict[str, Any] | None:

@@ -67,8 +67,15 @@ class Held(Checkpointed):
     reasons: list[str]
     at_deadline: str
     deadline: float
+    approval_id: str | None = None  # HELD_APPROVAL=on: the id an operator's decision answers (workflow/approval.py)
 
     def fields(self) -> dict[str, Any]:
+        approval = {}
+        if self.approval_id is not None:
+            approval = {
+                "approval_id": self.approval_id,
+                "approve": f"drain-orchestrator approve {self.approval_id} --force|--continue|--abandon|--wait",
+            }
         return {
             "held_since": iso_utc(int(self.since)),  # whole seconds: for people
             "held_seconds": round(self.seconds),
@@ -77,17 +84,20 @@ class Held(Checkpointed):
             "reasons": self.reasons,
             "at_deadline": self.at_deadline,
             "deadline": iso_utc(int(self.deadline)),
+            **approval,
         }
 
 
-def held_of(job: DrainJob, report: DrainReport, since: float, now: float, deadline: float) -> Held:
+def held_of(
+    job: DrainJob, report: DrainReport, since: float, now: float, deadline: float, approval_id: str | None = None
+) -> Held:
     ws = runtime.wsettings()
     pods = {h.pod for h in report.held} | {b.pod for b in report.blocked}
     pdbs = {p for h in report.held for p in h.pdbs} | {p for b in report.blocked for p in b.pdbs}
     reasons = {h.reason for h in report.held} or {"pdb"}
     lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
     then = at_deadline(reasons, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
-    return Held(since, now - since, sorted(pods), sorted(pdbs), sorted(reasons), then, deadline)
+    return Held(since, now - since, sorted(pods), sorted(pdbs), sorted(reasons), then, deadline, approval_id)
 
 
 @dataclass(frozen=True)
