@@ -83,3 +83,15 @@ def test_an_unknown_or_expired_id_is_an_approval_gone(code: str) -> None:
 def test_other_failures_are_not_mistaken_for_a_gone_approval() -> None:
     with pytest.raises(ClientError):
         send_decision(_Refusing("AccessDeniedException"), "eA==", decision_of("wait", "me", 0.0))
+
+
+def test_approve_needs_exactly_one_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    from drain_orchestrator.cli import main
+
+    for argv in (["approve", "eA=="], ["approve", "eA==", "--force", "--wait"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+    assert "one of the arguments --force --continue --abandon --wait is required" in capsys.readouterr().err
+    assert main(["approve", " ", "--wait", "--as", "me"]) == 2
+    assert "ID: expected the approval_id" in capsys.readouterr().err
