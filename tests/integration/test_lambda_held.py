@@ -1,6 +1,7 @@
-"""What holds a drain, through the Lambda on the real bed: a drain held by a PDB past HELD_NOTIFY_SECONDS sends one
-``held`` notification (PDBs, pods, since when, what the deadline brings), counts DrainHeldSeconds and marks the node
-for ``status``; an eviction webhook that is down is named in the verdict, the final notification and the logs."""
+"""What holds a drain, through the Lambda on the real bed: a drain held by a PDB (or a gate) past HELD_NOTIFY_SECONDS
+sends one ``held`` notification (PDBs, pods, since when, what the deadline brings), counts DrainHeldSeconds and marks
+the node for ``status``; an eviction webhook that is down is named in the verdict, the final notification and the
+logs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.status import cluster_status
 from tests.integration.admission_support import webhook_down
+from tests.integration.gates_support import VolumeAttachments
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.scenario_support import (
     assert_completed_by_function,
@@ -112,3 +114,27 @@ def test_an_eviction_webhook_that_is_down_is_named_in_the_verdict_the_notificati
     assert (notice["reasons"], notice["at_deadline"], notice["pdbs"]) == (["webhook-failed"], "continue", [])
     logged = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{") and "drain pass" in line]
     assert any("webhook-failed (500)" in entry for line in logged for entry in line.get("held", [])), logged
+
+
+def test_a_gate_holding_the_instance_past_held_notify_seconds_is_said_once_naming_it(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
+    volumes = VolumeAttachments(k8s)
+    try:
+        stuck = volumes.attach(node, "pv-data")
+        lam.configure("blue", HELD_NOTIFY_SECONDS="3", DEADLINE_ASG_TERMINATE_SECONDS="15")
+        run = lam.run(terminate_event(aws, iid))
+    finally:
+        volumes.cleanup()
+    assert instance_summary(run)["result"] == "gate-held"
+    (held,) = [n for n in lam.notifications() if n["phase"] == "held"]
+    assert (held["reasons"], held["gates"], held["pods"], held["at_deadline"]) == (
+        ["gate"],
+        [f"{stuck} (pv-data)"],
+        [],
+        "continue",
+    )
+    assert held["held_seconds"] >= 3
+    assert len([m for m in run.emf() if m["name"] == "DrainHeldSeconds"]) == 1

@@ -33,3 +33,4 @@ def test_what_the_deadline_brings() -> None:
     assert at_deadline({"pdb", "webhook-failed"}, True, True, "ABANDON") == "abandon"
     assert at_deadline({"pdb"}, False, True, "CONTINUE") == "continue"
     assert at_deadline({"pdb"}, False, False, "CONTINUE") == "stop"
+    assert at_deadline({"gate"}, True, True, "CONTINUE") == "continue"  # a gate has no pod to force

@@ -163,7 +163,7 @@ def pass_step(step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | N
             "blocked": [b.pod for b in rep.blocked],
             "forced": [f.pod for f in rep.forced],
             "remaining": len(rep.remaining),
-            "held": [f"{h.pod}: {h.reason} ({h.status}) {', '.join(h.pdbs)} {h.message[:200]}" for h in rep.held],
+            "held": [f"{h.pod}: {h.reason} ({h.status}) {', '.join(h.pdbs)} {h.message[:200]}" for h in rep.held[:20]],
             "drained": rep.drained,
             "api_calls": rep.api_calls,
         },

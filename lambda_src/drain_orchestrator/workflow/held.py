@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
@@ -37,7 +37,11 @@ class HeldWatch:
 
     def due(self, report: DrainReport, now: float) -> bool:
         """Fold one pass's report in; True once when the hold has lasted ``notify_after`` seconds."""
-        if not (report.held or report.blocked):
+        return self.holding(bool(report.held or report.blocked), now)
+
+    def holding(self, held: bool, now: float) -> bool:
+        """Fold one observation in (held or not); True once when the hold has lasted ``notify_after`` seconds."""
+        if not held:
             self.since = None  # the hold broke (a pod went): a new hold starts its own clock
             return False
         if self.since is None:
@@ -67,6 +71,7 @@ class Held(Checkpointed):
     reasons: list[str]
     at_deadline: str
     deadline: float
+    gates: list[str] = field(default_factory=list)  # load-balancer targets, volumes still holding the instance
     approval_id: str | None = None  # HELD_APPROVAL=on: the id an operator's decision answers (workflow/approval.py)
 
     def fields(self) -> dict[str, Any]:
@@ -84,6 +89,7 @@ class Held(Checkpointed):
             "reasons": self.reasons,
             "at_deadline": self.at_deadline,
             "deadline": iso_utc(int(self.deadline)),
+            "gates": self.gates,
             **approval,
         }
 
@@ -97,7 +103,18 @@ def held_of(
     reasons = {h.reason for h in report.held} or {"pdb"}
     lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
     then = at_deadline(reasons, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
-    return Held(since, now - since, sorted(pods), sorted(pdbs), sorted(reasons), then, deadline, approval_id)
+    return Held(
+        since, now - since, sorted(pods), sorted(pdbs), sorted(reasons), then, deadline, approval_id=approval_id
+    )
+
+
+def gate_held(job: DrainJob, holding: list[str], since: float, now: float, deadline: float) -> Held:
+    """A drained node whose instance a gate still holds (targets draining, volumes attached): the deadline
+    brings the lifecycle action's answer (no pod to force)."""
+    ws = runtime.wsettings()
+    lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
+    then = at_deadline({"gate"}, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
+    return Held(since, now - since, [], [], ["gate"], then, deadline, sorted(holding))
 
 
 @dataclass(frozen=True)
@@ -107,7 +124,7 @@ class HeldNotice(Checkpointed):
 
 
 @durable_step
-def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainReport) -> HeldNotice:
+def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainReport | None) -> HeldNotice:
     """Best effort, never raises: the claim and annotation need the apiserver, the notification SNS."""
     from drain_orchestrator.kube.cordon import ANNOTATION_PREFIX  # noqa: PLC0415
     from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
@@ -120,10 +137,11 @@ def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainRep
         kube = runtime.kube(job.cluster)
         first = claim(kube, job.node, PHASE, job.run_id, dry_run=ws.dry_run)
         if first and not ws.dry_run:
-            note = json.dumps({k: info[k] for k in ("held_since", "pdbs", "pods", "reasons", "at_deadline")})
+            note = json.dumps({k: info[k] for k in ("held_since", "pdbs", "pods", "reasons", "at_deadline", "gates")})
             patch = {"metadata": {"annotations": {ANNOTATION_PREFIX + "held": note}}}
             kube.request("PATCH", f"/api/v1/nodes/{job.node}", body=patch, content_type=STRATEGIC_MERGE)
-            message = f"held {info['held_seconds']} s by {', '.join(held.pdbs) or ', '.join(held.reasons)}"
+            by = ", ".join(held.pdbs) or ", ".join(held.gates) or ", ".join(held.reasons)
+            message = f"held {info['held_seconds']} s by {by}"
             node_event(kube, job.node, "DrainHeld", f"{message}; at the deadline: {held.at_deadline}")
     except Exception as exc:  # the apiserver cannot arbitrate: say it anyway (a duplicate beats silence)
         logger.warning("held claim failed", extra={"error": str(exc)[:300]})
@@ -131,5 +149,5 @@ def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainRep
         return HeldNotice(now=time.time())
     metric("DrainHeldSeconds", held.seconds, SECONDS, cluster=job.cluster, kind=job.event.kind)
     logger.warning("drain held", extra={"node": job.node, **info})
-    notified = notify("held", job, {**info, "held": held_reasons(report)})
+    notified = notify("held", job, {**info, "held": held_reasons(report) if report is not None else []})
     return HeldNotice(now=time.time(), notified=notified)
