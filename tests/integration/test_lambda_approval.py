@@ -107,3 +107,39 @@ def test_continue_completes_the_hook_with_continue_and_stops_draining(
     assert final["approval"]["at"].endswith("Z")
     # nothing was forced: the pods the PDB protects are still there
     assert sorted(f"{k8s.ns}/{p.metadata.name}" for p in pods_on(k8s, node)) == held_pods
+
+
+def test_a_decision_that_never_comes_leaves_the_deadline_policy_and_the_expired_id_is_refused(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    from datetime import datetime
+
+    from drain_orchestrator.workflow.approval import MARGIN_SECONDS
+
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    _held_config(lam)
+    lam.monkeypatch.setenv("DEADLINE_ASG_TERMINATE_SECONDS", "60")  # the notice leaves the approval open
+    notes: list[dict[str, Any]] = []
+
+    def late(api: CallbackApi) -> None:
+        end = time.time() + 60
+        while not any(n["phase"] == "held" for n in notes):
+            assert time.time() < end, f"no held notification: {notes}"
+            notes.extend(lam.notifications())
+            time.sleep(0.5)
+        (held,) = [n for n in notes if n["phase"] == "held"]
+        assert "approval_id" in held, held
+        closes = datetime.fromisoformat(held["deadline"]).timestamp() - MARGIN_SECONDS
+        while time.time() < closes + 3:  # past the approval's timeout, before the drain's deadline
+            time.sleep(0.5)
+        with pytest.raises(ApprovalGone):
+            send_decision(api, held["approval_id"], decision_of("force", OPERATOR, time.time()))
+
+    run = lam.run_answering(terminate_event(aws, iid), late)
+    notes.extend(lam.notifications())
+    inst = instance_summary(run)
+    assert inst["result"] == "deadline-missed", inst
+    assert "approval" not in inst and not inst["report"]["forced"]
+    assert_completed_by_function(aws, iid, "ABANDON")
+    assert '"approval over without a decision"' in run.stdout
