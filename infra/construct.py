@@ -11,6 +11,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
@@ -30,6 +31,7 @@ from .permissions import function_statements
 HANDLER = "drain_orchestrator.handler.handler"
 KUBERNETES_GROUP = "drain-orchestrator"  # bound by infra/k8s/rbac.yaml
 ALIAS_NAME = "live"
+_IAM5 = "AwsSolutions::AwsSolutions-IAM5"
 DEAD_LETTER_RETENTION = cdk.Duration.days(14)
 
 # EventBridge -> Lambda delivery (only fails when the Invoke call itself fails, e.g. throttled).
@@ -195,6 +197,24 @@ class DrainOrchestrator(Construct):
             log_group=self.log_group,
         )
         self._acknowledge_findings()
+
+    def grant_approve(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let an operator (a role, user or group) answer held drains' approvals (HELD_APPROVAL=on,
+        `drain-orchestrator approve`): lambda:SendDurableExecutionCallbackSuccess on this function's executions.
+        The function itself needs nothing to wait on its callbacks."""
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["lambda:SendDurableExecutionCallbackSuccess"],
+            # executions run on a published version (version-qualified ARNs): ":*" is this function's versions
+            resource_arns=[self.function.function_arn, f"{self.function.function_arn}:*"],
+        )
+        if isinstance(grantee, Construct):
+            default = self.function.node.default_child
+            assert isinstance(default, cdk.CfnElement)
+            finding = f"{_IAM5}[Resource::<{cdk.Stack.of(self).get_logical_id(default)}.Arn>:*]"
+            reason = "The `*` stands for this function's versions, which its durable executions run on."
+            cdk.Validations.of(grantee).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+        return grant
 
     @property
     def role_arn(self) -> str:

@@ -42,6 +42,7 @@ METRIC_WIDGETS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Evictions blocked by PodDisruptionBudgets", (("EvictionsBlockedByPDB", "Sum"),)),
     ("Pods force-deleted", (("PodsForceDeleted", "Sum"),)),
     ("Deadlines missed", (("DrainDeadlineMissed", "Sum"),)),
+    ("Drains held (s)", (("DrainHeldSeconds", "Maximum"),)),
     ("Errors (function-reported)", (("Errors", "Sum"),)),
 )
 
@@ -72,12 +73,22 @@ EVENT_KINDS = (
 
 def deadline_missed(cluster: str) -> cw.MathExpression:
     """Missed deadlines in one cluster, whatever the event kind (7 series: within the 10-metric limit)."""
+    return _over_kinds("DrainDeadlineMissed", "Sum", cluster)
+
+
+def drain_held(cluster: str) -> cw.MathExpression:
+    """Drains held past HELD_NOTIFY_SECONDS in one cluster, whatever the event kind: DrainHeldSeconds is emitted
+    once per held drain, with the seconds held when it was said."""
+    return _over_kinds("DrainHeldSeconds", "Maximum", cluster)
+
+
+def _over_kinds(metric_name: str, statistic: str, cluster: str) -> cw.MathExpression:
     series = {
         f"k{index}": cw.Metric(
             namespace=METRICS_NAMESPACE,
-            metric_name="DrainDeadlineMissed",
+            metric_name=metric_name,
             dimensions_map={"cluster": cluster, "kind": kind, "service": SERVICE_NAME},
-            statistic="Sum",
+            statistic=statistic,
             period=PERIOD,
         )
         for index, kind in enumerate(EVENT_KINDS)
@@ -85,7 +96,7 @@ def deadline_missed(cluster: str) -> cw.MathExpression:
     return cw.MathExpression(
         expression=" + ".join(f"FILL({name}, 0)" for name in series),
         using_metrics=series,
-        label=f"DrainDeadlineMissed {cluster}",
+        label=f"{metric_name} {cluster}",
         period=PERIOD,
     )
 
@@ -147,6 +158,13 @@ class Observability(Construct):
                 deadline_missed(cluster),
                 f"A drain in cluster {cluster} missed its deadline (the instance went away first).",
                 "deadlinemissed-cluster",
+            )
+            alarm(
+                f"DrainHeld-{cluster}",
+                drain_held(cluster),
+                f"A drain in cluster {cluster} is held by PodDisruptionBudgets or failing evictions past "
+                "HELD_NOTIFY_SECONDS (see its held notification).",
+                "drainheld-cluster",
             )
 
         graphs: list[cw.IWidget] = [

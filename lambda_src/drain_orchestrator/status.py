@@ -22,11 +22,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from drain_orchestrator import __version__
+from drain_orchestrator.drain.selector import selects
 from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON, ANNOTATION_PREFIX
 from drain_orchestrator.kube.rest import Kube
 
 RETAINED_STATE = "Terminating:Retained"
-PHASES = ("drain-completed", "drain-failed", "drain-started", "cordoned")  # latest first
+PHASES = ("drain-completed", "drain-failed", "drain-held", "drain-started", "cordoned")  # latest first
+ANN_HELD = ANNOTATION_PREFIX + "held"
+ANN_DRAINER = ANNOTATION_PREFIX + "drainer"
 
 
 @dataclass
@@ -43,10 +46,23 @@ class NodeStatus:
     targets: list[str] = field(default_factory=list)  # "<target group> (<id>): <state>"
     volumes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    held_since: str | None = None  # the drain's "held" notice: since when PDBs (or failing evictions) hold it
+    held_by: list[str] = field(default_factory=list)  # the PDBs named then
+    held_reasons: list[str] = field(default_factory=list)  # pdb, multiple-pdbs, webhook-failed, …
+    at_deadline: str | None = None  # force-delete | continue | abandon | stop
+    drained_by: str | None = None  # run id of the execution holding the node's drain claim
+    waiting: int = 0  # other executions waiting for its verdict
 
     @property
     def holds(self) -> list[str]:
-        out = [f"pod {p} blocked by PDB" for p in self.blocked_pods]
+        out = []
+        if self.held_since:
+            by = ", ".join(self.held_by) or ", ".join(self.held_reasons)
+            out.append(
+                f"held since {self.held_since} by {by} ({', '.join(self.held_reasons)}; at the deadline: "
+                f"{self.at_deadline})"
+            )
+        out += [f"pod {p} blocked by PDB" for p in self.blocked_pods]
         out += [f"target {t}" for t in self.targets]
         out += [f"volume {v}" for v in self.volumes]
         return out or ([f"{self.pods_left} pods left"] if self.pods_left else [])
@@ -246,7 +262,7 @@ def _node_status(cluster: str, node: dict[str, Any], now: float) -> NodeStatus:
             left = None
     provider = (node.get("spec") or {}).get("providerID") or ""
     instance = provider.rsplit("/", 1)[-1] if provider.startswith("aws://") else None
-    return NodeStatus(
+    status = NodeStatus(
         cluster=cluster,
         node=(node.get("metadata") or {}).get("name", ""),
         instance_id=instance if instance and instance.startswith("i-") else None,
@@ -255,6 +271,27 @@ def _node_status(cluster: str, node: dict[str, Any], now: float) -> NodeStatus:
         deadline=deadline,
         seconds_left=left,
     )
+    _read_held(status, ann)
+    return status
+
+
+def _read_held(status: NodeStatus, ann: dict[str, str]) -> None:
+    """The drain's own notes: what held it (workflow/held.py) and who drains it (kube/node_claim.py)."""
+    from drain_orchestrator.drain.node_claim import NodeClaim  # noqa: PLC0415
+
+    try:
+        held = json.loads(ann.get(ANN_HELD) or "null")
+    except ValueError:
+        held = None
+    if isinstance(held, dict):
+        status.held_since = str(held.get("held_since") or "") or None
+        status.held_by = [str(p) for p in held.get("pdbs") or []]
+        status.held_reasons = [str(r) for r in held.get("reasons") or []]
+        status.at_deadline = str(held.get("at_deadline") or "") or None
+    claim = NodeClaim.from_json(ann.get(ANN_DRAINER))
+    if claim is not None and claim.verdict is None:
+        status.drained_by = claim.holder
+        status.waiting = len(claim.deadlines) - 1
 
 
 def _evictable(pod: dict[str, Any]) -> bool:
@@ -288,25 +325,6 @@ def blocked(pods: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> list[str]
             if selects((pdb.get("spec") or {}).get("selector"), labels):
                 out.append(f"{ns}/{meta.get('name')} (PDB {ns}/{pmeta.get('name')})")
     return sorted(out)
-
-
-def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    """A LabelSelector (matchLabels + matchExpressions); a PDB's empty selector selects every pod, a null one none."""
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        ok = {
-            "In": key in labels and labels[key] in values,
-            "NotIn": key not in labels or labels[key] not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }.get(op, False)
-        if not ok:
-            return False
-    return True
 
 
 def _targets(elbv2: Any, groups: list[Any], instance_id: str) -> list[str]:

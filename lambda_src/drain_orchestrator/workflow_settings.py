@@ -62,6 +62,8 @@ class WorkflowSettings:
     drain_pass_seconds: int = 120  # one durable step's drain budget; keep well under the Lambda timeout
     recheck_min_seconds: int = 5
     recheck_max_seconds: int = 120
+    held_notify_seconds: int = 600  # a drain held this long by PDBs or failing evictions is notified ("held")
+    held_approval: bool = False  # the "held" notification carries an approval id an operator answers (approve)
     dry_run: bool = False
     # gates between the drain and the verdict (docs/gates.md)
     wait_for_deregistration: GateScope = "lifecycle"
@@ -102,6 +104,8 @@ class WorkflowSettings:
             drain_pass_seconds=_int(env, "DRAIN_PASS_SECONDS", d.drain_pass_seconds, 5, 840),
             recheck_min_seconds=_int(env, "RECHECK_MIN_SECONDS", d.recheck_min_seconds, 1, MAX_RECHECK_SECONDS),
             recheck_max_seconds=_int(env, "RECHECK_MAX_SECONDS", d.recheck_max_seconds, 1, MAX_RECHECK_SECONDS),
+            held_notify_seconds=_int(env, "HELD_NOTIFY_SECONDS", d.held_notify_seconds, 1),
+            held_approval=_on_off(env, "HELD_APPROVAL", d.held_approval),
             dry_run=_bool(env, "DRY_RUN", d.dry_run),
             wait_for_deregistration=_scope(env, "WAIT_FOR_DEREGISTRATION", d.wait_for_deregistration),
             wait_for_volume_detach=_scope(env, "WAIT_FOR_VOLUME_DETACH", d.wait_for_volume_detach),
@@ -200,6 +204,17 @@ def _qualified_name_problem(key: str) -> str | None:
             "or digit"
         )
     return None
+
+
+def _on_off(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    if raw.lower() == "on":
+        return True
+    if raw.lower() == "off":
+        return False
+    raise SettingsError(name, f"{clip(raw)!r}: expected on or off")
 
 
 def _scope(env: Mapping[str, str], name: str, default: GateScope) -> GateScope:

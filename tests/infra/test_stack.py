@@ -432,19 +432,20 @@ def test_dashboard_shows_every_metric(single: Synthesized) -> None:
     names = {
         "EventsReceived", "EventsIgnored", "NodesCordoned", "NodesDrained", "LifecycleActionsCompleted",
         "PodsEvicted", "DrainDurationSeconds", "EvictionsBlockedByPDB", "PodsForceDeleted",
-        "DrainDeadlineMissed", "Errors",
+        "DrainDeadlineMissed", "Errors", "DrainHeldSeconds",
     }  # fmt: skip
 
     def expected(name: str, stat: str) -> str:
         return "SEARCH('Namespace=" + '"DrainOrchestrator" MetricName="' + name + '"' + f"', '{stat}', 300)"
 
-    for name in names - {"DrainDurationSeconds"}:
+    for name in names - {"DrainDurationSeconds", "DrainHeldSeconds"}:
         assert expected(name, "Sum") in expressions, name
     assert expected("DrainDurationSeconds", "p50") in expressions
     assert expected("DrainDurationSeconds", "Maximum") in expressions
+    assert expected("DrainHeldSeconds", "Maximum") in expressions
     dead_letters = next(w for w in widgets if w["properties"]["title"] == "Dead letters")["properties"]["metrics"]
     assert [m[:2] for m in dead_letters] == [["AWS/SQS", "ApproximateNumberOfMessagesVisible"]] * 2
-    assert len(widgets[0]["properties"]["alarms"]) == 4
+    assert len(widgets[0]["properties"]["alarms"]) == 5
 
 
 def alarms(synth: Synthesized) -> dict[str, dict[str, Any]]:
@@ -454,7 +455,7 @@ def alarms(synth: Synthesized) -> dict[str, dict[str, Any]]:
 def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     found = alarms(single)
     topic = {"Ref": logical_id(single, "AWS::SNS::Topic", "AlarmTopic")}
-    assert len(found) == 4  # errors, two dead-letter queues, deadline missed (one cluster)
+    assert len(found) == 5  # errors, two dead-letter queues, deadline missed and drain held (one cluster)
     for alarm in found.values():
         assert alarm["AlarmActions"] == [topic]
         assert alarm["Threshold"] == 1
@@ -470,15 +471,25 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
         if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"
     )
     assert queues == sorted(single.resources("AWS::SQS::Queue"))
-    (deadline,) = [a for a in found.values() if "Metrics" in a]
+    (deadline,) = [a for a in found.values() if "Metrics" in a and over(a) == "DrainDeadlineMissed"]
     assert_deadline_alarm(deadline, "prod")
+    (held,) = [a for a in found.values() if "Metrics" in a and over(a) == "DrainHeldSeconds"]
+    assert_deadline_alarm(held, "prod", metric="DrainHeldSeconds", statistic="Maximum")
+
+
+def over(alarm: dict[str, Any]) -> str:
+    """The metric an alarm's math expression is over."""
+    name: str = next(m for m in alarm["Metrics"] if "MetricStat" in m)["MetricStat"]["Metric"]["MetricName"]
+    return name
 
 
 KINDS = list(get_args(Kind))  # every kind the function names, so a new one cannot miss the alarm
 
 
-def assert_deadline_alarm(alarm: dict[str, Any], cluster: str) -> None:
-    """Sums DrainDeadlineMissed over every kind, with the dimensions the workflow emits."""
+def assert_deadline_alarm(
+    alarm: dict[str, Any], cluster: str, *, metric: str = "DrainDeadlineMissed", statistic: str = "Sum"
+) -> None:
+    """Sums ``metric`` (DrainDeadlineMissed by default) over every kind, with the dimensions the workflow emits."""
     series = [m for m in alarm["Metrics"] if "MetricStat" in m]
     (expression,) = [m for m in alarm["Metrics"] if "Expression" in m]
     assert expression["ReturnData"] is not False
@@ -487,17 +498,17 @@ def assert_deadline_alarm(alarm: dict[str, Any], cluster: str) -> None:
     for item in series:
         stat = item["MetricStat"]
         assert stat["Metric"]["Namespace"] == "DrainOrchestrator"
-        assert stat["Metric"]["MetricName"] == "DrainDeadlineMissed"
+        assert stat["Metric"]["MetricName"] == metric
         dims = {d["Name"]: d["Value"] for d in stat["Metric"]["Dimensions"]}
         assert (dims["cluster"], dims["service"]) == (cluster, "drain-orchestrator")
         kinds.append(dims["kind"])
-        assert stat["Stat"] == "Sum" and stat["Period"] == 300
+        assert stat["Stat"] == statistic and stat["Period"] == 300
         assert item["ReturnData"] is False
     assert sorted(kinds) == sorted(KINDS)
 
 
 def test_deadline_alarm_per_cluster(multi: Synthesized) -> None:
-    deadline_alarms = [a for a in alarms(multi).values() if "Metrics" in a]
+    deadline_alarms = [a for a in alarms(multi).values() if "Metrics" in a and over(a) == "DrainDeadlineMissed"]
     clusters = []
     for alarm in deadline_alarms:
         first = next(m for m in alarm["Metrics"] if "MetricStat" in m)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +132,42 @@ class LambdaHarness:
         result = json.loads(res.result) if res.result else None
         return Run(status=status, result=result, error=res.error, stdout="", operations=ops)
 
+    def run_answering(self, event: dict[str, Any], answer: Callable[[CallbackApi], None], *, timeout: int = 240) -> Run:
+        """Run the handler on ``event`` on the real clock (durable callbacks time out in real time), calling
+        ``answer`` with the local runner's callback API from a thread while the execution runs; its failure fails
+        the run."""
+        from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
+
+        from drain_orchestrator.handler import handler
+
+        self._reset()
+        self.capfd.readouterr()
+        event = {**event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        enforce_checkpoint_limit()
+        failures: list[BaseException] = []
+        with DurableFunctionTestRunner(handler=handler, skip_time=False) as runner:
+            arn = runner.run_async(input=json.dumps(event), execution_timeout=timeout)
+            api = CallbackApi(runner)
+
+            def call() -> None:
+                try:
+                    answer(api)
+                except BaseException as exc:  # re-raised in the test's thread
+                    failures.append(exc)
+
+            helper = threading.Thread(target=call, daemon=True, name="answer")
+            helper.start()
+            res = runner.wait_for_result(arn, timeout=timeout)
+            helper.join(timeout=30)
+            ops = list(res.get_all_operations()) if hasattr(res, "get_all_operations") else []
+        if failures:
+            raise failures[0]
+        status = getattr(res.status, "name", str(res.status))
+        result = json.loads(res.result) if res.result else None
+        run = Run(status=status, result=result, error=res.error, stdout="", operations=ops)
+        run.stdout, run.stderr = self.capfd.readouterr()
+        return run
+
     def collect(self) -> Run:
         """Everything printed since the last capture (metrics of concurrent runs) as one Run."""
         out, err = self.capfd.readouterr()
@@ -139,3 +176,22 @@ class LambdaHarness:
     def notifications(self) -> list[dict[str, Any]]:
         assert self.queue_url is not None
         return self.aws.drain_notifications(self.queue_url)
+
+
+class CallbackApi:
+    """The local durable runner's callback API in the shape of a boto3 Lambda client's: its errors come back as
+    botocore ClientErrors with the service's error codes, as the CLI sees them from Lambda."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+
+    def send_durable_execution_callback_success(self, *, CallbackId: str, Result: bytes) -> dict[str, Any]:
+        from aws_durable_execution_sdk_python_testing.exceptions import AwsApiException
+        from botocore.exceptions import ClientError
+
+        try:
+            self.runner.send_callback_success(CallbackId, Result)
+        except AwsApiException as exc:
+            error = {"Code": type(exc).__name__, "Message": str(exc)}
+            raise ClientError({"Error": error}, "SendDurableExecutionCallbackSuccess") from exc
+        return {}

@@ -116,7 +116,7 @@ def test_spot_warning_state_change_and_hook_for_one_instance_converge(
     runs: list[Any] = [None] * len(events)
 
     def go(i: int) -> None:
-        runs[i] = lam.run_in_thread(events[i])
+        runs[i] = lam.run_in_thread(events[i], skip_time=False)  # the waiting executions poll in real time
 
     threads = [threading.Thread(target=go, args=(i,)) for i in range(len(events))]
     for t in threads:

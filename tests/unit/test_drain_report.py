@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
+from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, HeldPod, PodReason, held_reasons
 
 
 def test_report_round_trips_through_json() -> None:
@@ -15,6 +15,7 @@ def test_report_round_trips_through_json() -> None:
         skipped=[PodReason("a/d", "mirror pod")],
         forced=[ForcedPod("a/e", 3, "deadline")],
         grace_sent={"a/b": 5},
+        held=[HeldPod("a/c", "multiple-pdbs", "more than one", ["p1", "p2"], 500)],
     )
     again = DrainReport.from_dict(json.loads(json.dumps(r.to_dict())))
     assert again == r
@@ -27,3 +28,16 @@ def test_absorb_accumulates_actions_and_takes_latest_state() -> None:
     assert first.evicted == ["a/x", "a/y"]
     assert first.blocked == [] and first.drained
     assert (first.api_calls, first.passes) == (8, 2)
+
+
+def test_a_checkpoint_from_before_holds_were_kept_still_loads() -> None:
+    old = DrainReport(node="n", blocked=[BlockedPod("a/c", ["pdb"], "needs 2")]).to_dict()
+    del old["held"]  # a drain in flight across an upgrade
+    assert DrainReport.from_dict(old).held == []
+
+
+def test_held_reasons_are_bounded_for_the_checkpointed_summary() -> None:
+    r = DrainReport(node="n", held=[HeldPod(f"a/p{i}", "pdb", "x" * 5000, ["web"], 429) for i in range(50)])
+    out = held_reasons(r)
+    assert len(out) == 10 and all(len(h["message"]) == 200 for h in out)
+    assert out[0] == {"pod": "a/p0", "reason": "pdb", "message": "x" * 200, "pdbs": ["web"], "status": 429}

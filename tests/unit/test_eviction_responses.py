@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drain_orchestrator.kube.evict import MULTIPLE_PDBS, Outcome, classify_response
+from drain_orchestrator.kube.evict import MULTIPLE_PDBS, HoldReason, Outcome, classify_response
 from drain_orchestrator.kube.rest import Response
 
 
@@ -60,3 +60,21 @@ def test_forbidden_in_a_terminating_namespace_differs_from_an_rbac_denial() -> N
     assert r.outcome is Outcome.NAMESPACE_TERMINATING
     rbac = classify_response(status(403, 'pods "x" is forbidden: User "u" cannot create resource'))
     assert rbac.outcome is Outcome.FAILED
+
+
+def test_every_refusal_keeps_a_reason() -> None:
+    budget = [{"reason": "DisruptionBudget", "message": "The disruption budget web needs 2 healthy pods"}]
+    assert classify_response(status(429, "x", budget)).reason is HoldReason.PDB
+    assert classify_response(status(500, MULTIPLE_PDBS)).reason is HoldReason.MULTIPLE_PDBS
+    down = (
+        'Internal error occurred: failed calling webhook "evict.example.com": failed to call webhook: Post '
+        '"https://127.0.0.1:1/validate?timeout=5s": dial tcp 127.0.0.1:1: connect: connection refused'
+    )
+    r = classify_response(status(500, down))
+    assert (r.outcome, r.reason, r.message) == (Outcome.FAILED, HoldReason.WEBHOOK_FAILED, down)
+    denied = 'admission webhook "evict.example.com" denied the request: frozen'
+    assert classify_response(status(400, denied)).reason is HoldReason.ADMISSION_DENIED
+    policy = "pods \"web-0\" is forbidden: ValidatingAdmissionPolicy 'no-evict' with binding 'b' denied request: no"
+    assert classify_response(status(422, policy)).reason is HoldReason.ADMISSION_DENIED
+    assert classify_response(status(500, "etcdserver: timeout")).reason is HoldReason.EVICTION_FAILED
+    assert classify_response(Response(201, {"status": "Success"}, {})).reason is None

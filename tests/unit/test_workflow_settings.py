@@ -69,6 +69,9 @@ def test_taint_effect_defaults_to_noschedule() -> None:
         ("DEADLINE_ASG_TERMINATE_SECONDS", "\uff16\uff10", "digits 0-9"),  # full-width "60"
         ("RECHECK_MAX_SECONDS", "3601", "between 1 and 3600"),
         ("RECHECK_MIN_SECONDS", "0", "between 1 and 3600"),
+        ("HELD_NOTIFY_SECONDS", "0", "between 1 and 172800"),
+        ("HELD_NOTIFY_SECONDS", "ten", "digits 0-9"),
+        ("HELD_APPROVAL", "true", "expected on or off"),
         ("LAUNCH_READY_TIMEOUT_SECONDS", "999999", "between 1 and 172800"),
         ("SCHEDULED_CHANGE_LEAD_SECONDS", "604801", "between 0 and 604800"),
         ("DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT", "1e3", "whole number"),
@@ -82,6 +85,12 @@ def test_bad_values_name_the_variable(variable: str, value: str, expected: str) 
         WorkflowSettings.from_env({variable: value})
     assert err.value.variable == variable
     assert str(err.value).startswith(f"{variable}: ") and expected in str(err.value)
+
+
+def test_held_approval_is_off_unless_on() -> None:
+    assert WorkflowSettings.from_env({}).held_approval is False
+    assert WorkflowSettings.from_env({"HELD_APPROVAL": " ON "}).held_approval is True
+    assert WorkflowSettings.from_env({"HELD_APPROVAL": "off"}).held_approval is False
 
 
 def test_recheck_bounds_must_be_ordered() -> None:

@@ -46,3 +46,8 @@ def sts_client(session: boto3.Session | None = None, region: str | None = None) 
 def elbv2_client(session: boto3.Session | None = None, region: str | None = None) -> ElasticLoadBalancingv2Client:
     client: ElasticLoadBalancingv2Client = _client("elbv2", session, region)
     return client
+
+
+def lambda_client(session: boto3.Session | None = None, region: str | None = None) -> Any:
+    """Lambda (the durable-execution callback API); typed Any: no stubs for its newest operations are installed."""
+    return _client("lambda", session, region)

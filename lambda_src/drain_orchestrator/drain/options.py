@@ -24,6 +24,8 @@ class DrainOptions:
     deadline: absolute epoch seconds by which the node must be empty (e.g. Spot warning + 120 s), or None.
     deadline_margin: seconds kept free before the deadline when clipping grace periods.
     force_delete_on_deadline: near the deadline, DELETE pods still refused by a PDB (grace ≥ 1 s).
+    force_now: with force_delete_on_deadline, delete pods refused by a PDB now (an operator's ``--force``), their
+        grace still clipped to the deadline.
     concurrency: evictions in flight at once.
     dry_run: compute and report, change nothing (server-side dryRun=All for evictions).
     pod_selector: label selector narrowing the pods considered (kubectl's ``--pod-selector``).
@@ -41,6 +43,7 @@ class DrainOptions:
     deadline: float | None = None
     deadline_margin: float = 2.0
     force_delete_on_deadline: bool = False
+    force_now: bool = False
     concurrency: int = 32
     dry_run: bool = False
     pod_selector: str | None = None

@@ -14,6 +14,17 @@ class BlockedPod:
 
 
 @dataclass
+class HeldPod:
+    """A pod whose eviction did not go through, and why: what the result, notifications, logs and status show."""
+
+    pod: str  # namespace/name
+    reason: str  # kube.evict.HoldReason: pdb, multiple-pdbs, admission-denied, webhook-failed, eviction-failed
+    message: str  # the apiserver's own words (the PDB's, the webhook's)
+    pdbs: list[str] = field(default_factory=list)
+    status: int | None = None  # the HTTP status of the last refusal
+
+
+@dataclass
 class PodReason:
     pod: str
     reason: str
@@ -63,6 +74,7 @@ class DrainReport:
     grace_sent: dict[str, int] = field(default_factory=dict)
     retry_after: float | None = None  # largest Retry-After seen from a throttled eviction
     surge: list[SurgeNote] = field(default_factory=list)  # surge before evict, one note per workload
+    held: list[HeldPod] = field(default_factory=list)  # every blocked or failed eviction of the pass, with its reason
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,6 +87,7 @@ class DrainReport:
             d[key] = [PodReason(**r) for r in d.get(key, [])]
         d["forced"] = [ForcedPod(**f) for f in d.get("forced", [])]
         d["surge"] = [SurgeNote(**n) for n in d.get("surge", [])]
+        d["held"] = [HeldPod(**h) for h in d.get("held", [])]
         return cls(**d)
 
     def absorb(self, later: DrainReport) -> None:
@@ -97,6 +110,7 @@ class DrainReport:
         self.grace_sent.update(later.grace_sent)
         self.retry_after = later.retry_after
         self.surge = merge_surge(self.surge, later.surge)
+        self.held = later.held
 
 
 def merge_surge(earlier: list[SurgeNote], later: list[SurgeNote]) -> list[SurgeNote]:
@@ -116,3 +130,12 @@ def merge_surge(earlier: list[SurgeNote], later: list[SurgeNote]) -> list[SurgeN
         else:
             out[note.workload] = note
     return list(out.values())
+
+
+HELD_LISTED = 10  # pods named in a summary (checkpointed with the execution's result: kept small)
+MESSAGE_CHARS = 200
+
+
+def held_reasons(report: DrainReport, limit: int = HELD_LISTED) -> list[dict[str, Any]]:
+    """The report's holds as plain data, one entry per pod (the first ``limit``), messages clipped."""
+    return [{**asdict(h), "message": h.message[:MESSAGE_CHARS]} for h in report.held[:limit]]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import backoff_delay, budget_share, contention_jitter, force_delete_due, next_poll
+from drain_orchestrator.drain.report import HeldPod
 from drain_orchestrator.drain.surge import SurgeFacts
 from drain_orchestrator.kube.evict import Outcome
 from drain_orchestrator.kube.pdb_watch import list_allowing, wait_for_budget
@@ -39,6 +40,7 @@ class DrainState:
     force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
     expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
     surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (kube/surge.py)
+    last_hold: dict[str, HeldPod] = field(default_factory=dict)  # refused or failed pods: the last reason
 
 
 def ident_of(p: PodInfo) -> str:
@@ -68,8 +70,9 @@ def due(
             return True
         if ident not in state.waiting_on and state.not_before.get(ident, 0.0) <= mono:
             return True
-        return options.force_delete_on_deadline and force_delete_due(
-            v.pod.termination_grace_period, now, options.deadline, options.deadline_margin
+        return options.force_delete_on_deadline and (
+            options.force_now
+            or force_delete_due(v.pod.termination_grace_period, now, options.deadline, options.deadline_margin)
         )
 
     return [v for v in batch if ready(v)], share
@@ -96,7 +99,15 @@ def retry_later(state: DrainState, ident: str, options: DrainOptions, after: flo
 
 
 def forget(state: DrainState, ident: str) -> None:
-    for d in (state.attempts, state.not_before, state.pdbs_of, state.last_block, state.force_at, state.waiting_on):
+    for d in (
+        state.attempts,
+        state.not_before,
+        state.pdbs_of,
+        state.last_block,
+        state.force_at,
+        state.waiting_on,
+        state.last_hold,
+    ):
         d.pop(ident, None)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from drain_orchestrator.drain.classify import (
@@ -41,7 +42,8 @@ from drain_orchestrator.kube.drain_pacing import (
     wait_between_passes,
 )
 from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.evict import EvictionResult, Outcome, delete_pod, evict_pod
+from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
+from drain_orchestrator.kube.held_pods import budgets_selecting, park_until_deadline_policy, record_hold, report_waiting
 from drain_orchestrator.kube.pods import list_node_pods, look_up_daemonsets
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.surge import surge_pass
@@ -108,6 +110,8 @@ def drain_pass(
         ident = ident_of(v.pod)
         if v not in batch and ident in state.last_block:
             report.blocked.append(BlockedPod(v.pod.key, state.pdbs_of.get(ident, []), state.last_block[ident]))
+        if v not in batch:
+            report_waiting(report, state, ident)
     if options.surge != "never" and not options.dry_run and not report.refused:
         surge_pass(kube, node, report, verdicts, state.surge, options)  # replacements first (kube/surge.py)
 
@@ -197,7 +201,7 @@ def _evict_all(kube: Kube, batch: list[PodVerdict], options: DrainOptions, say: 
             options.deadline_margin,
         )
         res = evict_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=grace, dry_run=options.dry_run)
-        return EvictionResult(res.outcome, res.status, res.message, res.pdbs, res.retry_after, grace)
+        return replace(res, grace=grace)
 
     for v in batch:
         say(f"evicting pod {v.pod.key}" + (" (server dry run)" if options.dry_run else ""))
@@ -231,12 +235,16 @@ def _apply_outcome(
     elif res.outcome is Outcome.NAMESPACE_TERMINATING:
         report.terminating.append(pod.key)  # the namespace controller deletes it; wait like kubectl
     elif res.outcome is Outcome.BLOCKED:
+        multiple = res.reason is HoldReason.MULTIPLE_PDBS
+        if multiple:  # the answer names no budget: look them up; no retry can help (kube/held_pods.py)
+            res = replace(res, pdbs=budgets_selecting(kube, state, v))
         if res.pdbs:
             state.pdbs_of[ident] = res.pdbs
         pdbs = state.pdbs_of.get(ident, [])
         now = time.time()
-        if options.force_delete_on_deadline and force_delete_due(
-            pod.termination_grace_period, now, options.deadline, options.deadline_margin
+        if options.force_delete_on_deadline and (
+            options.force_now
+            or force_delete_due(pod.termination_grace_period, now, options.deadline, options.deadline_margin)
         ):
             _force(kube, report, state=state, v=v, res=res, options=options, say=say)
             return
@@ -249,10 +257,12 @@ def _apply_outcome(
             state.waiting_on[ident] = [(pod.namespace, n) for n in pdbs]
         else:
             state.waiting_on.pop(ident, None)
+        if multiple:
+            park_until_deadline_policy(state, ident)
         report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
-        say(
-            f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" (will retry after {delay:.2f}s): {res.message}'
-        )
+        record_hold(report, state, v, res, pdbs)
+        when = "not retried before the deadline policy" if multiple else f"will retry after {delay:.2f}s"
+        say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" ({when}): {res.message}')
     elif res.outcome is Outcome.THROTTLED:
         state.waiting_on.pop(ident, None)
         delay = retry_later(state, ident, options, res.retry_after)  # API priority and fairness: Retry-After
@@ -262,6 +272,7 @@ def _apply_outcome(
         state.waiting_on.pop(ident, None)
         retry_later(state, ident, options)
         report.failed.append(PodReason(pod.key, f"HTTP {res.status}: {res.message}"))
+        record_hold(report, state, v, res, [])
         say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}": {res.message}')
 
 
@@ -291,6 +302,8 @@ def _force(
     if deleted.outcome is Outcome.EVICTED:
         left = (options.deadline or 0) - time.time()
         reason = f"{pdbs} still refused eviction {left:.0f}s before the deadline: {res.message}"
+        if options.force_now:
+            reason = f"{pdbs} still refused eviction, deleted on an operator's decision (force): {res.message}"
         report.forced.append(ForcedPod(pod.key, max(1, grace), reason))
         if not options.dry_run:
             state.sent[pod.key] = pod.uid

@@ -15,6 +15,23 @@ MULTIPLE_PDBS = "This pod has more than one PodDisruptionBudget, which the evict
 _PDB_NAME = re.compile(r"The disruption budget (\S+?) (?:needs|is still)")
 
 
+class HoldReason(StrEnum):
+    """Why an eviction did not go through, as reported (result, notifications, logs, ``status``)."""
+
+    PDB = "pdb"  # a PodDisruptionBudget allows no disruption now
+    MULTIPLE_PDBS = "multiple-pdbs"  # more than one PDB selects the pod: the eviction API never evicts it
+    ADMISSION_DENIED = "admission-denied"  # a validating webhook or ValidatingAdmissionPolicy denied it
+    WEBHOOK_FAILED = "webhook-failed"  # an admission webhook could not be called (down, timing out)
+    THROTTLED = "throttled"
+    EVICTION_FAILED = "eviction-failed"  # any other answer: the HTTP status and message say what
+
+
+# Admission answers carry no machine-readable cause; their message prefixes are fixed in the apiserver's source
+# (admission/plugin/webhook/errors, admission/plugin/policy/validating), stable since v1.16 / v1.26.
+_WEBHOOK_CALL_FAILED = ("failed calling webhook", "failed to call webhook")
+_ADMISSION_DENIED = ("admission webhook", "ValidatingAdmissionPolicy")
+
+
 class Outcome(StrEnum):
     EVICTED = "evicted"  # 2xx: the pod is being deleted
     GONE = "gone"  # 404: nothing to do
@@ -33,6 +50,7 @@ class EvictionResult:
     pdbs: list[str] = field(default_factory=list)
     retry_after: float | None = None
     grace: int | None = None  # grace period sent with the request (None: the pod's own)
+    reason: HoldReason | None = None  # why it did not go through (None: it did, or nothing to do)
 
 
 def _retry_after(resp: Response) -> float | None:
@@ -60,17 +78,29 @@ def classify_response(resp: Response) -> EvictionResult:
     pdbs = [m.group(1) for c in causes if (m := _PDB_NAME.search(str(c.get("message", ""))))]
     cause_text = "; ".join(str(c.get("message", "")) for c in causes if c.get("message"))
     if status == 429 and "DisruptionBudget" in reasons:
-        return EvictionResult(Outcome.BLOCKED, status, cause_text or message, pdbs, _retry_after(resp))
+        return EvictionResult(
+            Outcome.BLOCKED, status, cause_text or message, pdbs, _retry_after(resp), reason=HoldReason.PDB
+        )
     if status in {429, 504}:
-        return EvictionResult(Outcome.THROTTLED, status, message, retry_after=_retry_after(resp))
+        return EvictionResult(
+            Outcome.THROTTLED, status, message, retry_after=_retry_after(resp), reason=HoldReason.THROTTLED
+        )
     if status == 500 and message == MULTIPLE_PDBS:
-        return EvictionResult(Outcome.BLOCKED, status, message)
+        return EvictionResult(Outcome.BLOCKED, status, message, reason=HoldReason.MULTIPLE_PDBS)
     if status == 403 and "NamespaceTerminating" in reasons:
         return EvictionResult(Outcome.NAMESPACE_TERMINATING, status, message)
     if status == 403 and ("DisruptionBudget" in reasons or "poddisruptionbudget" in message):
         # "pdb disruptions allowed is negative" / "DisruptedPods map too big": the PDB controller catches up.
-        return EvictionResult(Outcome.BLOCKED, status, message, pdbs)
-    return EvictionResult(Outcome.FAILED, status, message or f"HTTP {status}")
+        return EvictionResult(Outcome.BLOCKED, status, message, pdbs, reason=HoldReason.PDB)
+    return EvictionResult(Outcome.FAILED, status, message or f"HTTP {status}", reason=_failure_reason(message))
+
+
+def _failure_reason(message: str) -> HoldReason:
+    if any(m in message for m in _WEBHOOK_CALL_FAILED):
+        return HoldReason.WEBHOOK_FAILED
+    if any(m in message for m in _ADMISSION_DENIED):
+        return HoldReason.ADMISSION_DENIED
+    return HoldReason.EVICTION_FAILED
 
 
 def _delete_options(uid: str, grace: int | None, dry_run: bool) -> dict[str, object]:

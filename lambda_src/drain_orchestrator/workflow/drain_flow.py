@@ -21,13 +21,16 @@ from aws_durable_execution_sdk_python.config import Duration
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.decide import Assessment
-from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.drain.report import DrainReport, held_reasons
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.observability import logger
 from drain_orchestrator.workflow import gates, runtime
+from drain_orchestrator.workflow.approval import LIFECYCLE_RESULTS, RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
+from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
 from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.one_drain import CLAIM_LOST, one_drain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
 from drain_orchestrator.workflow.report_step import announce_step, report_step
 from drain_orchestrator.workflow.results import (
@@ -91,23 +94,46 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         summary["result"] = "cordoned"
         return summary
     job = replace(job, counts_pods=cordoned.drain_claimed)
-    result, report, error = gates.around_drain(ctx, job, pace, summary, lambda: _drain_passes(ctx, job, pace))
+    result, report, error = gates.around_drain(
+        ctx,
+        job,
+        pace,
+        summary,
+        lambda: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace, summary)),
+    )
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
 
 
-def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, DrainReport | None, StepFault | None]:
-    """Passes until drained, refused, gone, failed for good, or the deadline. Returns (result, report, error)."""
+def _drain_passes(
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: dict[str, Any]
+) -> tuple[str, DrainReport | None, StepFault | None]:
+    """Passes until drained, refused, gone, failed for good, an operator's decision, or the deadline.
+    Returns (result, report, error)."""
     ws = runtime.wsettings()
     deadline = job.plan.deadline
     report: DrainReport | None = None
     n = ok_passes = faults = 0
+    watch = HeldWatch(ws.held_notify_seconds)
+    approval: Approval | None = None
     while True:
+        chosen = approval.look(ctx, pace, n) if approval is not None else None
+        if chosen is not None:
+            summary["approval"] = chosen.to_dict()
+            choice = Choice(chosen.decision)
+            if choice in RESULTS:
+                return RESULTS[choice], report, None
+            if choice is Choice.FORCE:
+                job = replace(job, force_now=True)
         out: PassOutcome = ctx.step(
             pass_step(job, n, pace.last_beat), name=f"drain-pass-{n}", config=step_config(PassOutcome)
         )
         pace.absorb(out)
         if out.gone:
             return "node-gone", report, None
+        if out.claim_lost:
+            return CLAIM_LOST, report, None
+        if out.deadline is not None:  # another execution waiting on this drain has an earlier deadline
+            deadline = min(deadline, out.deadline)
         if out.fault is not None:
             policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
             if policy.gives_up_after(faults) or pace.now >= deadline:
@@ -118,6 +144,14 @@ def _drain_passes(ctx: DurableContext, job: DrainJob, pace: Pace) -> tuple[str, 
             faults = 0
             assert out.report is not None
             report = out.report if report is None else _merged(report, out.report)
+            if watch.due(out.report, pace.now) and watch.since is not None:
+                if ws.held_approval and not ws.dry_run:
+                    approval = Approval(ctx, pace.now, deadline)
+                held = held_of(job, out.report, watch.since, pace.now, deadline, approval.id if approval else None)
+                said: HeldNotice = ctx.step(
+                    held_step(job, held, out.report), name="held", config=step_config(HeldNotice)
+                )
+                pace.absorb(said)
             if report.drained:
                 return "drained", report, None
             if report.refused:
@@ -155,12 +189,12 @@ def _verdict(
     if error is not None:
         summary["error"] = error.to_dict()
     if job.event.lifecycle is not None and job.event.kind == "asg-terminate":
-        outcome = "CONTINUE" if result in SUCCESS else runtime.wsettings().lifecycle_result_on_failure
+        outcome = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure)
         summary["lifecycle"] = complete_lifecycle(pace, job, outcome, result)
     if summary.get("cordoned") and job.decision.action == "drain" and not runtime.wsettings().dry_run:
         _restore_surges(job, pace, report, summary)
     summary["heartbeats"] = pace.beats
-    reported_keys = ("result", "lifecycle", "report", "error", "gates", "surge_restored")
+    reported_keys = ("result", "lifecycle", "report", "error", "gates", "surge_restored", "approval")
     verdict = {k: summary.get(k) for k in reported_keys if summary.get(k) is not None}
     reported: Reported = ctx.step(report_step(job, verdict, started_at), name="report", config=step_config(Reported))
     summary["duration_seconds"] = reported.duration
@@ -183,6 +217,14 @@ def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summa
         summary["surge_restored"] = out.restored
 
 
+def lifecycle_result(result: str, on_failure: str) -> str:
+    """The lifecycle action's result for a drain result: CONTINUE once drained, an operator's decision as said,
+    LIFECYCLE_RESULT_ON_FAILURE otherwise."""
+    if result in SUCCESS:
+        return "CONTINUE"
+    return LIFECYCLE_RESULTS.get(result, on_failure)
+
+
 def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
     if report is None:
         return None
@@ -194,6 +236,7 @@ def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
         "skipped": len(report.skipped),
         "refused": [r.pod for r in report.refused],
         "remaining": len(report.remaining),
+        "held": held_reasons(report),  # why each pod still there was not evicted (reason, PDBs, message, status)
         "api_calls": report.api_calls,
         "passes": report.passes,
         **({"surge": [asdict(n) for n in report.surge]} if report.surge else {}),

@@ -8,6 +8,7 @@ may run long keep the lifecycle action alive from a thread (heartbeat.py).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
@@ -123,14 +124,24 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
 @durable_step
 def pass_step(step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | None) -> PassOutcome:
     from drain_orchestrator.kube.drainer import drain_node  # noqa: PLC0415
+    from drain_orchestrator.kube.node_claim import renew_claim  # noqa: PLC0415
+    from drain_orchestrator.workflow.claim_steps import ttl  # noqa: PLC0415
 
     ws = runtime.wsettings()
     event, decision = job.event, job.decision
     runtime.inject_fault(f"pass-{n}")
-    budget = deadlines.pass_budget(time.time(), job.plan.deadline, ws)
     with HeartbeatKeeper(event.lifecycle, decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
         try:
-            rep = drain_node(runtime.kube(job.cluster), job.node, job.drain_options(), timeout=budget)
+            deadline = job.plan.deadline
+            if job.claimed:  # renew the node's drain claim; drain to the earliest deadline of those waiting on it
+                claim = renew_claim(runtime.kube(job.cluster), job.node, job.run_id, time.time(), ttl())
+                if claim is None:
+                    logger.warning("drain claim lost: another execution took it over", extra={"node": job.node})
+                    return PassOutcome(now=time.time(), last_beat=hb.last_beat, hook_done=hb.hook_done, claim_lost=True)
+                deadline = min(deadline, claim.earliest)
+            budget = deadlines.pass_budget(time.time(), deadline, ws)
+            opts = replace(job.drain_options(), deadline=deadline)
+            rep = drain_node(runtime.kube(job.cluster), job.node, opts, timeout=budget)
         except NodeGone:
             # the Node object is gone (instance terminated, node deleted): nothing left to drain
             logger.info("node gone while draining", extra={"node": job.node})
@@ -152,8 +163,9 @@ def pass_step(step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | N
             "blocked": [b.pod for b in rep.blocked],
             "forced": [f.pod for f in rep.forced],
             "remaining": len(rep.remaining),
+            "held": [f"{h.pod}: {h.reason} ({h.status}) {', '.join(h.pdbs)} {h.message[:200]}" for h in rep.held[:20]],
             "drained": rep.drained,
             "api_calls": rep.api_calls,
         },
     )
-    return PassOutcome(now=time.time(), report=rep, last_beat=hb.last_beat, hook_done=hb.hook_done)
+    return PassOutcome(now=time.time(), report=rep, last_beat=hb.last_beat, hook_done=hb.hook_done, deadline=deadline)

@@ -27,6 +27,7 @@ from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_steps import out_of_service_step, pod_ips_step, targets_step, volumes_step
+from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, gate_held, held_step
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import Pace, step_config
 from drain_orchestrator.workflow.results import SUCCESS, PodAddresses, StepFault, Tainted, TargetsCheck, VolumesCheck
@@ -105,6 +106,7 @@ def _hold(
     seen_groups: set[str] = set()
     deregistered: list[str] = []
     api_calls = n = 0
+    watch = HeldWatch(ws.held_notify_seconds)  # a gate holding past HELD_NOTIFY_SECONDS is said, like a PDB
     while True:
         if targets.on:
             t: TargetsCheck = ctx.step(
@@ -123,6 +125,11 @@ def _hold(
             v: VolumesCheck = ctx.step(volumes_step(job), name=f"gate-volumes-{n}", config=step_config(VolumesCheck))
             pace.absorb(v)
             vols.absorb(v.fault, v.attached, pace.now, deadline)
+        holding = (targets.holding if targets.on else []) + (vols.holding if vols.on else [])
+        if watch.holding(bool(holding), pace.now) and watch.since is not None:
+            held = gate_held(job, holding, watch.since, pace.now, deadline)
+            said: HeldNotice = ctx.step(held_step(job, held, None), name="gate-held", config=step_config(HeldNotice))
+            pace.absorb(said)
         if not (targets.on or vols.on) or pace.now >= deadline:
             break
         pace.wait(deadlines.gate_recheck_delay(n, ws), f"gate-wait-{n}", deadline)

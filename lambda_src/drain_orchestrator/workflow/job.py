@@ -18,6 +18,10 @@ class DrainJob:
     run_id: str
     # of several executions draining one node, only the holder of its "drain-started" claim counts pods
     counts_pods: bool = True
+    # this execution holds the node's drain claim (kube/node_claim.py): each pass renews it
+    claimed: bool = False
+    # an operator's approval said --force: the next passes delete the pods PDBs still protect (grace clipped)
+    force_now: bool = False
 
     @property
     def cluster(self) -> str:
@@ -44,7 +48,8 @@ class DrainJob:
             evict_daemonsets=ws.evict_daemonsets,
             skip_wait_for_delete_timeout=float(ws.skip_wait_for_delete_timeout),
             deadline=self.plan.deadline,
-            force_delete_on_deadline=ws.force_delete_on_deadline,
+            force_delete_on_deadline=ws.force_delete_on_deadline or self.force_now,
+            force_now=self.force_now,
             dry_run=ws.dry_run,
             reason=self.event.kind,
             event_id=self.event.event_id,

@@ -3,7 +3,8 @@
 `announce_step` runs once after the cordon step, for the execution holding the phase claims: metric, Kubernetes
 Events, the "started" notification. A step of its own, checkpointed, so a replay of the cordon does not repeat it.
 `report_step` runs once the lifecycle action is settled, whatever happened before: phase claim, metrics, Kubernetes
-Event and the final notification. Every part is best effort and independent:
+Event and the final notification (``completed``, ``failed``, or ``stopped`` when an operator's decision ended it).
+Every part is best effort and independent:
 an unreachable apiserver still gets a notification (without the claim that de-duplicates it across executions),
 a failed SNS publish still leaves the Event and the metrics. Never raises.
 """
@@ -18,6 +19,7 @@ from aws_durable_execution_sdk_python import StepContext, durable_step
 from drain_orchestrator.observability import SECONDS, logger, metric
 from drain_orchestrator.timefmt import deadline_fields
 from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.approval import LIFECYCLE_RESULTS
 from drain_orchestrator.workflow.gate_steps import describe
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.notify import notify
@@ -62,6 +64,7 @@ def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], s
     duration = round(now - started_at, 3)
     result = str(verdict["result"])
     drained = result in SUCCESS
+    stopped = result in LIFECYCLE_RESULTS  # an operator's decision ended the drain (approval.py)
     phase = "drain-completed" if drained else "drain-failed"
     kube = None
     try:
@@ -79,6 +82,8 @@ def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], s
         _count(job, result, duration)
         if kube is not None:
             outcome = "drained" if drained else "not drained"
+            if stopped and isinstance(verdict.get("approval"), dict):
+                outcome = f"stopped by {verdict['approval'].get('by')}"
             gates = describe(verdict.get("gates"))
             message = f"{outcome} ({result}) after {duration:.0f} s{gates} (event {job.event.event_id})"
             node_event(
@@ -89,7 +94,8 @@ def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], s
                 event_type="Normal" if drained else "Warning",
                 dry_run=ws.dry_run,
             )
-    notified = first and notify("completed" if drained else "failed", job, {"duration_seconds": duration, **verdict})
+    said = "completed" if drained else "stopped" if stopped else "failed"
+    notified = first and notify(said, job, {"duration_seconds": duration, **verdict})
     if not drained:
         logger.warning("drain did not finish", extra={"verdict": verdict})
     return Reported(duration=duration, notified=notified, now=now)
@@ -103,5 +109,7 @@ def _count(job: DrainJob, result: str, duration: float) -> None:
         metric("DrainDurationSeconds", duration, SECONDS, cluster=cluster, kind=kind)
     elif result == "failed":
         metric("Errors", reason="drain-failed")
+    elif result in LIFECYCLE_RESULTS:
+        return  # an operator's decision, not a missed deadline
     else:
         metric("DrainDeadlineMissed", cluster=cluster, kind=kind)

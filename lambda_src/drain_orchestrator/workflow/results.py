@@ -113,6 +113,31 @@ class PassOutcome(Checkpointed):
     last_beat: float | None = None
     hook_done: bool = False
     fault: StepFault | None = None
+    deadline: float | None = None  # the earliest deadline of the executions waiting on this drain (node claim)
+    claim_lost: bool = False  # another execution took the node's drain claim over: this one waits for it
+
+
+@dataclass(frozen=True)
+class ClaimCheck(Checkpointed):
+    """What an execution found on the node's drain claim (drain/node_claim.py)."""
+
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    role: str = "waiter"  # drain.node_claim.Role: holder | waiter | settled
+    holder: str | None = None  # the run id draining the node
+    verdict: str | None = None  # the holder's drain result (settled)
+    took_over: str | None = None  # an expired holder this execution replaced
+    gone: bool = False
+    last_beat: float | None = None
+    hook_done: bool = False
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class ClaimSettled(Checkpointed):
+    now: float
+    settled: bool = False
+    waiters: int = 0  # other executions that waited for this verdict
 
 
 @dataclass(frozen=True)

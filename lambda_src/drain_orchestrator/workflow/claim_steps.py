@@ -1,0 +1,73 @@
+"""Steps of the node's drain claim: take it or wait on it (one look), and settle it with the holder's verdict."""
+
+from __future__ import annotations
+
+import time
+
+from aws_durable_execution_sdk_python import StepContext, durable_step
+
+from drain_orchestrator.drain.node_claim import Role, claim_ttl
+from drain_orchestrator.kube.errors import NodeGone
+from drain_orchestrator.observability import logger
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.results import ClaimCheck, ClaimSettled
+from drain_orchestrator.workflow.step_guard import fault_of
+
+
+def ttl() -> float:
+    ws = runtime.wsettings()
+    return claim_ttl(ws.drain_pass_seconds, ws.recheck_max_seconds)
+
+
+@durable_step
+def claim_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> ClaimCheck:
+    from drain_orchestrator.kube.node_claim import look_at  # noqa: PLC0415
+
+    event = job.event
+    with HeartbeatKeeper(event.lifecycle, job.decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+        now = time.time()
+        try:
+            seen = look_at(runtime.kube(job.cluster), job.node, job.run_id, job.plan.deadline, now, ttl())
+        except NodeGone:
+            return ClaimCheck(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
+        except Exception as exc:
+            fault = fault_of("drain-claim", exc)
+            return ClaimCheck(now=now, last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault)
+    claim = seen.claim
+    if seen.took_over is not None:
+        logger.warning(
+            "drain claim taken over: its holder stopped renewing it",
+            extra={"node": job.node, "previous_holder": seen.took_over, "run_id": job.run_id},
+        )
+    elif seen.role is Role.WAITER:
+        logger.info(
+            "node drained by another execution: waiting for its verdict",
+            extra={"node": job.node, "holder": claim.holder, "earliest_deadline": claim.earliest},
+        )
+    return ClaimCheck(
+        now=time.time(),
+        role=seen.role.value,
+        holder=claim.holder,
+        verdict=claim.verdict if seen.role is Role.SETTLED else None,
+        took_over=seen.took_over,
+        last_beat=hb.last_beat,
+        hook_done=hb.hook_done,
+    )
+
+
+@durable_step
+def settle_step(step_ctx: StepContext, job: DrainJob, result: str) -> ClaimSettled:
+    """Best effort: waiters that never see a verdict take the claim over once it expires and drain themselves."""
+    from drain_orchestrator.kube.node_claim import settle_claim  # noqa: PLC0415
+
+    try:
+        claim = settle_claim(runtime.kube(job.cluster), job.node, job.run_id, result)
+    except NodeGone:
+        return ClaimSettled(now=time.time())
+    except Exception as exc:
+        fault_of("drain-settle", exc)
+        return ClaimSettled(now=time.time())
+    waiters = 0 if claim is None else len(claim.deadlines) - 1
+    return ClaimSettled(now=time.time(), settled=claim is not None, waiters=waiters)

@@ -1,0 +1,153 @@
+"""Say what holds a drain: once PodDisruptionBudgets (or failing evictions) have held it longer than
+HELD_NOTIFY_SECONDS, one ``held`` notification names the PDBs, the pods, since when, and what the deadline will
+bring; the node carries the same as the annotation ``drain-orchestrator.io/held`` for ``status``.
+
+`HeldWatch` is fed by the passes' checkpointed results (replays decide the same); `held_step` is claimed like
+the other phases (``drain-orchestrator.io/drain-held``), so of several executions one notifies.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_durable_execution_sdk_python import StepContext, durable_step
+
+from drain_orchestrator.drain.report import DrainReport, held_reasons
+from drain_orchestrator.observability import SECONDS, logger, metric
+from drain_orchestrator.timefmt import iso_utc
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.notify import notify
+from drain_orchestrator.workflow.results import Checkpointed
+
+PHASE = "drain-held"
+FORCEABLE = ("pdb", "multiple-pdbs")  # the deadline policy deletes pods refused by budgets, not failing evictions
+
+
+@dataclass
+class HeldWatch:
+    """How long the drain has been held without a break, and whether it was said."""
+
+    notify_after: int
+    since: float | None = None
+    said: bool = False
+
+    def due(self, report: DrainReport, now: float) -> bool:
+        """Fold one pass's report in; True once when the hold has lasted ``notify_after`` seconds."""
+        return self.holding(bool(report.held or report.blocked), now)
+
+    def holding(self, held: bool, now: float) -> bool:
+        """Fold one observation in (held or not); True once when the hold has lasted ``notify_after`` seconds."""
+        if not held:
+            self.since = None  # the hold broke (a pod went): a new hold starts its own clock
+            return False
+        if self.since is None:
+            self.since = now
+        if self.said or now - self.since < self.notify_after:
+            return False
+        self.said = True
+        return True
+
+
+def at_deadline(reasons: set[str], force_delete_on_deadline: bool, lifecycle: bool, result_on_failure: str) -> str:
+    """What the deadline brings: ``force-delete`` (the pods go just before it), else the lifecycle action's answer
+    ``continue`` / ``abandon``, or ``stop`` (no lifecycle action: the drain ends there)."""
+    if force_delete_on_deadline and reasons and reasons <= set(FORCEABLE):
+        return "force-delete"
+    return result_on_failure.lower() if lifecycle else "stop"
+
+
+@dataclass(frozen=True)
+class Held(Checkpointed):
+    """What holds the drain, as notified and annotated."""
+
+    since: float
+    seconds: float
+    pods: list[str]
+    pdbs: list[str]
+    reasons: list[str]
+    at_deadline: str
+    deadline: float
+    gates: list[str] = field(default_factory=list)  # load-balancer targets, volumes still holding the instance
+    approval_id: str | None = None  # HELD_APPROVAL=on: the id an operator's decision answers (workflow/approval.py)
+
+    def fields(self) -> dict[str, Any]:
+        approval = {}
+        if self.approval_id is not None:
+            approval = {
+                "approval_id": self.approval_id,
+                "approve": f"drain-orchestrator approve {self.approval_id} --force|--continue|--abandon|--wait",
+            }
+        return {
+            "held_since": iso_utc(int(self.since)),  # whole seconds: for people
+            "held_seconds": round(self.seconds),
+            "pods": self.pods,
+            "pdbs": self.pdbs,
+            "reasons": self.reasons,
+            "at_deadline": self.at_deadline,
+            "deadline": iso_utc(int(self.deadline)),
+            "gates": self.gates,
+            **approval,
+        }
+
+
+def held_of(
+    job: DrainJob, report: DrainReport, since: float, now: float, deadline: float, approval_id: str | None = None
+) -> Held:
+    ws = runtime.wsettings()
+    pods = {h.pod for h in report.held} | {b.pod for b in report.blocked}
+    pdbs = {p for h in report.held for p in h.pdbs} | {p for b in report.blocked for p in b.pdbs}
+    reasons = {h.reason for h in report.held} or {"pdb"}
+    lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
+    then = at_deadline(reasons, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
+    return Held(
+        since, now - since, sorted(pods), sorted(pdbs), sorted(reasons), then, deadline, approval_id=approval_id
+    )
+
+
+def gate_held(job: DrainJob, holding: list[str], since: float, now: float, deadline: float) -> Held:
+    """A drained node whose instance a gate still holds (targets draining, volumes attached): the deadline
+    brings the lifecycle action's answer (no pod to force)."""
+    ws = runtime.wsettings()
+    lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
+    then = at_deadline({"gate"}, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
+    return Held(since, now - since, [], [], ["gate"], then, deadline, sorted(holding))
+
+
+@dataclass(frozen=True)
+class HeldNotice(Checkpointed):
+    now: float
+    notified: bool = False
+
+
+@durable_step
+def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainReport | None) -> HeldNotice:
+    """Best effort, never raises: the claim and annotation need the apiserver, the notification SNS."""
+    from drain_orchestrator.kube.cordon import ANNOTATION_PREFIX  # noqa: PLC0415
+    from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
+    from drain_orchestrator.kube.rest import STRATEGIC_MERGE  # noqa: PLC0415
+
+    ws = runtime.wsettings()
+    info = held.fields()
+    first = True
+    try:
+        kube = runtime.kube(job.cluster)
+        first = claim(kube, job.node, PHASE, job.run_id, dry_run=ws.dry_run)
+        if first and not ws.dry_run:
+            note = json.dumps({k: info[k] for k in ("held_since", "pdbs", "pods", "reasons", "at_deadline", "gates")})
+            patch = {"metadata": {"annotations": {ANNOTATION_PREFIX + "held": note}}}
+            kube.request("PATCH", f"/api/v1/nodes/{job.node}", body=patch, content_type=STRATEGIC_MERGE)
+            by = ", ".join(held.pdbs) or ", ".join(held.gates) or ", ".join(held.reasons)
+            message = f"held {info['held_seconds']} s by {by}"
+            node_event(kube, job.node, "DrainHeld", f"{message}; at the deadline: {held.at_deadline}")
+    except Exception as exc:  # the apiserver cannot arbitrate: say it anyway (a duplicate beats silence)
+        logger.warning("held claim failed", extra={"error": str(exc)[:300]})
+    if not first:
+        return HeldNotice(now=time.time())
+    metric("DrainHeldSeconds", held.seconds, SECONDS, cluster=job.cluster, kind=job.event.kind)
+    logger.warning("drain held", extra={"node": job.node, **info})
+    notified = notify("held", job, {**info, "held": held_reasons(report) if report is not None else []})
+    return HeldNotice(now=time.time(), notified=notified)

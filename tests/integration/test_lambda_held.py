@@ -1,0 +1,140 @@
+"""What holds a drain, through the Lambda on the real bed: a drain held by a PDB (or a gate) past HELD_NOTIFY_SECONDS
+sends one ``held`` notification (PDBs, pods, since when, what the deadline brings), counts DrainHeldSeconds and marks
+the node for ``status``; an eviction webhook that is down is named in the verdict, the final notification and the
+logs."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+
+import pytest
+
+from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.status import cluster_status
+from tests.integration.admission_support import webhook_down
+from tests.integration.gates_support import VolumeAttachments
+from tests.integration.lambda_support import LambdaHarness
+from tests.integration.scenario_support import (
+    assert_completed_by_function,
+    blue_asg_node,
+    final_notification,
+    hold_with_pdb,
+    instance_summary,
+    pods_on,
+    spread,
+    terminate_event,
+)
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_drain_held_by_a_pdb_is_said_once_with_the_pdbs_pods_and_what_the_deadline_brings(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    held_pods = sorted(f"{k8s.ns}/{p.metadata.name}" for p in pods_on(k8s, node))
+    lam.configure(
+        "blue",
+        HELD_NOTIFY_SECONDS="4",
+        DRAIN_PASS_SECONDS="5",
+        DEADLINE_ASG_TERMINATE_SECONDS="25",
+        FORCE_DELETE_ON_DEADLINE="false",
+        LIFECYCLE_RESULT_ON_FAILURE="ABANDON",
+    )
+    started = time.time()
+    run = lam.run(terminate_event(aws, iid))
+    inst = instance_summary(run)
+    assert inst["result"] == "deadline-missed"
+    assert_completed_by_function(aws, iid, "ABANDON")
+    notes = lam.notifications()
+    (held,) = [n for n in notes if n["phase"] == "held"]
+    assert (held["pdbs"], held["pods"], held["reasons"], held["at_deadline"]) == (
+        ["web"],
+        held_pods,
+        ["pdb"],
+        "abandon",
+    )
+    assert held["held_seconds"] >= 4
+    since = datetime.fromisoformat(held["held_since"]).timestamp()
+    assert started - 1 <= since <= started + 20
+    assert run.metric_total("DrainHeldSeconds") >= 4
+    assert len([m for m in run.emf() if m["name"] == "DrainHeldSeconds"]) == 1
+    # the verdict names the reason of each held pod
+    assert sorted(h["pod"] for h in inst["report"]["held"]) == held_pods
+    assert {(h["reason"], tuple(h["pdbs"]), h["status"]) for h in inst["report"]["held"]} == {("pdb", ("web",), 429)}
+    # status shows the same
+    (row,) = [s for s in cluster_status(Kube(k8s.api_client), "blue", None, now=time.time()) if s.node == node]
+    assert (row.held_since, row.held_by, row.held_reasons, row.at_deadline) == (
+        held["held_since"],
+        ["web"],
+        ["pdb"],
+        "abandon",
+    )
+    assert any(h.startswith(f"held since {held['held_since']} by web") for h in row.holds), row.holds
+
+
+def test_a_drain_released_before_held_notify_seconds_says_nothing(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
+    lam.configure("blue", DRAIN_PASS_SECONDS="5")  # the default: 600 s
+    run = lam.run(terminate_event(aws, iid))
+    assert instance_summary(run)["result"] == "drained"
+    assert "held" not in {n["phase"] for n in lam.notifications()}
+    assert run.metric_total("DrainHeldSeconds") == 0
+
+
+def test_an_eviction_webhook_that_is_down_is_named_in_the_verdict_the_notification_and_the_logs(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
+    lam.configure("blue", DRAIN_PASS_SECONDS="5", DEADLINE_ASG_TERMINATE_SECONDS="15", HELD_NOTIFY_SECONDS="5")
+    with webhook_down(k8s) as hook:
+        run = lam.run(terminate_event(aws, iid))
+    inst = instance_summary(run)
+    assert inst["result"] == "deadline-missed"
+    assert_completed_by_function(aws, iid, "CONTINUE")  # LIFECYCLE_RESULT_ON_FAILURE's default
+    held = inst["report"]["held"]
+    assert len(held) == 2
+    for h in held:
+        assert (h["reason"], h["status"]) == ("webhook-failed", 500), h
+        assert f'failed calling webhook "{hook}"' in h["message"]
+    notes = final_notification(lam, "failed", "deadline-missed")
+    (final,) = [n for n in notes if n["phase"] == "failed"]
+    assert {h["reason"] for h in final["report"]["held"]} == {"webhook-failed"}
+    # failing evictions are not forced at the deadline: the held notice says what the deadline brings instead
+    (notice,) = [n for n in notes if n["phase"] == "held"]
+    assert (notice["reasons"], notice["at_deadline"], notice["pdbs"]) == (["webhook-failed"], "continue", [])
+    logged = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{") and "drain pass" in line]
+    assert any("webhook-failed (500)" in entry for line in logged for entry in line.get("held", [])), logged
+
+
+def test_a_gate_holding_the_instance_past_held_notify_seconds_is_said_once_naming_it(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    spread(k8s, node, spare, replicas=2)
+    volumes = VolumeAttachments(k8s)
+    try:
+        stuck = volumes.attach(node, "pv-data")
+        lam.configure("blue", HELD_NOTIFY_SECONDS="3", DEADLINE_ASG_TERMINATE_SECONDS="15")
+        run = lam.run(terminate_event(aws, iid))
+    finally:
+        volumes.cleanup()
+    assert instance_summary(run)["result"] == "gate-held"
+    (held,) = [n for n in lam.notifications() if n["phase"] == "held"]
+    assert (held["reasons"], held["gates"], held["pods"], held["at_deadline"]) == (
+        ["gate"],
+        [f"{stuck} (pv-data)"],
+        [],
+        "continue",
+    )
+    assert held["held_seconds"] >= 3
+    assert len([m for m in run.emf() if m["name"] == "DrainHeldSeconds"]) == 1

@@ -1,0 +1,36 @@
+"""When a drain held by PDBs (or failing evictions) is said, and what the held notice says the deadline brings."""
+
+from __future__ import annotations
+
+from drain_orchestrator.drain.report import BlockedPod, DrainReport, HeldPod
+from drain_orchestrator.workflow.held import HeldWatch, at_deadline
+
+
+def _held(*reasons: str) -> DrainReport:
+    return DrainReport(node="n", held=[HeldPod(f"a/p{i}", r, "m", ["web"], 429) for i, r in enumerate(reasons)])
+
+
+def test_the_notice_is_due_once_after_an_unbroken_hold_of_held_notify_seconds() -> None:
+    watch = HeldWatch(notify_after=600)
+    assert not watch.due(_held("pdb"), now=1000.0)
+    assert not watch.due(_held("pdb"), now=1599.0)
+    assert watch.due(_held("pdb"), now=1600.0) and watch.since == 1000.0
+    assert not watch.due(_held("pdb"), now=2500.0)  # said once
+
+
+def test_a_hold_that_breaks_starts_its_clock_again() -> None:
+    watch = HeldWatch(notify_after=600)
+    watch.due(_held("pdb"), now=1000.0)
+    assert not watch.due(DrainReport(node="n"), now=1500.0) and watch.since is None
+    assert not watch.due(DrainReport(node="n", blocked=[BlockedPod("a/x", ["web"], "m")]), now=1550.0)
+    assert not watch.due(_held("pdb"), now=2100.0)
+    assert watch.due(_held("pdb"), now=2150.0)
+
+
+def test_what_the_deadline_brings() -> None:
+    assert at_deadline({"pdb", "multiple-pdbs"}, True, True, "CONTINUE") == "force-delete"
+    # failing evictions are never forced: the lifecycle action's answer, or the end of the drain
+    assert at_deadline({"pdb", "webhook-failed"}, True, True, "ABANDON") == "abandon"
+    assert at_deadline({"pdb"}, False, True, "CONTINUE") == "continue"
+    assert at_deadline({"pdb"}, False, False, "CONTINUE") == "stop"
+    assert at_deadline({"gate"}, True, True, "CONTINUE") == "continue"  # a gate has no pod to force
