@@ -26,6 +26,11 @@ class DrainOptions:
     dry_run: compute and report, change nothing (server-side dryRun=All for evictions).
     pod_selector: label selector narrowing the pods considered (kubectl's ``--pod-selector``).
     max_api_calls: cap on API requests of one ``drain_node`` call (None = no cap).
+    voluntary: the node goes by someone's choice (scale-in, rebalance, maintenance, a manual drain): pods whose
+        drain policy is ``wait-for-completion`` or with Karpenter's ``do-not-disrupt`` are let finish first. False
+        for Spot interruptions and state changes: they are evicted at once (drain/policy.py).
+    settle_seconds: a node that looks empty sooner than this after its cordon is listed again then, for pods the
+        scheduler bound before it saw the cordon (Karpenter's minimum drain time); bounded by the deadline.
     """
 
     grace_period: int | None = None
@@ -40,6 +45,8 @@ class DrainOptions:
     dry_run: bool = False
     pod_selector: str | None = None
     max_api_calls: int | None = None
+    voluntary: bool = True
+    settle_seconds: float = 5.0
     # Cordon extras: annotations under drain-orchestrator.io/, an optional taint and the exclude-LB label.
     reason: str | None = None
     event_id: str | None = None

@@ -13,16 +13,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from drain_orchestrator.drain.classify import (
-    PodInfo,
-    PodVerdict,
-    Verdict,
-    classify,
-    daemonsets_to_look_up,
-    refusal_errors,
-)
+from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict, refusal_errors
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import (
+    MIN_GRACE_SECONDS,
     active_tier,
     force_delete_at,
     force_delete_due,
@@ -37,12 +31,14 @@ from drain_orchestrator.kube.drain_pacing import (
     forget,
     ident_of,
     note_contention,
+    note_held,
     retry_later,
     wait_between_passes,
 )
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, Outcome, delete_pod, evict_pod
-from drain_orchestrator.kube.pods import list_node_pods, look_up_daemonsets
+from drain_orchestrator.kube.owners import classify_node
+from drain_orchestrator.kube.pods import list_node_pods
 from drain_orchestrator.kube.rest import Kube
 
 __all__ = ["DrainState", "drain_node", "drain_pass"]
@@ -83,17 +79,21 @@ def drain_pass(
         )
         say(f"node/{node} cordoned" if result.changed else f"node/{node} already cordoned")
         state.cordoned = True
+        state.cordoned_at = result.cordoned_at if result.cordoned_at is not None else time.time()
     else:
         _check_node_exists(kube, node)
     report.cordoned = True
 
+    state.listed_at = time.time()
     pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node, options.pod_selector)]
     _announce_gone(state, pods, say)
-    wanted = daemonsets_to_look_up(pods) - state.daemonsets.keys()
-    state.daemonsets.update(look_up_daemonsets(kube, wanted))
+    state.seen.update(p.key for p in pods)
     now = time.time()
-    verdicts = classify(pods, options, now, state.daemonsets, options.drain_taint)
+    found = classify_node(kube, pods, options, state.owners, now)
+    verdicts = found.verdicts
     _record_verdicts(report, verdicts, say)
+    _note(report, state, found.problems, say)
+    note_held(state, verdicts, found.policies, options, now)
 
     candidates = [] if report.refused else to_evict_now(verdicts)
     batch, by_budget = due(kube, candidates, options, state)
@@ -110,11 +110,12 @@ def drain_pass(
 
     if options.force_delete_on_deadline and not report.refused:
         _shorten_past_deadline(kube, report, state, verdicts, options, say)
+    _redelete_stuck(kube, report, state, verdicts, options, say)
     state.deletion_times = [
         v.pod.deletion_timestamp for v in verdicts if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None
     ]
     report.active_tier = active_tier(verdicts)
-    report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
+    report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT, Verdict.HOLD)]
     report.drained = not report.remaining and not report.refused
     report.api_calls = kube.calls - calls0
     report.elapsed = time.monotonic() - started
@@ -156,6 +157,42 @@ def _shorten_past_deadline(
             say(f"deleting pod {v.pod.key} (grace {grace}s): {reason}")
 
 
+def _redelete_stuck(
+    kube: Kube,
+    report: DrainReport,
+    state: DrainState,
+    verdicts: list[PodVerdict],
+    options: DrainOptions,
+    say: Progress,
+) -> None:
+    """A pod whose grace has run out but which a finalizer keeps in Terminating is deleted again with grace 1
+    just before the deadline (once): whatever that helps, the pod and its finalizers are named in the report."""
+    if options.deadline is None:
+        return
+    now = time.time()
+    if now < options.deadline - options.deadline_margin - MIN_GRACE_SECONDS - 1:
+        return
+    for v in verdicts:
+        ts, ident = v.pod.deletion_timestamp, ident_of(v.pod)
+        if v.verdict is not Verdict.WAIT or ts is None or ts > now or ident in state.redeleted:
+            continue
+        state.redeleted.add(ident)
+        res = delete_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=1, dry_run=options.dry_run)
+        held = ", ".join(v.pod.finalizers) or "none left"
+        reason = f"stuck terminating {now - ts:.0f}s past its grace (finalizers: {held}): deleted again, grace 1s"
+        if res.outcome is Outcome.EVICTED:
+            report.forced.append(ForcedPod(v.pod.key, 1, reason))
+            say(f"deleting pod {v.pod.key} (grace 1s): {reason}")
+
+
+def _note(report: DrainReport, state: DrainState, problems: list[str], say: Progress) -> None:
+    for line in problems:
+        report.warnings.append(f"Warning: {line}")
+        if line not in state.noted:
+            state.noted.add(line)
+            say(f"Warning: {line}")
+
+
 def _announce_gone(state: DrainState, pods: list[PodInfo], say: Progress) -> None:
     present = {p.key: p.uid for p in pods}
     for key, uid in list(state.sent.items()):
@@ -176,6 +213,8 @@ def _record_verdicts(report: DrainReport, verdicts: list[PodVerdict], say: Progr
             report.refused.append(PodReason(v.pod.key, v.reason))
         elif v.verdict is Verdict.WAIT:
             report.terminating.append(v.pod.key)
+        elif v.verdict is Verdict.HOLD:
+            report.held_by_policy.append(PodReason(v.pod.key, v.reason))
     for msg, keys in warnings.items():
         line = f"Warning: {msg}: {', '.join(keys)}"
         report.warnings.append(line)
@@ -306,6 +345,23 @@ def _effective_grace(sent: int | None, pod: PodInfo, options: DrainOptions) -> i
     return 30 if pod.termination_grace_period is None else pod.termination_grace_period
 
 
+def _settle_wait(state: DrainState, options: DrainOptions) -> float:
+    """Seconds until a LIST would be ``settle_seconds`` after the cordon; 0 when the last one already was."""
+    if state.cordoned_at is None or state.listed_at is None:
+        return 0.0
+    return max(0.0, state.cordoned_at + options.settle_seconds - state.listed_at)
+
+
+def _name_late_pods(total: DrainReport, later: DrainReport, before: set[str], say: Progress) -> None:
+    """Pods bound to the node after it looked empty (the scheduler had not seen the cordon yet): drained like
+    the others, and named."""
+    late = sorted({*later.evicted, *later.remaining, *(f.pod for f in later.forced)} - before)
+    if late:
+        line = f"Warning: bound to the node after the cordon, drained too: {', '.join(late)}"
+        total.warnings.append(line)
+        say(line)
+
+
 def drain_node(
     kube: Kube | Any,
     node: str,
@@ -326,8 +382,18 @@ def drain_node(
     calls0 = kube.calls
     total = drain_pass(kube, node, options, state=state, progress=say)
     interval = options.poll_min
-    while not (total.drained or total.refused or options.dry_run):
+    while not (total.refused or options.dry_run):
         mono = time.monotonic()
+        if total.drained:
+            settle = _settle_wait(state, options)
+            if settle <= 0 or mono + settle >= end:
+                break  # listed late enough after the cordon (or no time left to look again)
+            time.sleep(settle)
+            before = set(state.seen)
+            later = drain_pass(kube, node, options, state=state, progress=say)
+            total.absorb(later)
+            _name_late_pods(total, later, before, say)
+            continue
         if mono >= end:
             past_deadline = options.deadline is not None and time.time() >= options.deadline - 0.5
             total.warnings.append("deadline reached" if past_deadline else "timed out")

@@ -104,6 +104,7 @@ def _hold(
     groups: list[dict[str, Any]] | None = None
     seen_groups: set[str] = set()
     deregistered: list[str] = []
+    ignored: list[str] = []
     api_calls = n = 0
     while True:
         if targets.on:
@@ -123,6 +124,7 @@ def _hold(
             v: VolumesCheck = ctx.step(volumes_step(job), name=f"gate-volumes-{n}", config=step_config(VolumesCheck))
             pace.absorb(v)
             vols.absorb(v.fault, v.attached, pace.now, deadline)
+            ignored = v.ignored if v.fault is None else ignored
         if not (targets.on or vols.on) or pace.now >= deadline:
             break
         pace.wait(deadlines.gate_recheck_delay(n, ws), f"gate-wait-{n}", deadline)
@@ -139,7 +141,7 @@ def _hold(
         if targets.on:
             reasons.append(f"targets still draining: {', '.join(targets.holding)}")
     if volumes:
-        out["volumes"] = vols.summary(start, pace.now, "still_attached")
+        out["volumes"] = {**vols.summary(start, pace.now, "still_attached"), "left_with_their_pods": ignored}
         if vols.on:
             reasons.append(f"volumes still attached: {', '.join(vols.holding)}")
     reason = f"gate: {'; '.join(reasons)}" if reasons else None

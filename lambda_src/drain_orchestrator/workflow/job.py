@@ -34,6 +34,7 @@ class DrainJob:
 
     def drain_options(self) -> Any:
         from drain_orchestrator.drain.options import DrainOptions  # noqa: PLC0415
+        from drain_orchestrator.drain.policy import is_voluntary  # noqa: PLC0415
         from drain_orchestrator.workflow.runtime import wsettings  # noqa: PLC0415
 
         ws = wsettings()
@@ -51,4 +52,5 @@ class DrainJob:
             taint_key=ws.taint[0] if ws.taint else None,
             taint_effect=ws.taint[1] if ws.taint else "NoSchedule",
             exclude_from_load_balancers=ws.exclude_from_load_balancers,
+            voluntary=is_voluntary(self.event.kind),
         )
