@@ -1,0 +1,193 @@
+"""Per-pod drain policy on the real control plane, under the shipped RBAC: `skip` from a Deployment (read through
+its ReplicaSet) and from a pod, `wait-for-completion` on a Job held on a voluntary drain until it finishes (or
+the deadline) and evicted at once on an involuntary one, `evict-order` stages, and Karpenter's do-not-disrupt
+with its duration."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.policy import DO_NOT_DISRUPT, ORDER_ANNOTATION, POLICY_ANNOTATION
+from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.kube.drainer import DrainState, drain_node, drain_pass
+from tests.integration.drain_support import drain, drainer, hold, pods_on, release
+
+pytestmark = pytest.mark.integration
+
+
+def annotate_deployment(k8s: Any, name: str, annotations: dict[str, str]) -> None:
+    k8s.apps.patch_namespaced_deployment(name, k8s.ns, {"metadata": {"annotations": annotations}})
+
+
+def job(k8s: Any, name: str, node: str, annotations: dict[str, str]) -> str:
+    """A Job (annotated) whose one pod runs on ``node`` until the test marks it Succeeded; returns the pod name."""
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": k8s.ns, "annotations": annotations},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": k8s.pod_spec(nodes=[node], grace=1, extra={"restartPolicy": "Never"}),
+            },
+        },
+    }
+    client.BatchV1Api(k8s.api_client).create_namespaced_job(k8s.ns, body)
+    (pod,) = k8s.wait_pods_ready(f"app={name}", 1)
+    return str(pod.metadata.name)
+
+
+def finish(k8s: Any, pod: str) -> None:
+    k8s.core.patch_namespaced_pod_status(pod, k8s.ns, {"status": {"phase": "Succeeded"}})
+
+
+def in_background(fn: Any) -> tuple[threading.Thread, dict[str, DrainReport]]:
+    out: dict[str, DrainReport] = {}
+    t = threading.Thread(target=lambda: out.setdefault("report", fn()), daemon=True)
+    t.start()
+    return t, out
+
+
+def test_skip_leaves_the_pods_and_the_node_counts_as_drained(testbed: Any, k8s: Any) -> None:
+    a, b = k8s.add_nodes(2)
+    k8s.deployment_on("keep", 1, [a], b)
+    annotate_deployment(k8s, "keep", {POLICY_ANNOTATION: "skip"})
+    k8s.deployment_on("web", 1, [a], b)
+    k8s.bare_pod("agent", node=a, metadata_extra={"annotations": {POLICY_ANNOTATION: "skip"}})
+    k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 3, what="3 pods ready on a")
+    keep = next(p for p in pods_on(k8s, a) if p.metadata.name.startswith("keep-"))
+    with drainer(testbed) as kube:
+        report = drain(kube, a, timeout=60)  # no --force: the unmanaged pod would be refused, but it is skipped
+    assert report.drained and report.refused == []
+    assert [e.split("/")[1].split("-")[0] for e in report.evicted] == ["web"]
+    assert {s.pod: s.reason for s in report.skipped} == {
+        f"{k8s.ns}/{keep.metadata.name}": f"{POLICY_ANNOTATION}=skip (Deployment {k8s.ns}/keep): left on the node",
+        f"{k8s.ns}/agent": f"{POLICY_ANNOTATION}=skip (pod): left on the node",
+    }
+    left = {p.metadata.name: p for p in pods_on(k8s, a)}
+    assert set(left) == {keep.metadata.name, "agent"}
+    assert all(p.metadata.deletion_timestamp is None for p in left.values())
+
+
+def test_wait_for_completion_holds_a_job_on_a_voluntary_drain_until_it_finishes(testbed: Any, k8s: Any) -> None:
+    a, b = k8s.add_nodes(2)
+    k8s.deployment_on("web", 1, [a], b)
+    pod = job(k8s, "batch", a, {POLICY_ANNOTATION: "wait-for-completion"})
+    key = f"{k8s.ns}/{pod}"
+    options = DrainOptions(voluntary=True, deadline=time.time() + 600, force_delete_on_deadline=True)
+    with drainer(testbed) as kube:
+        thread, out = in_background(lambda: drain_node(kube, a, options, timeout=90))
+        # the rest of the node drains around it
+        k8s.wait_for(lambda: not [p for p in pods_on(k8s, a) if p.metadata.name.startswith("web-")], what="web gone")
+        probe = drain_pass(kube, a, DrainOptions(voluntary=True, dry_run=True), state=DrainState(cordoned=True))
+        assert [(h.pod, h.reason) for h in probe.held_by_policy] == [
+            (key, f"{POLICY_ANNOTATION}=wait-for-completion (Job {k8s.ns}/batch): waiting for it to finish")
+        ]
+        assert k8s.core.read_namespaced_pod(pod, k8s.ns).metadata.deletion_timestamp is None
+        assert thread.is_alive()  # the drain waits for it
+        finish(k8s, pod)
+        thread.join(60)
+    report = out["report"]
+    assert report.drained, report
+    assert key in report.evicted  # removed once finished, like any terminal pod
+    assert all(p.metadata.name != pod for p in pods_on(k8s, a))
+
+
+def test_wait_for_completion_is_evicted_at_once_on_an_involuntary_drain(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    pod = job(k8s, "batch", a, {POLICY_ANNOTATION: "wait-for-completion"})
+    started = time.monotonic()
+    with drainer(testbed) as kube:
+        report = drain(kube, a, timeout=60, voluntary=False, deadline=time.time() + 120)  # a Spot warning
+    assert report.drained and report.evicted == [f"{k8s.ns}/{pod}"] and report.held_by_policy == []
+    assert time.monotonic() - started < 30
+
+
+def test_a_held_pod_is_evicted_when_only_its_grace_still_fits_before_the_deadline(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    pod = job(k8s, "batch", a, {POLICY_ANNOTATION: "wait-for-completion"})  # grace 1 s
+    deadline = time.time() + 12
+    release_at = deadline - 2.0 - 1 - 1  # the deadline policy's time: margin, grace, 1 s of slack
+    with drainer(testbed) as kube:
+        report = drain(kube, a, timeout=30, voluntary=True, deadline=deadline)
+    assert report.drained and report.evicted == [f"{k8s.ns}/{pod}"]
+    (evicted_at,) = eviction_times(testbed, k8s.ns, pod)
+    assert release_at - 1.0 <= evicted_at <= deadline - 2.0  # not before its time, and gone by the deadline
+
+
+def test_evict_order_removes_each_stage_only_once_the_earlier_one_is_gone(testbed: Any, k8s: Any) -> None:
+    a, b = k8s.add_nodes(2)
+    k8s.deployment_on("first", 1, [a], b)
+    annotate_deployment(k8s, "first", {ORDER_ANNOTATION: "-1"})
+    k8s.bare_pod("second", node=a)
+    k8s.bare_pod("third", node=a, metadata_extra={"annotations": {ORDER_ANNOTATION: "5"}})
+    k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 3, what="3 pods ready on a")
+    first = next(p.metadata.name for p in pods_on(k8s, a) if p.metadata.name.startswith("first-"))
+    for name in (first, "second"):
+        hold(k8s, name)
+    options = DrainOptions(force=True)
+    state = DrainState()
+    try:
+        with drainer(testbed) as kube:
+            assert drain_pass(kube, a, options, state=state).evicted == [f"{k8s.ns}/{first}"]
+            waiting = drain_pass(kube, a, options, state=state)
+            assert waiting.evicted == [] and waiting.terminating == [f"{k8s.ns}/{first}"]
+            release(k8s, first)
+            k8s.wait_for(lambda: all(p.metadata.name != first for p in pods_on(k8s, a)), what="first gone")
+            assert drain_pass(kube, a, options, state=state).evicted == [f"{k8s.ns}/second"]
+            assert drain_pass(kube, a, options, state=state).evicted == []
+            release(k8s, "second")
+            k8s.wait_for(lambda: all(p.metadata.name != "second" for p in pods_on(k8s, a)), what="second gone")
+            assert drain_pass(kube, a, options, state=state).evicted == [f"{k8s.ns}/third"]
+    finally:
+        for name in (first, "second"):
+            release(k8s, name)
+
+
+def test_karpenter_do_not_disrupt_blocks_voluntary_drains_only_with_its_duration(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    ann = "annotations"
+    k8s.bare_pod("pinned", node=a, metadata_extra={ann: {DO_NOT_DISRUPT: "true"}}, grace=1)
+    k8s.bare_pod("warmup", node=a, metadata_extra={ann: {DO_NOT_DISRUPT: "6s"}}, grace=1)
+    k8s.bare_pod("typo", node=a, metadata_extra={ann: {DO_NOT_DISRUPT: "forever"}}, grace=1)
+    k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 3, what="3 pods ready on a")
+    started = k8s.core.read_namespaced_pod("warmup", k8s.ns).status.start_time.timestamp()
+    ns = k8s.ns
+    with drainer(testbed) as kube:
+        voluntary = drain(kube, a, timeout=15, force=True, voluntary=True, deadline=time.time() + 600)
+        assert not voluntary.drained
+        assert sorted(voluntary.evicted) == [f"{ns}/typo", f"{ns}/warmup"]
+        assert [h.pod for h in voluntary.held_by_policy] == [f"{ns}/pinned"]
+        warned = f"Warning: {ns}/typo: {DO_NOT_DISRUPT}='forever' is not \"true\" nor a positive duration; ignored"
+        assert warned in voluntary.warnings
+        pinned = k8s.core.read_namespaced_pod("pinned", ns)
+        assert pinned.metadata.deletion_timestamp is None
+        involuntary = drain(kube, a, timeout=30, force=True, voluntary=False, deadline=time.time() + 120)
+    assert involuntary.drained and involuntary.evicted == [f"{ns}/pinned"]
+    # the 6 s protection ran out before the warmup pod was evicted (the apiserver's audit log has the eviction)
+    (evicted_at,) = eviction_times(testbed, ns, "warmup")
+    assert evicted_at >= started + 6 - 1  # status.startTime has a resolution of 1 s
+
+
+def eviction_times(testbed: Any, namespace: str, pod: str) -> list[float]:
+    """When the apiserver received each eviction of ``pod`` (its audit log of the drain-orchestrator group)."""
+    with testbed.audit_log.open("rb") as f:
+        events = [json.loads(line) for line in f.read().decode().splitlines() if line.strip()]
+    return [
+        datetime.fromisoformat(e["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+        for e in events
+        if e.get("stage") == "ResponseComplete"
+        and (e.get("responseStatus") or {}).get("code") in (200, 201)
+        and e["objectRef"].get("namespace") == namespace
+        and e["objectRef"].get("name") == pod
+        and e["objectRef"].get("subresource") == "eviction"
+    ]
