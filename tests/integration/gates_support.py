@@ -55,3 +55,47 @@ class VolumeAttachments:
     def cleanup(self) -> None:
         for name in self.names:
             self.delete(name)
+
+
+def bound_claim(k8s: KubeScenario, claim: str, pv: str) -> None:
+    """A PersistentVolume and its claim, bound to each other up front (as a CSI provisioner leaves them)."""
+    core = k8s.core
+    core.create_persistent_volume(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{pv}"},
+                "claimRef": {"namespace": k8s.ns, "name": claim},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        k8s.ns,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": k8s.ns},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "volumeName": pv,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+
+
+def delete_volumes(k8s: KubeScenario, pvs: list[str]) -> None:
+    for pv in pvs:
+        with contextlib.suppress(ApiException):
+            k8s.core.delete_persistent_volume(pv)
+
+
+def claim_volume(claim: str) -> dict[str, object]:
+    return {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}

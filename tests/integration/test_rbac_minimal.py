@@ -4,9 +4,11 @@ The bed's kube-apiserver audits every request of the `drain-orchestrator` group 
 drain through the real handler, under the shipped RBAC, touches every path the product has on the Kubernetes API:
 a node found by providerID (get by DNS name misses, then list), cordon (get + patch), a Kubernetes Event, a
 DaemonSet pod (its owner looked up), a Deployment whose PodDisruptionBudget never allows a disruption (eviction
-refused, budgets listed and watched) forced just before the deadline (delete), then the volume gate (the node's
-VolumeAttachments listed). The (group, resource, verb) set it
-used must equal the set the ClusterRole grants: a rule nobody uses is a failure, and so is a request refused.
+refused, budgets listed and watched) forced just before the deadline (delete), a StatefulSet's and a Job's pods
+(their controllers looked up for drain policies, a Deployment's through its ReplicaSet), then the volume gate (the
+node's VolumeAttachments listed; a mirror pod left on the node has its claim read, whose volume does not hold).
+The (group, resource, verb) set it used must equal the set the ClusterRole grants: a rule nobody uses is a failure,
+and so is a request refused.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 
 from tests import samples
+from tests.integration.gates_support import VolumeAttachments, bound_claim, claim_volume, delete_volumes
 from tests.integration.lambda_support import LambdaHarness
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.bed import AUDIT_GROUP, RBAC_FILE, Testbed
@@ -68,10 +72,30 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     k8s.wait_pods_ready("app=web", 2)
     k8s.pdb("web", {"app": "web"}, min_available=2)
     k8s.wait_pdb("web", disruptions_allowed=0)
+    controlled = {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}}}
+    template = {"metadata": {"labels": {"app": "db"}}, "spec": k8s.pod_spec(nodes=[node], grace=1)}
+    k8s.apps.create_namespaced_stateful_set(
+        k8s.ns, {"metadata": {"name": "db"}, "spec": {**controlled, "template": template}}
+    )
+    job_spec = k8s.pod_spec(nodes=[node], grace=1, extra={"restartPolicy": "Never"})
+    client.BatchV1Api(k8s.api_client).create_namespaced_job(
+        k8s.ns, {"metadata": {"name": "batch"}, "spec": {"template": {"spec": job_spec}}}
+    )
+    k8s.wait_pods_ready("app=db", 1)
+    k8s.wait_for(lambda: any(k8s.pod_ready(p) for p in k8s.pods("job-name=batch")), what="the Job's pod Ready")
+    mirror = {"annotations": {"kubernetes.io/config.mirror": "x"}}
+    bound_claim(k8s, "static-data", f"pv-static-{k8s.run_id}")
+    k8s.bare_pod("static", node=node, metadata_extra=mirror, spec_extra=claim_volume("static-data"))
+    attachments = VolumeAttachments(k8s)
+    attachments.attach(node, f"pv-static-{k8s.run_id}")  # the mirror pod's: stays, does not hold the gate
     lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20", WAIT_FOR_VOLUME_DETACH="always")
     offset = testbed.audit_log.stat().st_size
 
-    run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
+    try:
+        run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
+    finally:
+        attachments.cleanup()
+        delete_volumes(k8s, [f"pv-static-{k8s.run_id}"])
 
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]
