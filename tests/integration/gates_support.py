@@ -80,7 +80,8 @@ def bound_claim(k8s: KubeScenario, claim: str, pv: str) -> None:
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
-            "metadata": {"name": claim, "namespace": k8s.ns},
+            # bound as the PV controller leaves a claim (the bed runs none): the scheduler places its pods
+            "metadata": {"name": claim, "namespace": k8s.ns, "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
             "spec": {
                 "accessModes": ["ReadWriteOnce"],
                 "storageClassName": "",
@@ -89,6 +90,7 @@ def bound_claim(k8s: KubeScenario, claim: str, pv: str) -> None:
             },
         },
     )
+    core.patch_namespaced_persistent_volume_claim_status(claim, k8s.ns, {"status": {"phase": "Bound"}})
 
 
 def delete_volumes(k8s: KubeScenario, pvs: list[str]) -> None:

@@ -77,12 +77,14 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     k8s.apps.create_namespaced_stateful_set(
         k8s.ns, {"metadata": {"name": "db"}, "spec": {**controlled, "template": template}}
     )
-    job_spec = k8s.pod_spec(nodes=[node], grace=1, extra={"restartPolicy": "Never"})
-    client.BatchV1Api(k8s.api_client).create_namespaced_job(
-        k8s.ns, {"metadata": {"name": "batch"}, "spec": {"template": {"spec": job_spec}}}
+    job_spec = k8s.pod_spec(grace=1, extra={"restartPolicy": "Never"})
+    job = client.BatchV1Api(k8s.api_client).create_namespaced_job(
+        k8s.ns, {"metadata": {"name": "batch"}, "spec": {"suspend": True, "template": {"spec": job_spec}}}
     )
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "batch", "uid": job.metadata.uid, "controller": True}
+    k8s.bare_pod("batch-x1", node=node, metadata_extra={"labels": {"app": "batch"}, "ownerReferences": [owner]})
     k8s.wait_pods_ready("app=db", 1)
-    k8s.wait_for(lambda: any(k8s.pod_ready(p) for p in k8s.pods("job-name=batch")), what="the Job's pod Ready")
+    k8s.wait_pods_ready("app=batch", 1)
     mirror = {"annotations": {"kubernetes.io/config.mirror": "x"}}
     bound_claim(k8s, "static-data", f"pv-static-{k8s.run_id}")
     k8s.bare_pod("static", node=node, metadata_extra=mirror, spec_extra=claim_volume("static-data"))

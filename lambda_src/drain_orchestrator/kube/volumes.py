@@ -52,10 +52,10 @@ def claimed_volumes(kube: Kube, claims: Iterable[tuple[str, str, str]]) -> dict[
     out: dict[str, str] = {}
     for ns, claim, pod in sorted(set(claims)):
         resp = kube.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claim}")
-        if resp.status == 404:
-            continue  # gone: nothing of it can be attached for that pod
         if not resp.ok:
-            raise resp.error(f"get persistentvolumeclaim {ns}/{claim}")
+            # 404: gone, nothing of it is attached for that pod; any other error (an RBAC role not updated yet):
+            # its volume keeps holding the gate, as it did before volumes were matched to pods
+            continue
         volume = (resp.body.get("spec") or {}).get("volumeName")
         if volume:
             out[volume] = pod
