@@ -162,7 +162,7 @@ def test_volumes_released_late_hold_the_hook_until_detached(
     (other_node,) = [n for n in k8s.nodes if n != node]
     late = volumes.attach(node, "pv-late")
     elsewhere = volumes.attach(other_node, "pv-elsewhere")
-    volumes.release_after(late, 8)
+    volumes.release_once_drained(late, k8s, node, "web", 9)
     run = _terminate(aws, lam, iid)
     inst = _only(run)
     assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
@@ -203,7 +203,7 @@ def test_volumes_of_pods_left_on_the_node_on_purpose_do_not_hold_the_hook(
         k8s.wait_pods_ready("app=agent", 1)
         kept = {role: volumes.attach(node, pv) for role, pv in pvs.items() if role != "web"}
         evicted = volumes.attach(node, pvs["web"])  # a volume of an evicted pod: waited on until detached
-        volumes.release_after(evicted, 4)
+        volumes.release_once_drained(evicted, k8s, node, "web", 9)
         run = _terminate(aws, lam, iid, DEADLINE_ASG_TERMINATE_SECONDS="90")
         inst = _only(run)
         assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
