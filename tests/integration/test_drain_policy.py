@@ -173,3 +173,39 @@ def eviction_time(k8s: Any, pod: str) -> float:
     """When the apiserver accepted the pod's eviction: its deletionTimestamp less the grace it was given."""
     meta = k8s.core.read_namespaced_pod(pod, k8s.ns).metadata
     return float(meta.deletion_timestamp.timestamp() - meta.deletion_grace_period_seconds)
+
+
+OWNED = {"kubernetes.io/cluster/blue": "owned"}
+
+
+def test_the_lambda_lets_a_batch_pod_finish_on_scale_in_and_evicts_it_on_a_spot_warning(
+    testbed: Any, aws: Any, k8s: Any, lam: Any
+) -> None:
+    """The event kind decides: an ASG scale-in is voluntary (held until the deadline policy's time), a Spot
+    interruption is not (evicted at once)."""
+    from tests import samples
+
+    aws.eks_cluster("blue")
+    (scaled_in,) = aws.asg("ng-blue", size=1, tags=OWNED)
+    spot = aws.instance(tags=OWNED)
+    node_asg, node_spot = aws.nodes_for(k8s, [scaled_in, spot])
+    for name, node in (("batch-asg", node_asg), ("batch-spot", node_spot)):
+        batch_pod(k8s, name, node, {POLICY_ANNOTATION: "wait-for-completion"})
+        hold(k8s, name)  # kept in Terminating once evicted, to read when that was
+    try:
+        lam.configure("blue", DEADLINE_ASG_TERMINATE_SECONDS="20", WAIT_FOR_VOLUME_DETACH="never")
+        started = time.time()
+        run = lam.run(samples.ec2_event("spot-interruption-terminate.json", instance_id=spot), skip_time=False)
+        assert run.status == "SUCCEEDED", run.error
+        assert eviction_time(k8s, "batch-spot") - started < 15  # at once, not at the 120 s deadline
+        token = aws.start_lifecycle_action("ng-blue", "drain", scaled_in)
+        event = samples.lifecycle_event(
+            "asg-terminate.json", instance_id=scaled_in, asg="ng-blue", hook="drain", token=token
+        )
+        started = time.time()
+        lam.run(event, skip_time=False)
+        held_for = eviction_time(k8s, "batch-asg") - started
+        assert held_for >= 20 - 2 - 1 - 1 - 2  # held until its grace only just fit before the 20 s deadline
+    finally:
+        for name in ("batch-asg", "batch-spot"):
+            release(k8s, name)
