@@ -16,7 +16,6 @@ from typing import Any
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict, refusal_errors
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import (
-    MIN_GRACE_SECONDS,
     active_tier,
     force_delete_at,
     force_delete_due,
@@ -25,6 +24,7 @@ from drain_orchestrator.drain.plan import (
 )
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
 from drain_orchestrator.kube.cordon import cordon
+from drain_orchestrator.kube.drain_edges import name_late_pods, note_problems, redelete_stuck, settle_wait
 from drain_orchestrator.kube.drain_pacing import (
     DrainState,
     due,
@@ -92,7 +92,7 @@ def drain_pass(
     found = classify_node(kube, pods, options, state.owners, now)
     verdicts = found.verdicts
     _record_verdicts(report, verdicts, say)
-    _note(report, state, found.problems, say)
+    note_problems(report, state, found.problems, say)
     note_held(state, verdicts, found.policies, options, now)
 
     candidates = [] if report.refused else to_evict_now(verdicts)
@@ -110,7 +110,7 @@ def drain_pass(
 
     if options.force_delete_on_deadline and not report.refused:
         _shorten_past_deadline(kube, report, state, verdicts, options, say)
-    _redelete_stuck(kube, report, state, verdicts, options, say)
+    redelete_stuck(kube, report, state, verdicts, options, say)
     state.deletion_times = [
         v.pod.deletion_timestamp for v in verdicts if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None
     ]
@@ -155,42 +155,6 @@ def _shorten_past_deadline(
             report.forced.append(ForcedPod(v.pod.key, grace, reason))
             state.expected_gone[v.pod.key] = time.time() + grace
             say(f"deleting pod {v.pod.key} (grace {grace}s): {reason}")
-
-
-def _redelete_stuck(
-    kube: Kube,
-    report: DrainReport,
-    state: DrainState,
-    verdicts: list[PodVerdict],
-    options: DrainOptions,
-    say: Progress,
-) -> None:
-    """A pod whose grace has run out but which a finalizer keeps in Terminating is deleted again with grace 1
-    just before the deadline (once): whatever that helps, the pod and its finalizers are named in the report."""
-    if options.deadline is None:
-        return
-    now = time.time()
-    if now < options.deadline - options.deadline_margin - MIN_GRACE_SECONDS - 1:
-        return
-    for v in verdicts:
-        ts, ident = v.pod.deletion_timestamp, ident_of(v.pod)
-        if v.verdict is not Verdict.WAIT or ts is None or ts > now or ident in state.redeleted:
-            continue
-        state.redeleted.add(ident)
-        res = delete_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=1, dry_run=options.dry_run)
-        held = ", ".join(v.pod.finalizers) or "none left"
-        reason = f"stuck terminating {now - ts:.0f}s past its grace (finalizers: {held}): deleted again, grace 1s"
-        if res.outcome is Outcome.EVICTED:
-            report.forced.append(ForcedPod(v.pod.key, 1, reason))
-            say(f"deleting pod {v.pod.key} (grace 1s): {reason}")
-
-
-def _note(report: DrainReport, state: DrainState, problems: list[str], say: Progress) -> None:
-    for line in problems:
-        report.warnings.append(f"Warning: {line}")
-        if line not in state.noted:
-            state.noted.add(line)
-            say(f"Warning: {line}")
 
 
 def _announce_gone(state: DrainState, pods: list[PodInfo], say: Progress) -> None:
@@ -345,23 +309,6 @@ def _effective_grace(sent: int | None, pod: PodInfo, options: DrainOptions) -> i
     return 30 if pod.termination_grace_period is None else pod.termination_grace_period
 
 
-def _settle_wait(state: DrainState, options: DrainOptions) -> float:
-    """Seconds until a LIST would be ``settle_seconds`` after the cordon; 0 when the last one already was."""
-    if state.cordoned_at is None or state.listed_at is None:
-        return 0.0
-    return max(0.0, state.cordoned_at + options.settle_seconds - state.listed_at)
-
-
-def _name_late_pods(total: DrainReport, later: DrainReport, before: set[str], say: Progress) -> None:
-    """Pods bound to the node after it looked empty (the scheduler had not seen the cordon yet): drained like
-    the others, and named."""
-    late = sorted({*later.evicted, *later.remaining, *(f.pod for f in later.forced)} - before)
-    if late:
-        line = f"Warning: bound to the node after the cordon, drained too: {', '.join(late)}"
-        total.warnings.append(line)
-        say(line)
-
-
 def drain_node(
     kube: Kube | Any,
     node: str,
@@ -385,14 +332,14 @@ def drain_node(
     while not (total.refused or options.dry_run):
         mono = time.monotonic()
         if total.drained:
-            settle = _settle_wait(state, options)
+            settle = settle_wait(state, options)
             if settle <= 0 or mono + settle >= end:
                 break  # listed late enough after the cordon (or no time left to look again)
             time.sleep(settle)
             before = set(state.seen)
             later = drain_pass(kube, node, options, state=state, progress=say)
             total.absorb(later)
-            _name_late_pods(total, later, before, say)
+            name_late_pods(total, later, before, say)
             continue
         if mono >= end:
             past_deadline = options.deadline is not None and time.time() >= options.deadline - 0.5
