@@ -25,7 +25,6 @@ class DrainState:
     """What one drain remembers between passes. Optional: a fresh state simply retries everything."""
 
     cordoned: bool = False
-    daemonsets: dict[tuple[str, str], bool | str] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)  # "ns/name@uid" → refusals so far
     not_before: dict[str, float] = field(default_factory=dict)  # monotonic time of the next try
     pdbs_of: dict[str, list[str]] = field(default_factory=dict)
