@@ -42,6 +42,11 @@ def add_drain_parser(subparsers: Any) -> None:
         'drain-orchestrator.io/surge="true"); undone when the drain ends',
     )
     p.add_argument("--pod-selector", default=None)
+    p.add_argument(
+        "--involuntary",
+        action="store_true",
+        help="like a Spot interruption: evict wait-for-completion and do-not-disrupt pods at once",
+    )
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
     p.add_argument("--json", action="store_true", help="print the DrainReport as JSON at the end")
@@ -82,6 +87,7 @@ def options_from_args(args: argparse.Namespace) -> DrainOptions:
         concurrency=args.concurrency,
         dry_run=args.dry_run,
         pod_selector=args.pod_selector,
+        voluntary=not args.involuntary,
         reason="manual drain (drain-orchestrator CLI)",
         surge=args.surge,
     )
@@ -98,6 +104,7 @@ def summary(report: DrainReport) -> str:
         ("blocked by PDBs", report.blocked),
         ("refused", report.refused),
         ("failed", report.failed),
+        ("let finish by their drain policy", report.held_by_policy),
         ("remaining", report.remaining if not report.drained else []),
     ):
         if items:
@@ -154,6 +161,8 @@ def run_drain(args: argparse.Namespace) -> int:
         print(f"refused: {r.pod}: {r.reason}")
     for f in report.failed:
         print(f"failed: {f.pod}: {f.reason}")
+    for h in report.held_by_policy:
+        print(f"waiting: {h.pod}: {h.reason}")
     print(summary(report))
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))

@@ -231,7 +231,7 @@ def cluster_status(kube: Kube, cluster: str, elbv2: Any, *, now: float) -> list[
             pods = [p for p in list_node_pods(kube, s.node) if _evictable(p)]
             s.pods_left = len(pods)
             s.blocked_pods = blocked(pods, pdbs)
-            s.volumes = node_attachments(kube, s.node)
+            s.volumes = node_attachments(kube, s.node).holding
         except Exception as exc:
             s.errors.append(f"kubernetes: {str(exc)[:200]}")
         if elbv2 is not None and s.instance_id:

@@ -39,6 +39,16 @@ class VolumeAttachments:
         timer.start()
         return timer
 
+    def release_once_drained(self, name: str, k8s: KubeScenario, node: str, app: str, seconds: float) -> None:
+        """The CSI driver reports the detach ``seconds`` after the last ``app`` pod left ``node`` (the drain's
+        settle re-list, up to 5 s, and the gate's first check come after that)."""
+
+        def run() -> None:
+            k8s.wait_for(lambda: not k8s.pods(f"app={app}", node=node), timeout=120, what=f"{app} pods gone")
+            self.release_after(name, seconds)
+
+        threading.Thread(target=run, daemon=True).start()
+
     def delete(self, name: str) -> None:
         with contextlib.suppress(ApiException):
             self.storage.delete_volume_attachment(name)
@@ -55,3 +65,49 @@ class VolumeAttachments:
     def cleanup(self) -> None:
         for name in self.names:
             self.delete(name)
+
+
+def bound_claim(k8s: KubeScenario, claim: str, pv: str) -> None:
+    """A PersistentVolume and its claim, bound to each other up front (as a CSI provisioner leaves them)."""
+    core = k8s.core
+    core.create_persistent_volume(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": f"vol-{pv}"},
+                "claimRef": {"namespace": k8s.ns, "name": claim},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        k8s.ns,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            # bound as the PV controller leaves a claim (the bed runs none): the scheduler places its pods
+            "metadata": {"name": claim, "namespace": k8s.ns, "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "volumeName": pv,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    core.patch_namespaced_persistent_volume_claim_status(claim, k8s.ns, {"status": {"phase": "Bound"}})
+
+
+def delete_volumes(k8s: KubeScenario, pvs: list[str]) -> None:
+    for pv in pvs:
+        with contextlib.suppress(ApiException):
+            k8s.core.delete_persistent_volume(pv)
+
+
+def claim_volume(claim: str) -> dict[str, object]:
+    return {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests import samples
-from tests.integration.gates_support import VolumeAttachments
+from tests.integration.gates_support import VolumeAttachments, bound_claim, claim_volume, delete_volumes
 from tests.integration.lambda_support import LambdaHarness, Run
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.kube import KubeScenario
@@ -162,7 +162,7 @@ def test_volumes_released_late_hold_the_hook_until_detached(
     (other_node,) = [n for n in k8s.nodes if n != node]
     late = volumes.attach(node, "pv-late")
     elsewhere = volumes.attach(other_node, "pv-elsewhere")
-    volumes.release_after(late, 8)
+    volumes.release_once_drained(late, k8s, node, "web", 9)
     run = _terminate(aws, lam, iid)
     inst = _only(run)
     assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
@@ -172,6 +172,54 @@ def test_volumes_released_late_hold_the_hook_until_detached(
     assert vols["waited_seconds"] >= 2
     assert volumes.exists(elsewhere)  # not this node's: never waited on
     assert "for volumes to detach" in _node_events(k8s, node)["DrainCompleted"]
+
+
+def test_volumes_of_pods_left_on_the_node_on_purpose_do_not_hold_the_hook(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, volumes: VolumeAttachments
+) -> None:
+    iid, node = _instance_with_pods(aws, k8s)
+    tag = k8s.run_id
+    pvs = {role: f"pv-{role}-{tag}" for role in ("ds", "mirror", "skip", "web")}
+    try:
+        for role, pv in pvs.items():
+            bound_claim(k8s, f"data-{role}", pv)
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": k8s.ns},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": k8s.pod_spec(nodes=[node], extra=claim_volume("data-ds")),
+                },
+            },
+        }
+        k8s.apps.create_namespaced_daemon_set(k8s.ns, body)
+        mirror = {"annotations": {"kubernetes.io/config.mirror": "x"}}
+        k8s.bare_pod("static", node=node, metadata_extra=mirror, spec_extra=claim_volume("data-mirror"))
+        skip = {"annotations": {"drain-orchestrator.io/drain-policy": "skip"}}
+        k8s.bare_pod("cache", node=node, metadata_extra=skip, spec_extra=claim_volume("data-skip"))
+        k8s.wait_pods_ready("app=agent", 1)
+        kept = {role: volumes.attach(node, pv) for role, pv in pvs.items() if role != "web"}
+        evicted = volumes.attach(node, pvs["web"])  # a volume of an evicted pod: waited on until detached
+        volumes.release_once_drained(evicted, k8s, node, "web", 9)
+        run = _terminate(aws, lam, iid, DEADLINE_ASG_TERMINATE_SECONDS="90")
+        inst = _only(run)
+        assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
+        vols = inst["gates"]["volumes"]
+        assert vols["held"] == [f"{evicted} ({pvs['web']})"] and vols["still_attached"] == []
+        assert sorted(vols["left_with_their_pods"]) == sorted(
+            [
+                f"{kept['ds']} ({pvs['ds']}) for {k8s.ns}/{k8s.pods('app=agent')[0].metadata.name}",
+                f"{kept['mirror']} ({pvs['mirror']}) for {k8s.ns}/static",
+                f"{kept['skip']} ({pvs['skip']}) for {k8s.ns}/cache",
+            ]
+        )
+        assert vols["waited_seconds"] < 60  # released with the evicted pod's volume, not at the deadline
+        assert all(volumes.exists(name) for name in kept.values())  # still attached: their pods stay
+    finally:
+        delete_volumes(k8s, list(pvs.values()))
 
 
 def test_no_load_balancer_costs_one_call_and_no_wait(aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness) -> None:

@@ -4,11 +4,13 @@ The bed's kube-apiserver audits every request of the `drain-orchestrator` group 
 drain through the real handler, under the shipped RBAC, touches every path the product has on the Kubernetes API:
 a node found by providerID (get by DNS name misses, then list), cordon (get + patch), a Kubernetes Event, a
 DaemonSet pod (its owner looked up), a Deployment whose PodDisruptionBudget never allows a disruption (eviction
-refused, budgets listed and watched) forced just before the deadline (delete), then the volume gate (the node's
-VolumeAttachments listed). Both Deployments are opted in to surge before evict and pinned to the node, so their
-surged replicas cannot be scheduled: one is scaled through spec.replicas, the other through its HPA, and both are
-taken back at the verdict. The (group, resource, verb) set it
-used must equal the set the ClusterRole grants: a rule nobody uses is a failure, and so is a request refused.
+refused, budgets listed and watched) forced just before the deadline (delete), a StatefulSet's and a Job's pods
+(their controllers looked up for drain policies, a Deployment's through its ReplicaSet), then the volume gate (the
+node's VolumeAttachments listed; a mirror pod left on the node has its claim read, whose volume does not hold).
+Both Deployments are opted in to surge before evict and pinned to the node, so their surged replicas cannot be
+scheduled: one is scaled through spec.replicas, the other through its HPA, and both are taken back at the verdict.
+The (group, resource, verb) set it used must equal the set the ClusterRole grants: a rule nobody uses is a failure,
+and so is a request refused.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client
 
 from tests import samples
+from tests.integration.gates_support import VolumeAttachments, bound_claim, claim_volume, delete_volumes
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.surge_support import hpa, opt_in
 from tests.testbed.aws_seed import AwsSeed
@@ -78,10 +82,32 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     hpa(k8s, "api", min_replicas=1, max_replicas=2)
     k8s.wait_pdb("web", disruptions_allowed=0)
     k8s.wait_pdb("api", disruptions_allowed=0)
+    controlled = {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}}}
+    template = {"metadata": {"labels": {"app": "db"}}, "spec": k8s.pod_spec(nodes=[node], grace=1)}
+    k8s.apps.create_namespaced_stateful_set(
+        k8s.ns, {"metadata": {"name": "db"}, "spec": {**controlled, "template": template}}
+    )
+    job_spec = k8s.pod_spec(grace=1, extra={"restartPolicy": "Never"})
+    job = client.BatchV1Api(k8s.api_client).create_namespaced_job(
+        k8s.ns, {"metadata": {"name": "batch"}, "spec": {"suspend": True, "template": {"spec": job_spec}}}
+    )
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "batch", "uid": job.metadata.uid, "controller": True}
+    k8s.bare_pod("batch-x1", node=node, metadata_extra={"labels": {"app": "batch"}, "ownerReferences": [owner]})
+    k8s.wait_pods_ready("app=db", 1)
+    k8s.wait_pods_ready("app=batch", 1)
+    mirror = {"annotations": {"kubernetes.io/config.mirror": "x"}}
+    bound_claim(k8s, "static-data", f"pv-static-{k8s.run_id}")
+    k8s.bare_pod("static", node=node, metadata_extra=mirror, spec_extra=claim_volume("static-data"))
+    attachments = VolumeAttachments(k8s)
+    attachments.attach(node, f"pv-static-{k8s.run_id}")  # the mirror pod's: stays, does not hold the gate
     lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20", WAIT_FOR_VOLUME_DETACH="always")
     offset = testbed.audit_log.stat().st_size
 
-    run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
+    try:
+        run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
+    finally:
+        attachments.cleanup()
+        delete_volumes(k8s, [f"pv-static-{k8s.run_id}"])
 
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]

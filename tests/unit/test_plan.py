@@ -146,3 +146,12 @@ def test_contention_jitter_is_zero_alone_then_grows_and_is_capped() -> None:
     assert all(0 <= x <= 1.6 for x in later) and max(later) > 0.8
     assert all(0 <= x <= 3.0 for x in capped) and max(capped) > 2.0
     assert len({round(x, 6) for x in first}) > 150  # spread, not one instant
+
+
+def test_grace_of_zero_is_raised_to_one_second() -> None:
+    # asked for (--grace-period 0) or the pod's own terminationGracePeriodSeconds: 0 would drop the pod object
+    # before its containers stop
+    assert grace_for(30, 0, 0.0, None, 2.0) == 1
+    assert grace_for(0, None, 0.0, None, 2.0) == 1
+    assert grace_for(0, None, 1000.0, 2000.0, 2.0) == 1
+    assert grace_for(1, None, 0.0, None, 2.0) is None  # the pod's own 1 s is kept as is

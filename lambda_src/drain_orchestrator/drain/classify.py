@@ -39,6 +39,7 @@ class Verdict(StrEnum):
     WAIT = "wait"  # already terminating: nothing to send, wait for it to go
     SKIP = "skip"  # left on the node on purpose
     REFUSE = "refuse"  # kubectl "error": blocks the whole drain unless a flag overrides it
+    HOLD = "hold"  # its drain policy lets it finish first (voluntary events): not evicted yet, still waited on
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class PodInfo:
     termination_grace_period: int | None = None
     tolerations: tuple[Toleration, ...] = ()
     ready: bool = False
+    start_time: float | None = None  # status.startTime
+    finalizers: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts (generic ephemeral ones included)
 
     @property
     def key(self) -> str:
@@ -126,9 +130,16 @@ class PodInfo:
             Toleration(t.get("key"), t.get("operator") or "Equal", t.get("effect"))
             for t in spec.get("tolerations") or []
         )
+        name = meta.get("name", "")
+        claims = []
+        for v in spec.get("volumes") or []:
+            if "persistentVolumeClaim" in v:
+                claims.append((v.get("persistentVolumeClaim") or {}).get("claimName", ""))
+            elif "ephemeral" in v:
+                claims.append(f"{name}-{v.get('name', '')}")  # the ephemeral volume controller's naming
         return cls(
             namespace=meta.get("namespace", ""),
-            name=meta.get("name", ""),
+            name=name,
             uid=meta.get("uid", ""),
             phase=status.get("phase") or "Pending",
             deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
@@ -140,6 +151,9 @@ class PodInfo:
             termination_grace_period=spec.get("terminationGracePeriodSeconds"),
             tolerations=tolerations,
             ready=ready,
+            start_time=parse_time(status.get("startTime")),
+            finalizers=tuple(meta.get("finalizers") or ()),
+            claims=tuple(c for c in claims if c),
         )
 
 
@@ -156,6 +170,7 @@ class PodVerdict:
     reason: str = ""
     # kubectl prints these as warnings (e.g. "deleting Pods with local storage") but still removes the pod.
     warning: str | None = None
+    order: int = 0  # drain-orchestrator.io/evict-order: within a tier, lower orders go first
 
 
 # DaemonSet lookups: (namespace, name) → True exists, False NotFound, str = the lookup's error message.

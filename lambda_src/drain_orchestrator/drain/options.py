@@ -33,6 +33,11 @@ class DrainOptions:
     surge: surge before evict for PDB-refused pods of Deployments: never, annotated (Deployments annotated
         ``drain-orchestrator.io/surge: "true"``) or always (docs/drain.md).
     run_id: who surges (recorded on the workload with the node's name); None: the node alone.
+    voluntary: the node goes by someone's choice (scale-in, rebalance, maintenance, a manual drain): pods whose
+        drain policy is ``wait-for-completion`` or with Karpenter's ``do-not-disrupt`` are let finish first. False
+        for Spot interruptions and state changes: they are evicted at once (drain/policy.py).
+    settle_seconds: a node that looks empty sooner than this after its cordon is listed again then, for pods the
+        scheduler bound before it saw the cordon (Karpenter's minimum drain time); bounded by the deadline.
     """
 
     grace_period: int | None = None
@@ -50,6 +55,8 @@ class DrainOptions:
     max_api_calls: int | None = None
     surge: SurgeMode = "never"
     run_id: str | None = None
+    voluntary: bool = True
+    settle_seconds: float = 5.0
     # Cordon extras: annotations under drain-orchestrator.io/, an optional taint and the exclude-LB label.
     reason: str | None = None
     event_id: str | None = None

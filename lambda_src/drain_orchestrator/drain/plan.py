@@ -25,18 +25,30 @@ def tier_of(pod: PodInfo) -> int:
     return TIER_CRITICAL if pod.is_critical else TIER_WORKLOAD
 
 
+def stage_of(v: PodVerdict) -> tuple[int, int]:
+    """(tier, evict-order): a stage goes only once every earlier one is gone."""
+    return (tier_of(v.pod), v.order)
+
+
+def active_stage(verdicts: Iterable[PodVerdict]) -> tuple[int, int] | None:
+    """The earliest stage that still has pods to remove or wait for. Pods held by their drain policy (HOLD) hold
+    back no stage: a Job left to finish must not keep every later pod on the node."""
+    stages = [stage_of(v) for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
+    return min(stages) if stages else None
+
+
 def active_tier(verdicts: Iterable[PodVerdict]) -> int | None:
     """The lowest tier that still has pods to remove or wait for; later tiers wait until it is empty."""
-    tiers = [tier_of(v.pod) for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
-    return min(tiers) if tiers else None
+    stage = active_stage(verdicts)
+    return None if stage is None else stage[0]
 
 
 def to_evict_now(verdicts: Sequence[PodVerdict]) -> list[PodVerdict]:
-    """The EVICT verdicts of the active tier; an empty list while a refusal blocks the drain (kubectl)."""
+    """The EVICT verdicts of the active stage; an empty list while a refusal blocks the drain (kubectl)."""
     if any(v.verdict is Verdict.REFUSE for v in verdicts):
         return []
-    tier = active_tier(verdicts)
-    return [v for v in verdicts if v.verdict is Verdict.EVICT and tier_of(v.pod) == tier]
+    stage = active_stage(verdicts)
+    return [v for v in verdicts if v.verdict is Verdict.EVICT and stage_of(v) == stage]
 
 
 def grace_for(
@@ -48,17 +60,20 @@ def grace_for(
 ) -> int | None:
     """Grace period to send with the eviction/delete; None leaves the pod's own value untouched.
 
-    With a deadline the pod must be gone by ``deadline - margin``: the grace is clipped to the time left,
-    never below 1 s.
+    With a deadline the pod must be gone by ``deadline - margin``: the grace is clipped to the time left. Never
+    below 1 s: with 0 (asked for, or the pod's own) the apiserver removes the pod object at once while its
+    containers may still run, and a StatefulSet's successor of the same name could start beside them.
     """
     wanted = option_grace if option_grace is not None else pod_grace
+    if wanted is not None and wanted < MIN_GRACE_SECONDS:
+        wanted = MIN_GRACE_SECONDS  # a pod's own 0 too: the apiserver would drop it from etcd at once
     if deadline is None:
-        return option_grace
+        return wanted if wanted != pod_grace else None
     left = math.floor(deadline - margin - now)
     if wanted is None:
         wanted = 30  # the API default terminationGracePeriodSeconds
     if wanted <= left:
-        return option_grace
+        return wanted if wanted != pod_grace else None
     return max(MIN_GRACE_SECONDS, left)
 
 

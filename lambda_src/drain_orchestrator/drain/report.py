@@ -64,6 +64,8 @@ class DrainReport:
     failed: list[PodReason] = field(default_factory=list)
     throttled: list[str] = field(default_factory=list)  # 429 without a PDB cause: retried later
     terminating: list[str] = field(default_factory=list)  # waited on
+    # not evicted yet: let finish by their drain policy (wait-for-completion, do-not-disrupt) on a voluntary event
+    held_by_policy: list[PodReason] = field(default_factory=list)
     remaining: list[str] = field(default_factory=list)  # pods the drain still has to see go
     warnings: list[str] = field(default_factory=list)
     active_tier: int | None = None
@@ -83,7 +85,7 @@ class DrainReport:
     def from_dict(cls, data: dict[str, Any]) -> DrainReport:
         d = dict(data)
         d["blocked"] = [BlockedPod(**b) for b in d.get("blocked", [])]
-        for key in ("skipped", "refused", "failed"):
+        for key in ("skipped", "refused", "failed", "held_by_policy"):
             d[key] = [PodReason(**r) for r in d.get(key, [])]
         d["forced"] = [ForcedPod(**f) for f in d.get("forced", [])]
         d["surge"] = [SurgeNote(**n) for n in d.get("surge", [])]
@@ -102,6 +104,7 @@ class DrainReport:
         self.refused = later.refused
         self.throttled = later.throttled
         self.terminating = later.terminating
+        self.held_by_policy = later.held_by_policy
         self.remaining = later.remaining
         self.warnings += [w for w in later.warnings if w not in self.warnings]
         self.active_tier = later.active_tier

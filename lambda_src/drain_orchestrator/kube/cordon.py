@@ -29,6 +29,7 @@ class CordonResult:
     node: str
     changed: bool  # False: already in the desired state (kubectl: "already cordoned")
     dry_run: bool = False
+    cordoned_at: float | None = None  # epoch: now, or the first cordon's started-at annotation (None: unknown)
 
 
 def _iso(epoch: float) -> str:
@@ -65,10 +66,20 @@ def cordon(
             now=now,
         )
         if patch is None:
-            return CordonResult(node, changed=False, dry_run=dry_run)
+            return CordonResult(node, changed=False, dry_run=dry_run, cordoned_at=_started_at(current.body))
         if _apply(kube, node, patch, dry_run):
-            return CordonResult(node, changed=True, dry_run=dry_run)
+            before = None if not (current.body.get("spec") or {}).get("unschedulable") else _started_at(current.body)
+            at = before if before is not None else now
+            return CordonResult(node, changed=True, dry_run=dry_run, cordoned_at=at)
     raise KubeError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries", 409)
+
+
+def _started_at(node: dict[str, Any]) -> float | None:
+    value = ((node.get("metadata") or {}).get("annotations") or {}).get(ANN_STARTED_AT)
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp() if value else None
+    except ValueError:
+        return None
 
 
 def uncordon(kube: Kube, node: str, *, taint_key: str | None = None, dry_run: bool = False) -> CordonResult:

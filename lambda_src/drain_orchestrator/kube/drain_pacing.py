@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from drain_orchestrator.drain.classify import PodInfo, PodVerdict
+from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import backoff_delay, budget_share, contention_jitter, force_delete_due, next_poll
+from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy, release_time
 from drain_orchestrator.drain.report import HeldPod
 from drain_orchestrator.drain.surge import SurgeFacts
 from drain_orchestrator.kube.evict import Outcome
@@ -26,7 +27,6 @@ class DrainState:
     """What one drain remembers between passes. Optional: a fresh state simply retries everything."""
 
     cordoned: bool = False
-    daemonsets: dict[tuple[str, str], bool | str] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)  # "ns/name@uid" → refusals so far
     not_before: dict[str, float] = field(default_factory=dict)  # monotonic time of the next try
     pdbs_of: dict[str, list[str]] = field(default_factory=dict)
@@ -41,6 +41,14 @@ class DrainState:
     expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
     surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (kube/surge.py)
     last_hold: dict[str, HeldPod] = field(default_factory=dict)  # refused or failed pods: the last reason
+    # drain policies (drain/policy.py): controllers looked up once per drain, held pods' release (monotonic)
+    owners: dict[OwnerKey, Owner] = field(default_factory=dict)
+    held_until: dict[str, float] = field(default_factory=dict)
+    noted: set[str] = field(default_factory=set)  # warnings already printed
+    cordoned_at: float | None = None  # epoch; a drained pass only counts once it listed settle_seconds after it
+    listed_at: float | None = None  # epoch of the last pass's LIST
+    seen: set[str] = field(default_factory=set)  # pods listed so far (pods bound after the cordon are named)
+    redeleted: set[str] = field(default_factory=set)  # stuck terminating pods deleted again near the deadline
 
 
 def ident_of(p: PodInfo) -> str:
@@ -88,6 +96,19 @@ def note_contention(state: DrainState, outcomes: list[Outcome], options: DrainOp
         state.contention = max(0, state.contention - 1)
 
 
+def note_held(
+    state: DrainState, verdicts: list[PodVerdict], policies: dict[str, PodPolicy], options: DrainOptions, now: float
+) -> None:
+    """When each pod held by its drain policy is looked at again (the deadline policy, a do-not-disrupt duration);
+    a held pod that finishes is seen by the pass after the next node check."""
+    mono = time.monotonic()
+    state.held_until = {
+        ident_of(v.pod): mono + max(0.0, release_time(v, policies, options.deadline, options.deadline_margin) - now)
+        for v in verdicts
+        if v.verdict is Verdict.HOLD
+    }
+
+
 def retry_later(state: DrainState, ident: str, options: DrainOptions, after: float | None = None) -> float:
     """Schedule the pod's next eviction attempt: ``after`` seconds when the server said so, else exponential
     backoff with full jitter; returns the delay."""
@@ -116,7 +137,7 @@ def wait_between_passes(kube: Kube, state: DrainState, options: DrainOptions, in
     blocking PDB allows a disruption again (watched, so the retry is not a fixed sleep)."""
     mono, now = time.monotonic(), time.time()
     timed = [t for ident, t in state.not_before.items() if ident not in state.waiting_on]
-    retry_at = min([*timed, *state.force_at.values()], default=float("inf"))
+    retry_at = min([*timed, *state.force_at.values(), *state.held_until.values()], default=float("inf"))
     # never longer than a node check: a node deleted during a PDB wait is noticed by the next pass
     budget = max(0.0, min(end, retry_at, mono + options.node_check_seconds) - mono)
     overdue = [k for k, t in state.expected_gone.items() if t <= now]
@@ -139,5 +160,8 @@ def wait_between_passes(kube: Kube, state: DrainState, options: DrainOptions, in
         if wait_for_budget(kube, pdbs, budget):
             pause = contention_jitter(state.contention, options.budget_jitter_slot, options.budget_jitter_cap)
             time.sleep(min(pause, max(0.0, end - time.monotonic())))
+        return
+    if state.held_until and budget > 0:
+        time.sleep(budget)  # only pods let finish: look every node check (or at a release), not every second
         return
     time.sleep(min(budget, options.poll_max) if budget > 0 else options.poll_min)

@@ -14,14 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from drain_orchestrator.drain.classify import (
-    PodInfo,
-    PodVerdict,
-    Verdict,
-    classify,
-    daemonsets_to_look_up,
-    refusal_errors,
-)
+from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict, refusal_errors
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import (
     active_tier,
@@ -32,19 +25,22 @@ from drain_orchestrator.drain.plan import (
 )
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
 from drain_orchestrator.kube.cordon import cordon
+from drain_orchestrator.kube.drain_edges import name_late_pods, note_problems, redelete_stuck, settle_wait
 from drain_orchestrator.kube.drain_pacing import (
     DrainState,
     due,
     forget,
     ident_of,
     note_contention,
+    note_held,
     retry_later,
     wait_between_passes,
 )
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
 from drain_orchestrator.kube.held_pods import budgets_selecting, park_until_deadline_policy, record_hold, report_waiting
-from drain_orchestrator.kube.pods import list_node_pods, look_up_daemonsets
+from drain_orchestrator.kube.owners import classify_node
+from drain_orchestrator.kube.pods import list_node_pods
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.surge import surge_pass
 
@@ -86,17 +82,21 @@ def drain_pass(
         )
         say(f"node/{node} cordoned" if result.changed else f"node/{node} already cordoned")
         state.cordoned = True
+        state.cordoned_at = result.cordoned_at if result.cordoned_at is not None else time.time()
     else:
         _check_node_exists(kube, node)
     report.cordoned = True
 
+    state.listed_at = time.time()
     pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node, options.pod_selector)]
     _announce_gone(state, pods, say)
-    wanted = daemonsets_to_look_up(pods) - state.daemonsets.keys()
-    state.daemonsets.update(look_up_daemonsets(kube, wanted))
+    state.seen.update(p.key for p in pods)
     now = time.time()
-    verdicts = classify(pods, options, now, state.daemonsets, options.drain_taint)
+    found = classify_node(kube, pods, options, state.owners, now)
+    verdicts = found.verdicts
     _record_verdicts(report, verdicts, say)
+    note_problems(report, state, found.problems, say)
+    note_held(state, verdicts, found.policies, options, now)
 
     candidates = [] if report.refused else to_evict_now(verdicts)
     batch, by_budget = due(kube, candidates, options, state)
@@ -117,11 +117,12 @@ def drain_pass(
 
     if options.force_delete_on_deadline and not report.refused:
         _shorten_past_deadline(kube, report, state, verdicts, options, say)
+    redelete_stuck(kube, report, state, verdicts, options, say)
     state.deletion_times = [
         v.pod.deletion_timestamp for v in verdicts if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None
     ]
     report.active_tier = active_tier(verdicts)
-    report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
+    report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT, Verdict.HOLD)]
     report.drained = not report.remaining and not report.refused
     report.api_calls = kube.calls - calls0
     report.elapsed = time.monotonic() - started
@@ -183,6 +184,8 @@ def _record_verdicts(report: DrainReport, verdicts: list[PodVerdict], say: Progr
             report.refused.append(PodReason(v.pod.key, v.reason))
         elif v.verdict is Verdict.WAIT:
             report.terminating.append(v.pod.key)
+        elif v.verdict is Verdict.HOLD:
+            report.held_by_policy.append(PodReason(v.pod.key, v.reason))
     for msg, keys in warnings.items():
         line = f"Warning: {msg}: {', '.join(keys)}"
         report.warnings.append(line)
@@ -342,8 +345,18 @@ def drain_node(
     calls0 = kube.calls
     total = drain_pass(kube, node, options, state=state, progress=say)
     interval = options.poll_min
-    while not (total.drained or total.refused or options.dry_run):
+    while not (total.refused or options.dry_run):
         mono = time.monotonic()
+        if total.drained:
+            settle = settle_wait(state, options)
+            if settle <= 0 or mono + settle >= end:
+                break  # listed late enough after the cordon (or no time left to look again)
+            time.sleep(settle)
+            before = set(state.seen)
+            later = drain_pass(kube, node, options, state=state, progress=say)
+            total.absorb(later)
+            name_late_pods(total, later, before, say)
+            continue
         if mono >= end:
             past_deadline = options.deadline is not None and time.time() >= options.deadline - 0.5
             total.warnings.append("deadline reached" if past_deadline else "timed out")

@@ -1,8 +1,7 @@
-"""Reading the pods of a node and the DaemonSets that own them (raw JSON, counted requests)."""
+"""Reading the pods of a node (raw JSON, counted requests); their controllers: kube/owners.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from drain_orchestrator.kube.rest import Kube
@@ -28,17 +27,3 @@ def list_node_pods(kube: Kube, node: str, label_selector: str | None = None) -> 
         token = (resp.body.get("metadata") or {}).get("continue") or None
         if not token:
             return items
-
-
-def look_up_daemonsets(kube: Kube, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], bool | str]:
-    """(namespace, name) → True (exists), False (404) or the error message, as the classifier expects."""
-    out: dict[tuple[str, str], bool | str] = {}
-    for ns, name in keys:
-        resp = kube.request("GET", f"/apis/apps/v1/namespaces/{ns}/daemonsets/{name}")
-        if resp.ok:
-            out[(ns, name)] = True
-        elif resp.status == 404:
-            out[(ns, name)] = False
-        else:
-            out[(ns, name)] = f"get daemonset {ns}/{name}: {resp.status} {resp.message}"
-    return out

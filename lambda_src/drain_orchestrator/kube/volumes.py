@@ -3,19 +3,35 @@
 The apiserver offers no field selector on ``spec.nodeName`` for VolumeAttachments, so the list is filtered here,
 in chunks like kubectl's. A detached volume's VolumeAttachment is deleted by the attach/detach controller once the
 CSI driver reports the detach, so "none left for the node" means every volume can attach elsewhere.
+
+Volumes of pods the drain leaves on the node on purpose (DaemonSet pods kept, mirror pods, drain policy ``skip``)
+stay attached until the instance goes: like Karpenter's volume phase, they do not hold the gate. They are found
+pod → PersistentVolumeClaim → its ``spec.volumeName``, and only when the node has attachments at all.
 """
 
 from __future__ import annotations
 
-from drain_orchestrator.kube.pods import CHUNK_SIZE
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from drain_orchestrator.drain.classify import PodInfo, Verdict
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.kube.owners import classify_node
+from drain_orchestrator.kube.pods import CHUNK_SIZE, list_node_pods
 from drain_orchestrator.kube.rest import Kube
 
 PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 
 
-def node_attachments(kube: Kube, node: str) -> list[str]:
-    """``<attachment name> (<persistent volume name>)`` of every VolumeAttachment on ``node``, sorted."""
-    found: list[str] = []
+@dataclass(frozen=True)
+class Attachments:
+    holding: list[str] = field(default_factory=list)  # "<attachment> (<pv>)", sorted
+    ignored: list[str] = field(default_factory=list)  # of pods left on purpose: "<attachment> (<pv>) for ns/pod"
+
+
+def _list(kube: Kube, node: str) -> list[tuple[str, str | None]]:
+    found: list[tuple[str, str | None]] = []
     token: str | None = None
     while True:
         resp = kube.request("GET", PATH, query={"limit": CHUNK_SIZE, "continue": token})
@@ -23,11 +39,44 @@ def node_attachments(kube: Kube, node: str) -> list[str]:
             raise resp.error("list volumeattachments")
         for item in resp.body.get("items") or []:
             spec = item.get("spec") or {}
-            if spec.get("nodeName") != node:
-                continue
-            name = (item.get("metadata") or {}).get("name", "")
-            pv = (spec.get("source") or {}).get("persistentVolumeName")
-            found.append(f"{name} ({pv})" if pv else name)
+            if spec.get("nodeName") == node:
+                name = (item.get("metadata") or {}).get("name", "")
+                found.append((name, (spec.get("source") or {}).get("persistentVolumeName")))
         token = (resp.body.get("metadata") or {}).get("continue") or None
         if not token:
-            return sorted(found)
+            return found
+
+
+def claimed_volumes(kube: Kube, claims: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+    """PersistentVolume name → the pod ("ns/name") whose claim (namespace, claim, pod key) is bound to it."""
+    out: dict[str, str] = {}
+    for ns, claim, pod in sorted(set(claims)):
+        resp = kube.request("GET", f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claim}")
+        if not resp.ok:
+            # 404: gone, nothing of it is attached for that pod; any other error (an RBAC role not updated yet):
+            # its volume keeps holding the gate, as it did before volumes were matched to pods
+            continue
+        volume = (resp.body.get("spec") or {}).get("volumeName")
+        if volume:
+            out[volume] = pod
+    return out
+
+
+def node_attachments(kube: Kube, node: str, options: DrainOptions | None = None) -> Attachments:
+    """The node's VolumeAttachments that hold the gate; with ``options`` (the drain's), those of pods the drain
+    leaves on purpose are set apart."""
+    listed = _list(kube, node)
+    if not listed or options is None or not any(pv for _, pv in listed):
+        return Attachments(holding=sorted(f"{n} ({pv})" if pv else n for n, pv in listed))
+    pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node)]
+    verdicts = classify_node(kube, pods, options, {}, time.time()).verdicts
+    kept = [(v.pod.namespace, c, v.pod.key) for v in verdicts if v.verdict is Verdict.SKIP for c in v.pod.claims]
+    theirs = claimed_volumes(kube, kept) if kept else {}
+    holding, ignored = [], []
+    for name, pv in listed:
+        label = f"{name} ({pv})" if pv else name
+        if pv is not None and pv in theirs:
+            ignored.append(f"{label} for {theirs[pv]}")
+        else:
+            holding.append(label)
+    return Attachments(sorted(holding), sorted(ignored))

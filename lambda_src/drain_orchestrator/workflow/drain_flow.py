@@ -235,6 +235,7 @@ def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
         "forced": [f.pod for f in report.forced],
         "skipped": len(report.skipped),
         "refused": [r.pod for r in report.refused],
+        "held_by_policy": [h.pod for h in report.held_by_policy],  # let finish (wait-for-completion, do-not-disrupt)
         "remaining": len(report.remaining),
         "held": held_reasons(report),  # why each pod still there was not evicted (reason, PDBs, message, status)
         "api_calls": report.api_calls,

@@ -4,7 +4,8 @@
 - `targets_step`: the load-balancer targets that still hold the instance (instance id, or a recorded pod IP) in a
   state where traffic may still reach it; on its first run it finds the target groups in scope and deregisters the
   instance from the ones configured by ARN (registered by hand: nobody else will).
-- `volumes_step`: the node's VolumeAttachments that are not deleted yet.
+- `volumes_step`: the node's VolumeAttachments that are not deleted yet, except those of pods the drain leaves on
+  the node on purpose (DaemonSet pods kept, mirror pods, drain policy ``skip``).
 - `out_of_service_step`: the non-graceful-shutdown taint on a terminated instance's Node.
 """
 
@@ -98,10 +99,12 @@ def volumes_step(step_ctx: StepContext, job: DrainJob) -> VolumesCheck:
     from drain_orchestrator.kube.volumes import node_attachments  # noqa: PLC0415
 
     try:
-        attached = node_attachments(runtime.kube(job.cluster), job.node)
+        found = node_attachments(runtime.kube(job.cluster), job.node, job.drain_options())
     except Exception as exc:
         return VolumesCheck(now=time.time(), fault=fault_of("gate-volumes", exc))
-    return VolumesCheck(now=time.time(), attached=attached)
+    if found.ignored:
+        logger.info("volumes of pods left on the node do not hold the gate", extra={"ignored": found.ignored})
+    return VolumesCheck(now=time.time(), attached=found.holding, ignored=found.ignored)
 
 
 @durable_step

@@ -105,6 +105,7 @@ def _hold(
     groups: list[dict[str, Any]] | None = None
     seen_groups: set[str] = set()
     deregistered: list[str] = []
+    ignored: list[str] = []
     api_calls = n = 0
     watch = HeldWatch(ws.held_notify_seconds)  # a gate holding past HELD_NOTIFY_SECONDS is said, like a PDB
     while True:
@@ -125,6 +126,7 @@ def _hold(
             v: VolumesCheck = ctx.step(volumes_step(job), name=f"gate-volumes-{n}", config=step_config(VolumesCheck))
             pace.absorb(v)
             vols.absorb(v.fault, v.attached, pace.now, deadline)
+            ignored = v.ignored if v.fault is None else ignored
         holding = (targets.holding if targets.on else []) + (vols.holding if vols.on else [])
         if watch.holding(bool(holding), pace.now) and watch.since is not None:
             held = gate_held(job, holding, watch.since, pace.now, deadline)
@@ -146,7 +148,7 @@ def _hold(
         if targets.on:
             reasons.append(f"targets still draining: {', '.join(targets.holding)}")
     if volumes:
-        out["volumes"] = vols.summary(start, pace.now, "still_attached")
+        out["volumes"] = {**vols.summary(start, pace.now, "still_attached"), "left_with_their_pods": ignored}
         if vols.on:
             reasons.append(f"volumes still attached: {', '.join(vols.holding)}")
     reason = f"gate: {'; '.join(reasons)}" if reasons else None

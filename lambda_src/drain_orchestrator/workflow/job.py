@@ -38,6 +38,7 @@ class DrainJob:
 
     def drain_options(self) -> Any:
         from drain_orchestrator.drain.options import DrainOptions  # noqa: PLC0415
+        from drain_orchestrator.drain.policy import is_voluntary  # noqa: PLC0415
         from drain_orchestrator.workflow.runtime import wsettings  # noqa: PLC0415
 
         ws = wsettings()
@@ -58,4 +59,5 @@ class DrainJob:
             exclude_from_load_balancers=ws.exclude_from_load_balancers,
             surge=ws.surge_blocked_pods,
             run_id=self.run_id,
+            voluntary=is_voluntary(self.event.kind),
         )

@@ -182,6 +182,7 @@ class VolumesCheck(Checkpointed):
     now: float
     attached: list[str] = field(default_factory=list)
     fault: StepFault | None = None
+    ignored: list[str] = field(default_factory=list)  # attachments of pods the drain leaves on purpose
 
 
 @dataclass(frozen=True)

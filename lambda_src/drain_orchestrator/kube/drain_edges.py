@@ -1,0 +1,72 @@
+"""The drain's edge cases, kept out of the pass itself: a pod a finalizer keeps in Terminating near the deadline, the
+re-list of a node that looked empty too soon after its cordon (pods the scheduler bound before it saw the cordon),
+and warnings printed once per drain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from drain_orchestrator.drain.classify import PodVerdict, Verdict
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.plan import MIN_GRACE_SECONDS
+from drain_orchestrator.drain.report import DrainReport, ForcedPod
+from drain_orchestrator.kube.drain_pacing import DrainState, ident_of
+from drain_orchestrator.kube.evict import Outcome, delete_pod
+from drain_orchestrator.kube.rest import Kube
+
+Progress = Callable[[str], None]
+
+
+def redelete_stuck(
+    kube: Kube,
+    report: DrainReport,
+    state: DrainState,
+    verdicts: list[PodVerdict],
+    options: DrainOptions,
+    say: Progress,
+) -> None:
+    """A pod whose grace has run out but which a finalizer keeps in Terminating is deleted again with grace 1
+    just before the deadline (once): whatever that helps, the pod and its finalizers are named in the report."""
+    if options.deadline is None:
+        return
+    now = time.time()
+    if now < options.deadline - options.deadline_margin - MIN_GRACE_SECONDS - 1:
+        return
+    for v in verdicts:
+        ts, ident = v.pod.deletion_timestamp, ident_of(v.pod)
+        if v.verdict is not Verdict.WAIT or ts is None or ts > now or ident in state.redeleted:
+            continue
+        state.redeleted.add(ident)
+        res = delete_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=1, dry_run=options.dry_run)
+        held = ", ".join(v.pod.finalizers) or "none left"
+        reason = f"stuck terminating {now - ts:.0f}s past its grace (finalizers: {held}): deleted again, grace 1s"
+        if res.outcome is Outcome.EVICTED:
+            report.forced.append(ForcedPod(v.pod.key, 1, reason))
+            say(f"deleting pod {v.pod.key} (grace 1s): {reason}")
+
+
+def note_problems(report: DrainReport, state: DrainState, problems: list[str], say: Progress) -> None:
+    for line in problems:
+        report.warnings.append(f"Warning: {line}")
+        if line not in state.noted:
+            state.noted.add(line)
+            say(f"Warning: {line}")
+
+
+def settle_wait(state: DrainState, options: DrainOptions) -> float:
+    """Seconds until a LIST would be ``settle_seconds`` after the cordon; 0 when the last one already was."""
+    if state.cordoned_at is None or state.listed_at is None:
+        return 0.0
+    return max(0.0, state.cordoned_at + options.settle_seconds - state.listed_at)
+
+
+def name_late_pods(total: DrainReport, later: DrainReport, before: set[str], say: Progress) -> None:
+    """Pods bound to the node after it looked empty (the scheduler had not seen the cordon yet): drained like
+    the others, and named."""
+    late = sorted({*later.evicted, *later.remaining, *(f.pod for f in later.forced)} - before)
+    if late:
+        line = f"Warning: bound to the node after the cordon, drained too: {', '.join(late)}"
+        total.warnings.append(line)
+        say(line)
