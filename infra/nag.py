@@ -33,8 +33,8 @@ def nag_acknowledgements(config: OrchestratorConfig) -> dict[str, str]:
             "and lambda:GetDurableExecutionState)."
         ),
         f"{_IAM}5[Resource::*]": (
-            "ec2:DescribeInstances and autoscaling:DescribeAutoScalingGroups/DescribeLifecycleHooks/"
-            "DescribeTags support no resource-level permissions; they are read-only."
+            "ec2:DescribeInstances and autoscaling:DescribeLifecycleHooks/DescribeTags support no "
+            "resource-level permissions; they are read-only."
         ),
     }
     if config.served_asg_names:

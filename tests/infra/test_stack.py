@@ -284,7 +284,6 @@ def test_least_privilege_actions(single: Synthesized) -> None:
         actions.update([found] if isinstance(found, str) else found)
     assert actions == {
         "ec2:DescribeInstances",
-        "autoscaling:DescribeAutoScalingGroups",
         "autoscaling:DescribeLifecycleHooks",
         "autoscaling:DescribeTags",
         "autoscaling:CompleteLifecycleAction",
