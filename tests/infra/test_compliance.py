@@ -12,9 +12,22 @@ from cfnlint.api import ManualArgs, lint
 from infra.config import config_from_mapping
 from infra.nag import nag_acknowledgements
 
-from tests.infra.conftest import MULTI_VPC, SINGLE, Synthesized, synthesize
+from tests.infra.conftest import (
+    DOCUMENTED_CONFIG_MAP,
+    DOCUMENTED_VPC,
+    MULTI_VPC,
+    SINGLE,
+    Synthesized,
+    synthesize,
+)
 
-CONFIGS = {"single": SINGLE, "multi-vpc": MULTI_VPC}
+# every combination the docs show, and every option set at once
+CONFIGS = {
+    "single": SINGLE,
+    "multi-vpc": MULTI_VPC,
+    "docs-vpc": DOCUMENTED_VPC,
+    "docs-config-map": DOCUMENTED_CONFIG_MAP,
+}
 
 
 def nag_report(synth: Synthesized) -> dict[str, Any]:
