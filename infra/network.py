@@ -16,6 +16,9 @@ from .validation import prop_error
 # Imported subnets without a route table id warn that `.routeTable` would be undefined; the construct never reads
 # it, so the user could do nothing about the warning.
 NO_ROUTE_TABLE_WARNING = "@aws-cdk/aws-ec2:noSubnetRouteTableId"
+# The VPC imported by id has a token for its AZs (the deploy Region's); it would matter only to constructs that
+# select subnets from the VPC at synth time, and the function gets its subnets explicitly.
+AZ_LIST_ATTRIBUTE_WARNING = "@aws-cdk/aws-ec2:vpcAttributeIsListTokenavailabilityZones"
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,10 @@ def resolve_network(
         return None
     if placement is not None:
         vpc = ec2.Vpc.from_vpc_attributes(scope, "Vpc", vpc_id=placement.vpc_id, availability_zones=cdk.Fn.get_azs())
+        cdk.Annotations.of(vpc).acknowledge_warning(
+            AZ_LIST_ATTRIBUTE_WARNING,
+            "The function's subnets are given explicitly; nothing selects subnets from the VPC.",
+        )
         subnets = []
         for subnet_id in placement.subnet_ids:
             subnet = ec2.Subnet.from_subnet_id(scope, f"Subnet-{subnet_id}", subnet_id)
