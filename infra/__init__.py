@@ -1,23 +1,55 @@
 """CDK app and the reusable `DrainOrchestrator` construct for EKS Drain Orchestrator.
 
-Installed as the package `drain_orchestrator_cdk` (infra/pyproject.toml): `from drain_orchestrator_cdk import
-DrainOrchestrator, OrchestratorConfig`. Loaded lazily, so `config` or `bundle` alone do not start jsii.
+Installed as the package `drain_orchestrator_cdk` (infra/pyproject.toml):
+`from drain_orchestrator_cdk import DrainOrchestrator, OrchestratorConfig`. Loaded lazily, so `config` or `bundle`
+alone do not start jsii.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["DrainOrchestrator", "OrchestratorConfig"]
+# name -> module that defines it
+_EXPORTS = {
+    "DrainOrchestrator": "construct",
+    "OrchestratorConfig": "config",
+    "KindActions": "config",
+    "VpcPlacement": "config",
+    "ConfigError": "config",
+    "config_from_context": "config",
+    "CONTEXT_KEYS": "config",
+    "WORKFLOW_VARIABLES": "config",
+    "OrchestratorMetrics": "metrics",
+    "KUBERNETES_GROUP": "construct",
+    "ALIAS_NAME": "construct",
+    "METRICS_NAMESPACE": "environment",
+    "RBAC_MANIFEST": "resources",
+}
+
+__all__ = [
+    "ALIAS_NAME",
+    "CONTEXT_KEYS",
+    "KUBERNETES_GROUP",
+    "METRICS_NAMESPACE",
+    "RBAC_MANIFEST",
+    "WORKFLOW_VARIABLES",
+    "ConfigError",
+    "DrainOrchestrator",
+    "KindActions",
+    "OrchestratorConfig",
+    "OrchestratorMetrics",
+    "VpcPlacement",
+    "config_from_context",
+]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "DrainOrchestrator":
-        from .construct import DrainOrchestrator  # noqa: PLC0415
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
-        return DrainOrchestrator
-    if name == "OrchestratorConfig":
-        from .config import OrchestratorConfig  # noqa: PLC0415
 
-        return OrchestratorConfig
-    raise AttributeError(name)
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -195,15 +195,49 @@ def _prune(target: Path) -> None:
             shutil.rmtree(service)
 
 
+PYTHON_VARIABLE = "DRAIN_ORCHESTRATOR_PYTHON313"
+
+
+def _is_runtime_python(candidate: str) -> bool:
+    check = f"import sys; assert sys.version_info[:2] == ({PYTHON_VERSION.replace('.', ', ')})"
+    try:
+        return subprocess.run([candidate, "-c", check], capture_output=True, timeout=30, check=False).returncode == 0
+    except OSError:
+        return False
+
+
+def bytecode_python() -> str:
+    """The Python that compiles the bundle's bytecode: the Lambda runtime's version, which a CDK app on another
+    version (3.12) finds like the Makefile does: $DRAIN_ORCHESTRATOR_PYTHON313, `python3.13` on PATH, pyenv, uv."""
+    if sys.version_info[:2] == tuple(int(x) for x in PYTHON_VERSION.split(".")):
+        return sys.executable
+    candidates = [os.environ.get(PYTHON_VARIABLE), shutil.which(f"python{PYTHON_VERSION}")]
+    candidates += sorted(
+        str(p) for p in Path.home().glob(f".pyenv/versions/{PYTHON_VERSION}*/bin/python{PYTHON_VERSION}")
+    )
+    try:
+        found = subprocess.run(
+            [_uv(), "python", "find", PYTHON_VERSION], capture_output=True, text=True, timeout=60, check=False
+        )
+        candidates.append(found.stdout.strip() if found.returncode == 0 else None)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired):
+        pass
+    for candidate in candidates:
+        if candidate and _is_runtime_python(candidate):
+            return candidate
+    raise RuntimeError(
+        f"bytecode must be compiled by Python {PYTHON_VERSION} (the Lambda runtime), and this CDK app runs on "
+        f"{sys.version.split()[0]}: install Python {PYTHON_VERSION} (python{PYTHON_VERSION} on PATH, pyenv or "
+        f"`uv python install {PYTHON_VERSION}`) or point {PYTHON_VARIABLE} at one"
+    )
+
+
 def compile_bytecode(tree: Path) -> None:
     """Ship bytecode: Lambda's /var/task is read-only, so without .pyc files every cold start would compile
     every module it imports (measured here: 1.6 s instead of 0.56 s for the handler's imports).
     unchecked-hash pycs carry no timestamps (reproducible) and are never revalidated against the sources."""
-    if sys.version_info[:2] != tuple(int(x) for x in PYTHON_VERSION.split(".")):
-        raise RuntimeError(
-            f"bytecode must be compiled by Python {PYTHON_VERSION} (the Lambda runtime), not {sys.version}"
-        )
-    _run([sys.executable, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(tree)])
+    python = bytecode_python()
+    _run([python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(tree)])
 
 
 def cached_dependencies(wheel_platform: str = PLATFORM) -> Path:

@@ -1,7 +1,9 @@
-"""Deployment configuration read from CDK context, validated before any resource is built.
+"""Deployment configuration: `OrchestratorConfig` (the construct's props) and how CDK context becomes one.
 
-Pure: no aws_cdk import, so the validation rules are unit-testable without jsii. Every error names the
-context key (`ConfigError.key`) so `cdk synth -c clusters=...` tells the user exactly what to fix.
+Pure: no aws_cdk import, so the rules are unit-testable without jsii. Every value is validated when an
+`OrchestratorConfig` is built (infra.validation), whether from context or directly in a CDK app; errors name the
+prop, and `config_from_context` renames it to the context key (`ConfigError.key`), so
+`cdk synth -c clusters=...` tells the user exactly what to fix.
 """
 
 from __future__ import annotations
@@ -12,41 +14,45 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-# Lifecycle hooks have a global timeout of at most 48 h; scheduled-change events arrive ~2 weeks before
-# their window and the workflow waits durably until then, so the default execution timeout covers both.
-MIN_EXECUTION_TIMEOUT_HOURS = 48
+from . import validation
+from .validation import (
+    ACTIONS_DRAIN_FIRST,
+    ACTIONS_REBALANCE,
+    DEFAULT_DRAIN_PASS_SECONDS,
+    INVOCATION_HEADROOM_SECONDS,
+    LOG_LEVELS,
+    LOG_RETENTION_DAYS,
+    MIN_EXECUTION_TIMEOUT_HOURS,
+    WORKFLOW_VARIABLES,
+    ConfigError,
+)
+
+__all__ = [
+    "ACTIONS_DRAIN_FIRST",
+    "ACTIONS_REBALANCE",
+    "CONTEXT_KEYS",
+    "DEFAULT_DRAIN_PASS_SECONDS",
+    "DEFAULT_EXECUTION_TIMEOUT_HOURS",
+    "INVOCATION_HEADROOM_SECONDS",
+    "LOG_LEVELS",
+    "LOG_RETENTION_DAYS",
+    "MIN_EXECUTION_TIMEOUT_HOURS",
+    "WORKFLOW_VARIABLES",
+    "ConfigError",
+    "KindActions",
+    "OrchestratorConfig",
+    "VpcPlacement",
+    "check_no_unknown_keys",
+    "config_from_context",
+    "config_from_mapping",
+    "unknown_keys",
+]
+
+# Scheduled-change events arrive ~2 weeks before their window and the workflow waits durably until then, so the
+# default execution timeout covers both that and the lifecycle hooks' 48 h.
 DEFAULT_EXECUTION_TIMEOUT_HOURS = 24 * 21
 
-# CloudWatch Logs only accepts these retention periods (RetentionDays in aws-cdk-lib).
-LOG_RETENTION_DAYS = (
-    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
-)  # fmt: skip
-
-ACTIONS_REBALANCE = ("cordon", "drain", "ignore")
-ACTIONS_DRAIN_FIRST = ("drain", "cordon", "ignore")
-ACTIONS_FOREIGN_HOOK = ("ignore", "cordon", "drain")
-# Node controllers whose instances the function leaves to them unless listed (drain_orchestrator.settings).
-CONTROLLERS = ("karpenter", "auto-mode", "managed-node-group")
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
-_HOOK_NAME = re.compile(r"^[A-Za-z0-9\-_/]{1,255}$")
-# ASG names are almost free text; ':' would make them ARNs and ',' is our list separator.
-_ASG_NAME = re.compile(r"^[^:,\s][^:,]{0,254}$")
-_TAG_KEY = re.compile(r"^[^=,]{1,128}$")
-_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
-_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
-_SG_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _OUR_KEY_SHAPE = re.compile(r"^[a-z][A-Za-z0-9]*$")
-_EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
-
-
-class ConfigError(ValueError):
-    """Invalid CDK context; the message starts with the offending key."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"invalid CDK context '{key}': {problem}")
-        self.key = key
 
 
 @dataclass(frozen=True)
@@ -60,12 +66,18 @@ class KindActions:
     foreign_hook: str = "ignore"  # an owned node whose terminate hook is another's: left to that hook's owner
     capacity_reservation_interruption: str = "drain"  # last: positional use of the fields above keeps working
 
+    def __post_init__(self) -> None:
+        validation.check_actions(self)
+
 
 @dataclass(frozen=True)
 class VpcPlacement:
     vpc_id: str
     subnet_ids: tuple[str, ...]
     security_group_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        validation.check_vpc(self)
 
 
 @dataclass(frozen=True)
@@ -87,8 +99,12 @@ class OrchestratorConfig:
     execution_timeout_hours: int = DEFAULT_EXECUTION_TIMEOUT_HOURS
     log_retention_days: int = 30
     log_level: str = "INFO"
+    # (name, value) pairs or a mapping; names from WORKFLOW_VARIABLES, values checked by the function's settings code
     drain_settings: tuple[tuple[str, str], ...] = ()
     drain_controller_managed_nodes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        validation.check_config(self)
 
     @property
     def served_asg_names(self) -> tuple[str, ...]:
@@ -134,101 +150,73 @@ CONTEXT_KEYS = (
     "drainControllerManagedNodes",
 )
 
-# How a drain runs (drain_orchestrator/workflow_settings.py reads these; the function validates the values
-# at cold start). TRACING is left out on purpose: it needs aws-xray-sdk, which the bundle does not ship.
-WORKFLOW_VARIABLES = (
-    "DRAIN_DELETE_EMPTYDIR_DATA",
-    "DRAIN_FORCE",
-    "DRAIN_EVICT_DAEMONSETS",
-    "DRAIN_GRACE_PERIOD",
-    "DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT",
-    "FORCE_DELETE_ON_DEADLINE",
-    "DRAIN_TAINT",
-    "EXCLUDE_FROM_LOAD_BALANCERS",
-    "DEADLINE_ASG_TERMINATE_SECONDS",
-    "DEADLINE_STATE_CHANGE_SECONDS",
-    "DEADLINE_REBALANCE_SECONDS",
-    "SCHEDULED_CHANGE_LEAD_SECONDS",
-    "LIFECYCLE_RESULT_ON_FAILURE",
-    "LAUNCH_READY_TIMEOUT_SECONDS",
-    "LAUNCH_TIMEOUT_RESULT",
-    "MAX_CONCURRENT_NODES",
-    "DRAIN_PASS_SECONDS",
-    "RECHECK_MIN_SECONDS",
-    "RECHECK_MAX_SECONDS",
-    "HELD_NOTIFY_SECONDS",
-    "HELD_APPROVAL",
-    "DRY_RUN",
-    "WAIT_FOR_DEREGISTRATION",
-    "WAIT_FOR_VOLUME_DETACH",
-    "TARGET_GROUP_ARNS",
-    "OUT_OF_SERVICE_TAINT",
-    "SURGE_BLOCKED_PODS",
-)
-DEFAULT_DRAIN_PASS_SECONDS = 120
-# One durable drain step may run DRAIN_PASS_SECONDS; the invocation needs headroom for the rest of the replay.
-INVOCATION_HEADROOM_SECONDS = 60
+# prop -> context key where the name is not simply the prop in camelCase
+_CONTEXT_KEY = {
+    "actions.rebalance": "actionRebalance",
+    "actions.spot_interruption": "actionSpotInterruption",
+    "actions.state_change": "actionStateChange",
+    "actions.scheduled_change": "actionScheduledChange",
+    "actions.capacity_reservation_interruption": "actionCapacityReservationInterruption",
+    "actions.foreign_hook": "actionForeignHook",
+    "vpc.vpc_id": "vpcId",
+    "vpc.subnet_ids": "subnetIds",
+    "vpc.security_group_ids": "securityGroupIds",
+}
+
+
+def context_key(prop: str) -> str:
+    if prop in _CONTEXT_KEY:
+        return _CONTEXT_KEY[prop]
+    head, *rest = prop.split("_")
+    return head + "".join(part.capitalize() for part in rest)
 
 
 def config_from_context(get: ContextGetter) -> OrchestratorConfig:
-    """Build the configuration from `node.try_get_context`-like lookups (None = key not given)."""
-    clusters = _names(get, "clusters", _CLUSTER_NAME, "EKS cluster names (letters, digits, - and _)")
+    """Build the configuration from `node.try_get_context`-like lookups (None = key not given). Values are parsed
+    here (strings from `-c`, JSON from cdk.json) and validated by `OrchestratorConfig` itself."""
+    try:
+        return _from_context(get)
+    except ConfigError as error:
+        if error.source == "CDK context":
+            raise
+        # the construct's validator named the prop; a context user needs the key they typed
+        raise ConfigError(context_key(error.key), error.problem) from None
+
+
+def _from_context(get: ContextGetter) -> OrchestratorConfig:
+    clusters = _list(get, "clusters")
     if not clusters:
         raise ConfigError("clusters", "required: the EKS cluster names this deployment serves, e.g. -c clusters=prod")
-    create_hooks = _names(get, "createLifecycleHooks", _ASG_NAME, "Auto Scaling group names")
-    vpc = _vpc(get)
-    ownership_tag = _ownership_tag(get("ownershipTag"))
-    if ownership_tag and "=" in ownership_tag and len(clusters) != 1:
-        # Same rule as the function's settings: key=value marks "ours" without naming the cluster.
-        raise ConfigError(
-            "ownershipTag",
-            f"{ownership_tag!r} (key=value) needs exactly one cluster; with several clusters use a tag key "
-            "whose value names the cluster",
-        )
-    drain_settings = _drain_settings(get("drainSettings"))
-    timeout_seconds = _int(get, "timeoutSeconds", 600, 30, 900)
-    pass_seconds = dict(drain_settings).get("DRAIN_PASS_SECONDS", str(DEFAULT_DRAIN_PASS_SECONDS))
-    if pass_seconds.isdigit() and timeout_seconds < int(pass_seconds) + INVOCATION_HEADROOM_SECONDS:
-        raise ConfigError(
-            "timeoutSeconds",
-            f"{timeout_seconds} leaves no headroom for a {pass_seconds} s drain pass (DRAIN_PASS_SECONDS); "
-            f"use at least {int(pass_seconds) + INVOCATION_HEADROOM_SECONDS}",
-        )
+    defaults = KindActions()
     return OrchestratorConfig(
         clusters=clusters,
-        asg_names=_names(get, "asgNames", _ASG_NAME, "Auto Scaling group names"),
-        lifecycle_hook_names=_names(get, "lifecycleHookNames", _HOOK_NAME, "hook names ([A-Za-z0-9-_/])"),
-        ownership_tag=ownership_tag,
+        asg_names=_list(get, "asgNames"),
+        lifecycle_hook_names=_list(get, "lifecycleHookNames"),
+        ownership_tag=_optional_str(get, "ownershipTag"),
         actions=KindActions(
-            rebalance=_choice(get, "actionRebalance", ACTIONS_REBALANCE, "cordon"),
-            spot_interruption=_choice(get, "actionSpotInterruption", ACTIONS_DRAIN_FIRST, "drain"),
-            capacity_reservation_interruption=_choice(
-                get, "actionCapacityReservationInterruption", ACTIONS_DRAIN_FIRST, "drain"
+            rebalance=_str(get, "actionRebalance", defaults.rebalance),
+            spot_interruption=_str(get, "actionSpotInterruption", defaults.spot_interruption),
+            state_change=_str(get, "actionStateChange", defaults.state_change),
+            scheduled_change=_str(get, "actionScheduledChange", defaults.scheduled_change),
+            capacity_reservation_interruption=_str(
+                get, "actionCapacityReservationInterruption", defaults.capacity_reservation_interruption
             ),
-            state_change=_choice(get, "actionStateChange", ACTIONS_DRAIN_FIRST, "drain"),
-            scheduled_change=_choice(get, "actionScheduledChange", ACTIONS_DRAIN_FIRST, "drain"),
-            foreign_hook=_choice(get, "actionForeignHook", ACTIONS_FOREIGN_HOOK, "ignore"),
+            foreign_hook=_str(get, "actionForeignHook", defaults.foreign_hook),
         ),
-        vpc=vpc,
-        alarm_email=_email(get("alarmEmail")),
-        create_lifecycle_hooks=create_hooks,
-        created_hook_name=_single(get, "createdHookName", _HOOK_NAME, "drain-orchestrator"),
-        heartbeat_timeout_seconds=_int(get, "heartbeatTimeoutSeconds", 1800, 30, 7200),
+        vpc=_vpc(get),
+        alarm_email=_optional_str(get, "alarmEmail"),
+        create_lifecycle_hooks=_list(get, "createLifecycleHooks"),
+        created_hook_name=_str(get, "createdHookName", "drain-orchestrator"),
+        heartbeat_timeout_seconds=_int(get, "heartbeatTimeoutSeconds", 1800),
         create_access_entries=_bool(get, "createAccessEntries", default=True),
-        reserved_concurrency=_optional_int(get, "reservedConcurrency", 1, 1000),
-        memory_size=_int(get, "memorySize", 512, 128, 10240),
-        timeout_seconds=timeout_seconds,
-        execution_timeout_hours=_int(
-            get,
-            "executionTimeoutHours",
-            DEFAULT_EXECUTION_TIMEOUT_HOURS,
-            MIN_EXECUTION_TIMEOUT_HOURS,
-            24 * 366,
-        ),
-        log_retention_days=_retention(get),
-        log_level=_choice(get, "logLevel", LOG_LEVELS, "INFO", upper=True),
-        drain_settings=drain_settings,
-        drain_controller_managed_nodes=_controllers(get),
+        reserved_concurrency=_optional_int(get, "reservedConcurrency"),
+        memory_size=_int(get, "memorySize", 512),
+        timeout_seconds=_int(get, "timeoutSeconds", 600),
+        execution_timeout_hours=_int(get, "executionTimeoutHours", DEFAULT_EXECUTION_TIMEOUT_HOURS),
+        log_retention_days=_int(get, "logRetentionDays", 30),
+        log_level=_level(get, "logLevel", "INFO"),
+        drain_settings=_drain_settings(get("drainSettings")),
+        drain_controller_managed_nodes=_list(get, "drainControllerManagedNodes"),
     )
 
 
@@ -270,37 +258,22 @@ def _list(get: ContextGetter, key: str) -> tuple[str, ...]:
     raise ConfigError(key, f"expected a comma-separated string or a list of strings, got {raw!r}")
 
 
-def _names(get: ContextGetter, key: str, pattern: re.Pattern[str], what: str) -> tuple[str, ...]:
-    names = _list(get, key)
-    for name in names:
-        if name == "*" and key == "clusters":
-            raise ConfigError(
-                key,
-                "'*' (any cluster found by tag) is not supported by the CDK app: least-privilege IAM and the "
-                "EKS access entries need explicit cluster names",
-            )
-        if not pattern.match(name):
-            raise ConfigError(key, f"{name!r} is not valid; expected {what}")
-    return names
-
-
-def _single(get: ContextGetter, key: str, pattern: re.Pattern[str], default: str) -> str:
+def _str(get: ContextGetter, key: str, default: str) -> str:
     raw = get(key)
     if raw is None:
         return default
-    if not isinstance(raw, str) or not pattern.match(raw):
-        raise ConfigError(key, f"{raw!r} is not a valid value")
+    if not isinstance(raw, str):
+        raise ConfigError(key, f"expected a string, got {raw!r}")
     return raw
 
 
-def _choice(get: ContextGetter, key: str, allowed: tuple[str, ...], default: str, *, upper: bool = False) -> str:
+def _optional_str(get: ContextGetter, key: str) -> str | None:
     raw = get(key)
-    if raw is None:
-        return default
-    value = raw.strip().upper() if upper and isinstance(raw, str) else raw
-    if not isinstance(value, str) or value not in allowed:
-        raise ConfigError(key, f"{raw!r} is not one of {', '.join(allowed)}")
-    return value
+    return None if raw is None or raw == "" else _str(get, key, "")
+
+
+def _level(get: ContextGetter, key: str, default: str) -> str:
+    return _str(get, key, default).strip().upper()
 
 
 def _parse_int(key: str, raw: object) -> int:
@@ -313,24 +286,14 @@ def _parse_int(key: str, raw: object) -> int:
     raise ConfigError(key, f"expected an integer, got {raw!r}")
 
 
-def _int(get: ContextGetter, key: str, default: int, low: int, high: int) -> int:
+def _int(get: ContextGetter, key: str, default: int) -> int:
     raw = get(key)
-    if raw is None:
-        return default
-    value = _parse_int(key, raw)
-    if not low <= value <= high:
-        raise ConfigError(key, f"{value} is out of range {low}..{high}")
-    return value
+    return default if raw is None else _parse_int(key, raw)
 
 
-def _optional_int(get: ContextGetter, key: str, low: int, high: int) -> int | None:
+def _optional_int(get: ContextGetter, key: str) -> int | None:
     raw = get(key)
-    if raw is None or raw == "":
-        return None
-    value = _parse_int(key, raw)
-    if not low <= value <= high:
-        raise ConfigError(key, f"{value} is out of range {low}..{high}")
-    return value
+    return None if raw is None or raw == "" else _parse_int(key, raw)
 
 
 def _bool(get: ContextGetter, key: str, *, default: bool) -> bool:
@@ -344,32 +307,11 @@ def _bool(get: ContextGetter, key: str, *, default: bool) -> bool:
     raise ConfigError(key, f"expected true or false, got {raw!r}")
 
 
-def _controllers(get: ContextGetter) -> tuple[str, ...]:
-    names = _list(get, "drainControllerManagedNodes")
-    if names == ("none",):
-        return ()
-    for name in names:
-        if name not in CONTROLLERS:
-            raise ConfigError("drainControllerManagedNodes", f"{name!r} is not one of {', '.join(CONTROLLERS)}")
-    return names
-
-
-def _retention(get: ContextGetter) -> int:
-    raw = get("logRetentionDays")
-    if raw is None:
-        return 30
-    value = _parse_int("logRetentionDays", raw)
-    if value not in LOG_RETENTION_DAYS:
-        allowed = ", ".join(str(d) for d in LOG_RETENTION_DAYS)
-        raise ConfigError("logRetentionDays", f"{value} is not a CloudWatch Logs retention ({allowed})")
-    return value
-
-
-def _drain_settings(raw: object) -> tuple[tuple[str, str], ...]:
-    """`-c drainSettings='{"DRAIN_GRACE_PERIOD": 30}'` or a JSON object in cdk.json; names are checked here,
-    values by the function (the same validation the CLI and the Lambda use)."""
+def _drain_settings(raw: object) -> Mapping[str, object]:
+    """`-c drainSettings='{"DRAIN_GRACE_PERIOD": 30}'` or a JSON object in cdk.json; the names and values are
+    checked by `OrchestratorConfig` (values by the function's own settings code)."""
     if raw is None or raw == "":
-        return ()
+        return {}
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
@@ -377,33 +319,6 @@ def _drain_settings(raw: object) -> tuple[tuple[str, str], ...]:
             raise ConfigError("drainSettings", f"not a JSON object: {error}") from None
     if not isinstance(raw, dict):
         raise ConfigError("drainSettings", f"expected a JSON object of variables, got {raw!r}")
-    settings: list[tuple[str, str]] = []
-    for name, value in sorted(raw.items()):
-        if name not in WORKFLOW_VARIABLES:
-            raise ConfigError("drainSettings", f"{name!r} is not one of {', '.join(WORKFLOW_VARIABLES)}")
-        if isinstance(value, bool):
-            settings.append((name, "true" if value else "false"))
-        elif isinstance(value, int | str):
-            settings.append((name, str(value)))
-        else:
-            raise ConfigError("drainSettings", f"{name}: expected a string, number or boolean, got {value!r}")
-    return tuple(settings)
-
-
-def _ownership_tag(raw: object) -> str | None:
-    if raw is None or raw == "":
-        return None
-    key, _, value = raw.partition("=") if isinstance(raw, str) else ("", "", "")
-    if not isinstance(raw, str) or not _TAG_KEY.match(key) or ("=" in raw and not value) or "=" in value:
-        raise ConfigError("ownershipTag", f"{raw!r} is not 'key' or 'key=value'")
-    return raw
-
-
-def _email(raw: object) -> str | None:
-    if raw is None or raw == "":
-        return None
-    if not isinstance(raw, str) or not _EMAIL.match(raw):
-        raise ConfigError("alarmEmail", f"{raw!r} is not an e-mail address")
     return raw
 
 
@@ -417,14 +332,6 @@ def _vpc(get: ContextGetter) -> VpcPlacement | None:
         if groups:
             raise ConfigError("vpcId", "required when securityGroupIds is given")
         return None
-    if not isinstance(vpc_id, str) or not _VPC_ID.match(vpc_id):
+    if not isinstance(vpc_id, str):
         raise ConfigError("vpcId", f"{vpc_id!r} is not a VPC id (vpc-...)")
-    if not subnets:
-        raise ConfigError("subnetIds", "required with vpcId: the private subnets the function runs in")
-    for subnet in subnets:
-        if not _SUBNET_ID.match(subnet):
-            raise ConfigError("subnetIds", f"{subnet!r} is not a subnet id (subnet-...)")
-    for group in groups:
-        if not _SG_ID.match(group):
-            raise ConfigError("securityGroupIds", f"{group!r} is not a security group id (sg-...)")
     return VpcPlacement(vpc_id=vpc_id, subnet_ids=subnets, security_group_ids=groups)

@@ -1,17 +1,26 @@
 """`DrainOrchestrator`: everything one deployment needs - rules, function, permissions, cluster access,
-dead letters, dashboard and alarms - as one reusable construct."""
+dead letters, dashboard and alarms - as one reusable construct.
+
+Props: `config` (an `OrchestratorConfig`, validated when built) plus CDK objects an app already has: its VPC,
+subnets and security groups, its own notification or alarm topic, a KMS key. Attributes: `function`, `alias`,
+`notification_topic`, `alarm_topic`, `delivery_dead_letters`, `failed_invocations`, `log_group`, `alarms`,
+`rules`, `security_groups`, `connections` (in a VPC) and the `metric...()` helpers (infra.metrics).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_logs as logs
@@ -20,11 +29,13 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from .config import OrchestratorConfig, VpcPlacement
+from . import encryption, nag
+from .config import OrchestratorConfig
 from .environment import lambda_environment
 from .event_rules import rule_specs
 from .lambda_code import lambda_code
-from .nag import nag_acknowledgements
+from .metrics import OrchestratorMetrics
+from .network import resolve_network
 from .observability import DeadLetterQueue, Observability
 from .permissions import function_statements
 
@@ -50,15 +61,15 @@ _APPLICATION_LOG_LEVEL = {
 }
 
 
-@dataclass(frozen=True)
-class _Network:
-    vpc: ec2.IVpc
-    subnets: ec2.SubnetSelection
-    security_groups: list[ec2.ISecurityGroup]
+@jsii.implements(ec2.IConnectable)
+class DrainOrchestrator(Construct, OrchestratorMetrics):
+    """Pass `code` to deploy a prebuilt asset; by default the code is bundled locally (infra.lambda_code).
 
-
-class DrainOrchestrator(Construct):
-    """Pass `code` to deploy a prebuilt asset; by default the code is bundled locally (infra.lambda_code)."""
+    `vpc` (+ `vpc_subnets`, `security_groups`) places the function in the app's VPC (instead of
+    `config.vpc`, the ids CDK context gives); without security groups one egress-only group is created.
+    `notification_topic` / `alarm_topic` use the app's topics instead of creating them. `encryption_key`
+    encrypts the topics the construct creates, both queues and the log group with a customer-managed key.
+    """
 
     def __init__(
         self,
@@ -67,16 +78,33 @@ class DrainOrchestrator(Construct):
         *,
         config: OrchestratorConfig,
         code: lambda_.Code | None = None,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        notification_topic: sns.ITopic | None = None,
+        alarm_topic: sns.ITopic | None = None,
+        encryption_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
+        self.encryption_key = encryption_key
 
         self.delivery_dead_letters = self._queue("DeliveryDeadLetterQueue")
         self.failed_invocations = self._queue("FailedInvocationQueue")
-        self.notification_topic = sns.Topic(
-            self, "NotificationTopic", display_name="EKS Drain Orchestrator notifications", enforce_ssl=True
+        self.notification_topic: sns.ITopic = notification_topic or sns.Topic(
+            self,
+            "NotificationTopic",
+            display_name="EKS Drain Orchestrator notifications",
+            enforce_ssl=True,
+            master_key=encryption_key,
         )
-        self.alarm_topic = sns.Topic(self, "AlarmTopic", display_name="EKS Drain Orchestrator alarms", enforce_ssl=True)
+        self.alarm_topic: sns.ITopic = alarm_topic or sns.Topic(
+            self,
+            "AlarmTopic",
+            display_name="EKS Drain Orchestrator alarms",
+            enforce_ssl=True,
+            master_key=encryption_key,
+        )
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
 
@@ -85,7 +113,15 @@ class DrainOrchestrator(Construct):
         log_group_resource = self.log_group.node.default_child
         assert isinstance(log_group_resource, logs.CfnLogGroup)
         log_group_resource.retention_in_days = config.log_retention_days
-        network = self._network(config.vpc)
+        if encryption_key is not None:
+            for queue in (self.delivery_dead_letters, self.failed_invocations):
+                encryption.encrypt_queue(queue, encryption_key)
+            encryption.encrypt_log_group(self.log_group, encryption_key)
+            encryption.grant_service_writers(encryption_key)
+        network = resolve_network(self, config.vpc, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups)
+        self.security_groups: list[ec2.ISecurityGroup] = network.security_groups if network else []
+        # the group the construct created (None without a VPC or with the app's own groups)
+        self.security_group = network.created_security_group if network else None
         self.function = lambda_.Function(
             self,
             "Function",
@@ -120,6 +156,8 @@ class DrainOrchestrator(Construct):
         for statement in function_statements(config):
             self.function.add_to_role_policy(statement)
         self.notification_topic.grant_publish(self.function)
+        if encryption_key is not None:  # the on-failure destination is written with the function's role
+            encryption_key.grant(self.function, "kms:Decrypt", "kms:GenerateDataKey*")
 
         # Durable functions reject unqualified ARNs: the alias is the only invoke target, and the async
         # invoke config lives on it (on the Function it would be written for $LATEST).
@@ -196,7 +234,20 @@ class DrainOrchestrator(Construct):
             alarm_topic=self.alarm_topic,
             log_group=self.log_group,
         )
-        self._acknowledge_findings()
+        nag.acknowledge(self, config)  # last: every resource exists
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The function's network connections (IConnectable), e.g. for
+        `cluster_security_group.connections.allow_from(orchestrator, ec2.Port.tcp(443))`. Only in a VPC."""
+        if not self.security_groups:
+            raise ValueError("connections: the function runs outside a VPC (give config.vpc or the vpc prop)")
+        return self.function.connections
+
+    @property
+    def alarms(self) -> list[cw.Alarm]:
+        """Every alarm the construct creates (each already notifies the alarm topic)."""
+        return list(self.observability.alarms)
 
     def grant_approve(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let an operator (a role, user or group) answer held drains' approvals (HELD_APPROVAL=on,
@@ -233,29 +284,6 @@ class DrainOrchestrator(Construct):
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
 
-    def _network(self, placement: VpcPlacement | None) -> _Network | None:
-        if placement is None:
-            return None
-        vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=placement.vpc_id, availability_zones=cdk.Fn.get_azs())
-        subnets = [ec2.Subnet.from_subnet_id(self, f"Subnet-{subnet}", subnet) for subnet in placement.subnet_ids]
-        groups: list[ec2.ISecurityGroup]
-        if placement.security_group_ids:
-            groups = [
-                ec2.SecurityGroup.from_security_group_id(self, f"SecurityGroup-{group}", group)
-                for group in placement.security_group_ids
-            ]
-        else:
-            groups = [
-                ec2.SecurityGroup(
-                    self,
-                    "SecurityGroup",
-                    vpc=vpc,
-                    description="EKS Drain Orchestrator: egress to the EKS API and AWS endpoints",
-                    allow_all_outbound=True,
-                )
-            ]
-        return _Network(vpc, ec2.SubnetSelection(subnets=subnets), groups)
-
     def _drop_redundant_role_dependency(self) -> None:
         """CDK makes the function DependsOn both its role and the role's policy; the role is already a
         GetAtt in Properties.Role (cfn-lint W3005). Keep only the policy: the function must not run before
@@ -266,8 +294,3 @@ class DrainOrchestrator(Construct):
         function_resource = self.function.node.default_child
         if isinstance(policy_resource, cdk.CfnResource) and isinstance(function_resource, cdk.CfnResource):
             function_resource.add_override("DependsOn", [cdk.Stack.of(self).get_logical_id(policy_resource)])
-
-    def _acknowledge_findings(self) -> None:
-        validations = cdk.Validations.of(self)
-        for finding, reason in nag_acknowledgements(self.config).items():
-            validations.acknowledge(cdk.Acknowledgment(id=finding, reason=reason))

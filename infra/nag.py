@@ -1,10 +1,15 @@
 """cdk-nag (AwsSolutions) findings this construct deliberately accepts, each with its reason.
 
 Kept as data so a test can check that every acknowledgement is still needed: one that matches no finding
-any more is a stale exemption and must go.
+any more is a stale exemption and must go. `acknowledge` records them for cdk-nag v3 and v2 alike.
 """
 
 from __future__ import annotations
+
+import importlib.metadata
+
+import aws_cdk as cdk
+from constructs import Construct
 
 from .config import OrchestratorConfig
 
@@ -28,8 +33,8 @@ def nag_acknowledgements(config: OrchestratorConfig) -> dict[str, str]:
             "and lambda:GetDurableExecutionState)."
         ),
         f"{_IAM}5[Resource::*]": (
-            "ec2:DescribeInstances and autoscaling:DescribeAutoScalingGroups/DescribeLifecycleHooks/"
-            "DescribeTags support no resource-level permissions; they are read-only."
+            "ec2:DescribeInstances and autoscaling:DescribeLifecycleHooks/DescribeTags support no "
+            "resource-level permissions; they are read-only."
         ),
     }
     if config.served_asg_names:
@@ -48,3 +53,43 @@ def nag_acknowledgements(config: OrchestratorConfig) -> dict[str, str]:
             "AWS-managed policy Lambda needs to create and delete its network interfaces in the VPC."
         )
     return reasons
+
+
+def _cdk_nag_major() -> int | None:
+    try:
+        return int(importlib.metadata.version("cdk-nag").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def acknowledge(scope: Construct, config: OrchestratorConfig) -> None:
+    """Record the acknowledgements where the installed cdk-nag reads them.
+
+    cdk-nag v3 is a policy-validation plugin: it honours `Validations.of(scope).acknowledge` (aws-cdk-lib with the
+    `Validations` API). cdk-nag v2 is an aspect that reads `cdk_nag.rules_to_suppress` from each resource's
+    metadata, which is what its `NagSuppressions.add_resource_suppressions(..., apply_to_children=True)` writes;
+    it is written only when cdk-nag 2.x is installed, so other apps' templates carry no extra metadata. Call after
+    every resource of `scope` exists."""
+    reasons = nag_acknowledgements(config)
+    validations = getattr(cdk, "Validations", None)
+    if validations is not None:
+        for finding, reason in reasons.items():
+            validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+    if _cdk_nag_major() == 2:
+        suppressions = v2_suppressions(reasons)
+        for child in scope.node.find_all():
+            if isinstance(child, cdk.CfnResource):
+                child.add_metadata("cdk_nag", {"rules_to_suppress": suppressions})
+
+
+def v2_suppressions(reasons: dict[str, str]) -> list[dict[str, object]]:
+    """`AwsSolutions::AwsSolutions-IAM5[Resource::*]` (v3 acknowledgement id) -> cdk-nag v2's
+    `{"id": "AwsSolutions-IAM5", "applies_to": ["Resource::*"]}`, one entry per finding so each keeps its reason."""
+    out: list[dict[str, object]] = []
+    for finding, reason in reasons.items():
+        rule_id, _, finding_id = finding.split("::", 1)[1].partition("[")
+        entry: dict[str, object] = {"id": rule_id, "reason": reason}
+        if finding_id:
+            entry["applies_to"] = [finding_id.removesuffix("]")]
+        out.append(entry)
+    return out

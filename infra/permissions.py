@@ -17,8 +17,8 @@ from .config import OrchestratorConfig
 ASG_TAG_CONDITION = "autoscaling:ResourceTag"
 CLUSTER_TAG_VALUES = ["owned", "shared"]
 LIFECYCLE_ACTIONS = ["autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"]
+# hook timeouts (DescribeLifecycleHooks) and an instance's ASG tags when its own do not decide (DescribeTags)
 AUTOSCALING_DESCRIBE = [
-    "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeLifecycleHooks",
     "autoscaling:DescribeTags",
 ]

@@ -31,3 +31,9 @@ class DrainOrchestratorStack(cdk.Stack):
         cdk.CfnOutput(self, "LogGroupName", value=self.orchestrator.log_group.log_group_name)
         cdk.CfnOutput(self, "DeliveryDeadLetterQueueUrl", value=self.orchestrator.delivery_dead_letters.queue_url)
         cdk.CfnOutput(self, "FailedInvocationQueueUrl", value=self.orchestrator.failed_invocations.queue_url)
+        if self.orchestrator.security_groups:  # to allow in the cluster security group (docs/deploy.md)
+            cdk.CfnOutput(
+                self,
+                "FunctionSecurityGroupIds",
+                value=",".join(group.security_group_id for group in self.orchestrator.security_groups),
+            )

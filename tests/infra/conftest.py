@@ -51,6 +51,19 @@ MULTI_VPC: dict[str, Any] = {
 }
 
 
+# The combinations docs/deploy.md shows (besides SINGLE, the README's), as `-c` pairs.
+DOCUMENTED_VPC: dict[str, Any] = {
+    "clusters": "prod,staging",
+    "asgNames": "prod-workers,staging-workers",
+    "createLifecycleHooks": "prod-workers,staging-workers",
+    "vpcId": "vpc-0123456789abcdef0",
+    "subnetIds": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
+    "securityGroupIds": "sg-0ccccccccccccccc3",
+    "alarmEmail": "oncall@example.com",
+}
+DOCUMENTED_CONFIG_MAP: dict[str, Any] = {"clusters": "legacy", "createAccessEntries": "false"}
+
+
 @dataclass
 class Synthesized:
     template: Any  # aws_cdk.assertions.Template

@@ -12,7 +12,14 @@ from cfnlint.api import ManualArgs, lint
 from infra.config import config_from_mapping
 from infra.nag import nag_acknowledgements
 
-from tests.infra.conftest import MULTI_VPC, SINGLE, Synthesized, synthesize
+from tests.infra.conftest import (
+    DOCUMENTED_CONFIG_MAP,
+    DOCUMENTED_VPC,
+    MULTI_VPC,
+    SINGLE,
+    Synthesized,
+    synthesize,
+)
 
 # the terminate rule without a hook-name filter (actionForeignHook) and the controller opt-ins
 COEXISTENCE = {
@@ -21,7 +28,14 @@ COEXISTENCE = {
     "actionForeignHook": "drain",
     "drainControllerManagedNodes": "karpenter,auto-mode",
 }
-CONFIGS = {"single": SINGLE, "multi-vpc": MULTI_VPC, "coexistence": COEXISTENCE}
+# every combination the docs show, and every option set at once
+CONFIGS = {
+    "single": SINGLE,
+    "multi-vpc": MULTI_VPC,
+    "docs-vpc": DOCUMENTED_VPC,
+    "docs-config-map": DOCUMENTED_CONFIG_MAP,
+    "coexistence": COEXISTENCE,
+}
 
 
 def nag_report(synth: Synthesized) -> dict[str, Any]:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,13 +15,15 @@ from infra.config import (
     WORKFLOW_VARIABLES,
     ConfigError,
     KindActions,
+    OrchestratorConfig,
+    VpcPlacement,
     check_no_unknown_keys,
     config_from_mapping,
     unknown_keys,
 )
 from infra.environment import lambda_environment
 
-from tests.infra.conftest import MULTI_VPC
+from tests.infra.conftest import MULTI_VPC, REPO_ROOT
 
 
 def test_defaults_for_one_cluster() -> None:
@@ -112,6 +119,8 @@ def test_cdk_json_style_values() -> None:
         ({"drainSettings": '{"CLUSTER_NAMES": "other"}'}, "drainSettings"),
         ({"drainSettings": '{"TRACING": "true"}'}, "drainSettings"),
         ({"drainSettings": '{"DRAIN_FORCE": [1]}'}, "drainSettings"),
+        ({"drainSettings": '{"WAIT_FOR_DEREGISTRATION": "nevr"}'}, "drainSettings"),
+        ({"drainSettings": '{"RECHECK_MIN_SECONDS": 60, "RECHECK_MAX_SECONDS": 30}'}, "drainSettings"),
         ({"timeoutSeconds": "120"}, "timeoutSeconds"),
         ({"timeoutSeconds": "300", "drainSettings": '{"DRAIN_PASS_SECONDS": 600}'}, "timeoutSeconds"),
     ],
@@ -291,3 +300,128 @@ def test_lifecycle_rules_match_only_our_hooks_unless_foreign_hooks_are_drained()
         "LifecycleHookName": ["drain-orchestrator"],
     }
     assert detail({"actionForeignHook": "drain"}, "asg-terminate") is None
+
+
+def test_bad_drain_setting_value_is_refused_by_the_function_settings_code() -> None:
+    with pytest.raises(ConfigError) as raised:
+        config_from_mapping({"clusters": "a", "drainSettings": '{"WAIT_FOR_DEREGISTRATION": "nevr"}'})
+    # the function's own message, naming the variable and what it accepts
+    assert str(raised.value).startswith("invalid CDK context 'drainSettings': WAIT_FOR_DEREGISTRATION: 'nevr'")
+    assert "lifecycle" in str(raised.value) and "never" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("props", "prop"),
+    [
+        ({"clusters": ("*",)}, "clusters"),
+        ({"clusters": "prod"}, "clusters"),  # a string would be the clusters p, r, o, d
+        ({"clusters": ()}, "clusters"),
+        ({"clusters": ("bad name",)}, "clusters"),
+        ({"create_lifecycle_hooks": "ng1"}, "create_lifecycle_hooks"),
+        ({"asg_names": ("arn:aws:autoscaling:x",)}, "asg_names"),
+        ({"lifecycle_hook_names": ("bad hook!",)}, "lifecycle_hook_names"),
+        ({"created_hook_name": "no spaces"}, "created_hook_name"),
+        ({"memory_size": 64}, "memory_size"),
+        ({"memory_size": "512"}, "memory_size"),
+        ({"heartbeat_timeout_seconds": True}, "heartbeat_timeout_seconds"),
+        ({"reserved_concurrency": 0}, "reserved_concurrency"),
+        ({"timeout_seconds": 120}, "timeout_seconds"),
+        ({"execution_timeout_hours": 47}, "execution_timeout_hours"),
+        ({"log_retention_days": 31}, "log_retention_days"),
+        ({"log_level": "TRACE"}, "log_level"),
+        ({"alarm_email": "not-an-email"}, "alarm_email"),
+        ({"create_access_entries": "false"}, "create_access_entries"),
+        ({"clusters": ("a", "b"), "ownership_tag": "team=platform"}, "ownership_tag"),
+        ({"ownership_tag": "a=b=c"}, "ownership_tag"),
+        ({"drain_settings": {"DRAIN_GRACE": "30"}}, "drain_settings"),
+        ({"drain_settings": {"WAIT_FOR_DEREGISTRATION": "nevr"}}, "drain_settings"),
+        ({"drain_settings": {"DRAIN_GRACE_PERIOD": -1}}, "drain_settings"),
+        ({"drain_settings": {"DRAIN_FORCE": [1]}}, "drain_settings"),
+        ({"actions": "drain"}, "actions"),
+        ({"vpc": "vpc-0123456789abcdef0"}, "vpc"),
+    ],
+)  # fmt: skip
+def test_bad_props_name_the_prop(props: dict[str, Any], prop: str) -> None:
+    """The documented library path, `OrchestratorConfig(...)` in a CDK app, runs the same validator as context."""
+    with pytest.raises(ConfigError) as raised:
+        OrchestratorConfig(**{"clusters": ("prod",), **props})
+    assert raised.value.key == prop
+    assert str(raised.value).startswith(f"invalid OrchestratorConfig prop '{prop}': ")
+
+
+@pytest.mark.parametrize(
+    ("build", "prop"),
+    [
+        (lambda: KindActions(rebalance="evict"), "actions.rebalance"),
+        (lambda: KindActions(spot_interruption="wait"), "actions.spot_interruption"),
+        (lambda: VpcPlacement("vpc-123", ("subnet-0aaaaaaaaaaaaaaa1",)), "vpc.vpc_id"),
+        (lambda: VpcPlacement("vpc-0123456789abcdef0", ()), "vpc.subnet_ids"),
+        (lambda: VpcPlacement("vpc-0123456789abcdef0", "subnet-0aaaaaaaaaaaaaaa1"), "vpc.subnet_ids"),
+        (lambda: VpcPlacement("vpc-0123456789abcdef0", ("subnet-0aaaaaaaaaaaaaaa1",), ("x",)),
+         "vpc.security_group_ids"),
+    ],
+)  # fmt: skip
+def test_bad_nested_props_name_the_prop(build: Any, prop: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        build()
+    assert raised.value.key == prop
+    assert f"'{prop}'" in str(raised.value)
+
+
+def test_props_are_normalized_like_context() -> None:
+    config = OrchestratorConfig(
+        clusters=["prod", "prod"],  # type: ignore[arg-type]
+        create_lifecycle_hooks=["ng-1"],  # type: ignore[arg-type]
+        drain_settings={"DRY_RUN": True, "DRAIN_GRACE_PERIOD": 30},  # type: ignore[arg-type]
+    )
+    assert config.clusters == ("prod",)
+    assert config.create_lifecycle_hooks == ("ng-1",)
+    assert config.drain_settings == (("DRAIN_GRACE_PERIOD", "30"), ("DRY_RUN", "true"))
+    assert config == config_from_mapping(
+        {
+            "clusters": "prod",
+            "createLifecycleHooks": "ng-1",
+            "drainSettings": '{"DRY_RUN": true, "DRAIN_GRACE_PERIOD": 30}',
+        }
+    )
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter with only the repository root on sys.path (not lambda_src/), like a CDK app."""
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env={**clean, **env}, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_synth_time_validation_loads_only_the_pure_settings_modules() -> None:
+    code = """
+import sys
+sys.path = [p for p in sys.path if not p.endswith("lambda_src")]
+from infra.config import OrchestratorConfig
+OrchestratorConfig(clusters=("a",), drain_settings={"WAIT_FOR_DEREGISTRATION": "never"})
+heavy = ("boto3", "botocore", "kubernetes", "pydantic", "aws_lambda_powertools", "aws_durable_execution_sdk_python")
+heavy = sorted(m for m in sys.modules if m.partition(".")[0] in heavy)
+print(heavy, [m for m in sys.modules if m.startswith("drain_orchestrator")])
+"""
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+    # nothing heavy imported, and the function's package does not stay in sys.modules (a user's app may have its own)
+    assert done.stdout.strip() == "[] []"
+
+
+def test_a_settings_module_that_stops_being_pure_fails_the_synth(tmp_path: Path) -> None:
+    app_root = tmp_path / "app"
+    shutil.copytree(REPO_ROOT / "lambda_src", app_root / "lambda_src", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "uv.lock"):
+        shutil.copy(REPO_ROOT / name, app_root / name)
+    settings = app_root / "lambda_src" / "drain_orchestrator" / "workflow_settings.py"
+    settings.write_text(
+        settings.read_text().replace("import re\n", "import re\nimport drain_orchestrator.workflow\n", 1)
+    )
+    code = "from infra.config import OrchestratorConfig; OrchestratorConfig(clusters=('a',))"
+    done = _python(code, DRAIN_ORCHESTRATOR_APP_ROOT=str(app_root))
+    assert done.returncode != 0
+    assert "drain_orchestrator.workflow_settings imports drain_orchestrator.workflow" in done.stderr
+    assert "must stay pure" in done.stderr

@@ -1,13 +1,22 @@
-"""The construct as a platform team uses it: the wheel built from infra/pyproject.toml, installed into a fresh
-virtual environment (no repository on sys.path), synthesizing examples/own-cdk-app with the code asset bundled."""
+"""The construct as a platform team uses it: the wheel built from infra/pyproject.toml, installed into fresh virtual
+environments (no repository on sys.path) at both ends of the dependency ranges it claims, synthesizing
+examples/own-cdk-app with the code asset bundled and cdk-nag's AwsSolutions rules applied.
+
+- oldest: Python 3.12 (the CDK side's minimum), the lowest aws-cdk-lib infra/pyproject.toml allows, cdk-nag 2.x
+- newest: Python 3.13, the aws-cdk-lib of this repository's lock, cdk-nag 3.x
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,8 +24,11 @@ import pytest
 from infra import bundle
 from tests.infra.conftest import NODE_BIN, REPO_ROOT
 
-EXAMPLE = REPO_ROOT / "examples" / "own-cdk-app"
+# two installs and two bundled synths: minutes on a loaded machine
+pytestmark = [pytest.mark.long_running, pytest.mark.timeout(1200)]
 
+EXAMPLE = REPO_ROOT / "examples" / "own-cdk-app"
+PYENV_VERSIONS = Path.home() / ".pyenv" / "versions"
 
 # the Makefile's pinned uv, when the test runs without make
 PINNED_UV = Path.home() / ".cache" / "drain-orchestrator" / "uv-0.13.8" / "bin" / "uv"
@@ -29,56 +41,152 @@ def _uv() -> str:
     return uv
 
 
+def _python312() -> str:
+    """Found like the Makefile finds 3.13: pyenv's versions, then python3.12 on PATH; each candidate is run once."""
+    candidates = sorted(str(p) for p in PYENV_VERSIONS.glob("3.12*/bin/python3.12"))
+    candidates += [p for p in [shutil.which("python3.12")] if p]
+    for candidate in candidates:
+        check = [candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 12)"]
+        if subprocess.run(check, capture_output=True, timeout=30, check=False).returncode == 0:
+            return candidate
+    pytest.fail(
+        "needs Python 3.12 (the oldest Python the construct supports): looked for "
+        f"{PYENV_VERSIONS}/3.12*/bin/python3.12 and python3.12 on PATH; install it, e.g. `pyenv install 3.12`"
+    )
+
+
+def _claimed_oldest() -> str:
+    project = tomllib.loads((REPO_ROOT / "infra" / "pyproject.toml").read_text())["project"]
+    (spec,) = [d for d in project["dependencies"] if d.startswith("aws-cdk-lib")]
+    found = re.fullmatch(r"aws-cdk-lib>=([\d.]+),<3", spec)
+    assert found, f"expected aws-cdk-lib>=X,<3 in infra/pyproject.toml, got {spec!r}"
+    return found.group(1)
+
+
+def _locked(name: str) -> str:
+    lock = tomllib.loads((REPO_ROOT / "uv.lock").read_text())
+    (version,) = [p["version"] for p in lock["package"] if p["name"] == name]
+    return str(version)
+
+
 def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
 
+@dataclass(frozen=True)
+class Combination:
+    python: str
+    aws_cdk_lib: str
+    cdk_nag: str  # a requirement range
+
+
+def _combinations() -> dict[str, Combination]:
+    return {
+        "oldest": Combination(_python312(), _claimed_oldest(), "cdk-nag>=2,<3"),
+        "newest": Combination(sys.executable, _locked("aws-cdk-lib"), "cdk-nag>=3,<4"),
+    }
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with only the built wheel and its dependencies, resolved from the package registry.
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("wheel")
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    _run([_uv(), "build", "infra", "--wheel", "--out-dir", str(work)], cwd=REPO_ROOT, env=env)
+    (built,) = work.glob("drain_orchestrator_cdk-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """One virtual environment per combination, shared by this module's tests."""
+    venvs: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in venvs:
+            venv = tmp_path_factory.mktemp(f"packaged-{name}") / "venv"
+            _install(wheel, _combinations()[name], venv)
+            venvs[name] = venv
+        return venvs[name]
+
+    return get
+
+
+def _install(wheel: Path, combination: Combination, venv: Path) -> None:
+    """The wheel and its dependencies, resolved from the package registry.
 
     Never `--offline`: `uv sync --frozen` fills uv's wheel cache but not the index metadata an offline resolution
     needs, so an offline install passes only where earlier work happened to warm the cache."""
-    work = tmp_path_factory.mktemp("packaged")
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
-    _run([_uv(), "build", "infra", "--wheel", "--out-dir", str(work / "dist")], cwd=REPO_ROOT, env=env)
-    (wheel,) = (work / "dist").glob("drain_orchestrator_cdk-*.whl")
-    venv = work / "venv"
-    # on the interpreter running the tests (Python 3.13, like the Lambda runtime the bundle compiles for)
-    _run([_uv(), "venv", "--quiet", "--python", sys.executable, str(venv)], cwd=work, env=env)
-    _run([_uv(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), str(wheel)],
-         cwd=work, env=env)  # fmt: skip
-    return venv
+    _run([_uv(), "venv", "--quiet", "--python", combination.python, str(venv)], cwd=venv.parent, env=env)
+    requirements = [str(wheel), f"aws-cdk-lib=={combination.aws_cdk_lib}", combination.cdk_nag]
+    _run([_uv(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), *requirements],
+         cwd=venv.parent, env=env)  # fmt: skip
 
 
-def test_example_app_synthesizes_from_the_installed_package(installed: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["oldest", "newest"])
+def test_example_app_synthesizes_from_the_installed_package(
+    installed: Callable[[str], Path], name: str, tmp_path: Path
+) -> None:
+    combination = _combinations()[name]
+    venv = installed(name)
     app_dir = tmp_path / "app"
     shutil.copytree(EXAMPLE, app_dir)
     out = tmp_path / "cdk.out"
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
-        "PATH": f"{NODE_BIN}{os.pathsep}{installed / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "PATH": f"{NODE_BIN}{os.pathsep}{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
         "UV": _uv(),
         "CDK_OUTDIR": str(out),
         # the pruned dependency tree is the same as the repository's (same lock): reuse it instead of reinstalling
         "DRAIN_ORCHESTRATOR_BUNDLE_CACHE": str(bundle.CACHE_ROOT),
+        # the Lambda runtime's Python, which compiles the bundle's bytecode when the app runs on 3.12
+        bundle.PYTHON_VARIABLE: sys.executable,
     }
-    python = str(installed / "bin" / "python")
+    python = str(venv / "bin" / "python")
 
     # the installed construct finds the function's sources inside the package, not in this checkout
-    probe = "from drain_orchestrator_cdk import bundle; print(bundle.SOURCE_ROOT); print(bundle.bundle_key())"
-    source_root, key = _run([python, "-c", probe], cwd=app_dir, env=env).split()
-    assert Path(source_root).is_relative_to(installed)
+    probe = (
+        "import sys, aws_cdk, importlib.metadata as m; from drain_orchestrator_cdk import bundle; "
+        "print(bundle.SOURCE_ROOT, bundle.bundle_key(), '%d.%d' % sys.version_info[:2], "
+        "m.version('aws-cdk-lib'), m.version('cdk-nag'))"
+    )
+    source_root, key, python_version, cdk_version, nag_version = _run(
+        [python, "-c", probe], cwd=app_dir, env=env
+    ).split()
+    assert Path(source_root).is_relative_to(venv)
     assert key == bundle.bundle_key()  # same inputs as this repository's app: the same code asset
+    assert python_version == ("3.12" if name == "oldest" else "3.13")
+    assert cdk_version == combination.aws_cdk_lib
+    assert nag_version.startswith("2." if name == "oldest" else "3.")
+    assert (Path(source_root).parent.parent / "py.typed").is_file()  # typed package for the app's type checker
 
     _run([python, "app.py"], cwd=app_dir, env=env)
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    messages = [
+        (entry["type"], path, entry.get("data"))
+        for artifact in manifest["artifacts"].values()
+        for path, entries in artifact.get("metadata", {}).items()
+        for entry in entries
+        if entry["type"] in ("aws:cdk:error", "aws:cdk:warning")
+    ]
+    assert messages == []  # cdk-nag 2.x reports findings as errors here; 3.x fails the synth itself
+    if name == "oldest":  # cdk-nag 2.x really ran, and found only what the construct acknowledges
+        (csv,) = out.glob("AwsSolutions-*NodeLifecycle-NagReport.csv")
+        report = csv.read_text()
+        assert '"Suppressed"' in report and '"Non-Compliant"' not in report, report
+    else:
+        (plugin,) = [p for p in json.loads((out / "validation-report.json").read_text())["pluginReports"]
+                     if p["pluginName"] == "AwsSolutions"]  # fmt: skip
+        assert plugin["violations"] == [] and plugin["suppressedViolations"]
 
     template = json.loads((out / "NodeLifecycle.template.json").read_text())
     resources = template["Resources"].values()
     (function,) = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
     assert function["Handler"] == "drain_orchestrator.handler.handler"
+    assert function["Environment"]["Variables"]["DRAIN_GRACE_PERIOD"] == "30"
     hooks = sorted(r["Properties"]["AutoScalingGroupName"] for r in resources
                    if r["Type"] == "AWS::AutoScaling::LifecycleHook")  # fmt: skip
     assert hooks == ["eks-general-1a2b3c", "eks-spot-4d5e6f"]
@@ -90,4 +198,17 @@ def test_example_app_synthesizes_from_the_installed_package(installed: Path, tmp
     (asset,) = out.glob("asset.*")
     shipped = asset / "drain_orchestrator" / "handler.py"
     assert shipped.read_bytes() == (REPO_ROOT / "lambda_src" / "drain_orchestrator" / "handler.py").read_bytes()
+    assert (asset / "drain_orchestrator" / "__pycache__" / "handler.cpython-313.pyc").is_file()
     assert (asset / "botocore").is_dir() and (asset / "kubernetes").is_dir()
+
+
+def test_the_oldest_python_finds_a_runtime_python_for_the_bytecode(
+    installed: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """On 3.12 the bundler looks for 3.13 itself (PATH, pyenv, uv) when no interpreter is named."""
+    venv = installed("oldest")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", bundle.PYTHON_VARIABLE)}
+    found = _run([str(venv / "bin" / "python"), "-c", "from drain_orchestrator_cdk import bundle; "
+                  "print(bundle.bytecode_python())"], cwd=tmp_path, env={**env, "UV": _uv()}).strip()  # fmt: skip
+    version = _run([found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], cwd=tmp_path, env=env)
+    assert version.strip() == "3.13"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from infra import bundle
+from tests.infra.conftest import DOCUMENTED_CONFIG_MAP, DOCUMENTED_VPC
 
 REPO_ROOT = bundle.REPO_ROOT
 ZIP_GOAL_BYTES = 30 * 1024 * 1024
@@ -107,6 +109,26 @@ def test_repeated_synth_reuses_the_staged_asset(
     again = cdk_synth(outdir, "clusters=prod", "alarmEmail=oncall@example.com", cli=(str(REPO_ROOT / "infra/bin/cdk"),))
     assert again.returncode == 0, again.stderr[-4000:]
     assert "Bundling asset" not in again.stderr  # same inputs, same asset hash: nothing rebuilt
+
+
+def _warnings(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in (result.stdout + result.stderr).splitlines() if re.search(r"(?i)\bwarn(ing)?\b", line)]
+
+
+def test_the_documented_one_cluster_synth_prints_no_warning(
+    synthesized: tuple[Path, subprocess.CompletedProcess[str], float],
+) -> None:
+    _, result, _ = synthesized
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert _warnings(result) == []
+
+
+@pytest.mark.parametrize("context", [DOCUMENTED_VPC, DOCUMENTED_CONFIG_MAP], ids=["vpc", "config-map"])
+def test_the_documented_synths_print_no_warning(context: dict[str, str], tmp_path: Path) -> None:
+    """A warning the user cannot act on teaches them to ignore warnings (docs/deploy.md's commands, as typed)."""
+    result = cdk_synth(tmp_path, *(f"{key}={value}" for key, value in context.items()))
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert _warnings(result) == []
 
 
 def test_bad_context_fails_npx_synth_naming_the_key(tmp_path: Path) -> None:

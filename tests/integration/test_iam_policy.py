@@ -23,12 +23,15 @@ from tests.testbed.aws_calls import AwsCall, read_calls
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.bed import ACCOUNT_ID, REGION, REPO, Testbed
 from tests.testbed.kube import KubeScenario
+from tests.testbed.load_balancers import target_group
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
 NODE = REPO / "node_modules" / "node" / "bin" / "node"
 SIMULATOR = REPO / "tests" / "testbed" / "iam_simulate.mjs"
 LIFECYCLE = {"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"}
+# Granted for calls the Lambda service makes with the function's role, not the code: the on-failure destination.
+SERVICE_SIDE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 
 
 def _resolve(value: Any, refs: dict[str, str]) -> Any:
@@ -80,6 +83,15 @@ def simulate(policies: list[dict[str, Any]], calls: list[AwsCall], principal: st
     return [r["result"] for r in results]
 
 
+def granted_actions(policies: list[dict[str, Any]]) -> set[str]:
+    actions: set[str] = set()
+    for policy in policies:
+        for statement in policy["policy"]["Statement"]:
+            action = statement["Action"]
+            actions.update(action if isinstance(action, list) else [action])
+    return actions
+
+
 def elsewhere(call: AwsCall) -> AwsCall:
     """The same call aimed at what another cluster (or nobody) owns."""
     if call.action in LIFECYCLE:
@@ -95,9 +107,13 @@ def elsewhere(call: AwsCall) -> AwsCall:
 def test_every_call_of_a_lifecycle_drain_is_allowed_and_other_clusters_resources_are_denied(
     testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, template: dict[str, Any]
 ) -> None:
+    """One drain that takes every path with an AWS call: the instance is untagged, so ownership comes from its
+    group's tags (autoscaling:DescribeTags); a target group of the cluster exists, so the load-balancer gate lists,
+    reads its tags and its targets; a PDB holds the drain past a heartbeat."""
     aws.eks_cluster("blue")
     hook = {"name": "drain", "transition": "autoscaling:EC2_INSTANCE_TERMINATING", "heartbeat_timeout": 30}
-    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED, hooks=[hook])
+    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED, hooks=[hook], propagate=False)
+    target_group(aws, "tg-iam-blue")  # tagged for cluster blue; the instance is not registered in it
     (node,) = aws.nodes_for(k8s, [iid])
     (spare,) = k8s.add_nodes(1)
     k8s.deployment_on("web", 2, [node], spare, grace=1)
@@ -119,11 +135,14 @@ def test_every_call_of_a_lifecycle_drain_is_allowed_and_other_clusters_resources
     actions = {c.action for c in calls}
     assert not [a for a in actions if a.startswith("unknown:")], actions
     assert {"ec2:DescribeInstances", "eks:DescribeCluster", "sns:Publish", *LIFECYCLE} <= actions, actions
+    assert "autoscaling:DescribeTags" in actions  # the ownership-by-group path was taken
     assert all(200 <= c.status < 300 for c in calls), [c for c in calls if not 200 <= c.status < 300]
     (asg_call, *_) = [c for c in calls if c.action in LIFECYCLE]
     assert asg_call.tags == OWNED and ":autoScalingGroupName/ng-blue" in asg_call.resource
 
     policies = role_policies(template, os.environ["NOTIFICATION_TOPIC_ARN"])
+    # least privilege both ways: nothing granted that this drain, which takes every path, never called
+    assert granted_actions(policies) - actions - SERVICE_SIDE == set()
     distinct = list({(c.action, c.resource, json.dumps(c.tags, sort_keys=True)): c for c in calls}.values())
     verdicts = simulate(policies, distinct, role)
     assert dict(zip([(c.action, c.resource) for c in distinct], verdicts, strict=True)) == {

@@ -1,0 +1,95 @@
+"""The function's own settings validators, run at synth time on the values the construct deploys.
+
+`drain_orchestrator.settings`, `.workflow_settings` and `.clip` are pure (stdlib only), so they are loaded from the
+sources the code asset is built from (this checkout, or the copy inside the installed wheel) without the rest of
+the package: a bad drain setting then fails `cdk synth` naming the variable instead of failing every event at
+cold start. They are loaded under their own names but isolated: sys.modules is restored afterwards, and any import
+of another part of the package (or of a third-party module) is refused, which keeps those modules pure.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .bundle import PACKAGE_NAME, SOURCE_ROOT
+
+# in dependency order: each one only imports those before it
+PURE_MODULES = ("clip", "settings", "workflow_settings")
+
+
+class ImpureSettingsModule(RuntimeError):
+    """A settings module imported something outside the stdlib and the pure modules: it can no longer be run at
+    synth time, and the function would carry that dependency into its cold-start validation."""
+
+
+@dataclass(frozen=True)
+class FunctionSettingsProblem:
+    variable: str
+    message: str  # the function's own message: "<VARIABLE>: <problem>"
+
+
+@dataclass(frozen=True)
+class _Validators:
+    settings: types.ModuleType
+    workflow_settings: types.ModuleType
+
+
+def _ours(name: str) -> bool:
+    return name == PACKAGE_NAME or name.startswith(f"{PACKAGE_NAME}.")
+
+
+@functools.cache
+def _validators() -> _Validators:
+    package_dir = SOURCE_ROOT / PACKAGE_NAME
+    saved = {name: sys.modules.pop(name) for name in list(sys.modules) if _ours(name)}
+    before = set(sys.modules)
+    loaded: dict[str, types.ModuleType] = {}
+    try:
+        # a bare package with an empty search path: only the modules loaded below can be imported from it
+        package = types.ModuleType(PACKAGE_NAME)
+        package.__path__ = []
+        sys.modules[PACKAGE_NAME] = package
+        for name in PURE_MODULES:
+            full = f"{PACKAGE_NAME}.{name}"
+            spec = importlib.util.spec_from_file_location(full, package_dir / f"{name}.py")
+            if spec is None or spec.loader is None:
+                raise ImpureSettingsModule(f"cannot load {package_dir / name}.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[full] = module
+            try:
+                spec.loader.exec_module(module)
+            except ImportError as error:
+                raise ImpureSettingsModule(f"{full} imports {error.name}: settings modules must stay pure") from None
+            loaded[name] = module
+        foreign = sorted(
+            name
+            for name in set(sys.modules) - before
+            if not _ours(name) and name.partition(".")[0] not in sys.stdlib_module_names
+        )
+        if foreign:
+            raise ImpureSettingsModule(f"settings modules imported {', '.join(foreign)}: they must stay pure")
+    finally:
+        for name in [name for name in sys.modules if _ours(name)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+    return _Validators(loaded["settings"], loaded["workflow_settings"])
+
+
+def check_drain_settings(variables: Mapping[str, str]) -> FunctionSettingsProblem | None:
+    """What `WorkflowSettings.from_env` says about these variables at cold start (None: accepted)."""
+    validators = _validators()
+    try:
+        validators.workflow_settings.WorkflowSettings.from_env(dict(variables))
+    except validators.settings.SettingsError as error:
+        return FunctionSettingsProblem(variable=error.variable, message=str(error))
+    return None
+
+
+def loaded_from() -> str:
+    """Where the validators came from (for tests and error reports)."""
+    return str(SOURCE_ROOT / PACKAGE_NAME)
