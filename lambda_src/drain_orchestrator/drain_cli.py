@@ -12,11 +12,11 @@ from typing import Any
 from drain_orchestrator.clip import clip
 from drain_orchestrator.drain.options import DEFAULT_DRAIN_TAINT_KEY, DrainOptions
 from drain_orchestrator.drain.report import DrainReport
-from drain_orchestrator.drain.surge import SURGE_MODES
 from drain_orchestrator.kube.cordon import uncordon
 from drain_orchestrator.kube.drainer import drain_node
 from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.workflow_settings import SURGE_MODES
 
 EXIT_USAGE = 2  # a usage or configuration error, as argparse reports its own
 

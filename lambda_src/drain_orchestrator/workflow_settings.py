@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from drain_orchestrator.clip import clip
-from drain_orchestrator.drain.surge import SURGE_MODES, SurgeMode
 from drain_orchestrator.settings import SettingsError
+
+# surge before evict for pods a PDB refuses (drain/surge.py): never, annotated Deployments only, or always
+SurgeMode = Literal["never", "annotated", "always"]
+SURGE_MODES: tuple[SurgeMode, ...] = ("never", "annotated", "always")
 
 LifecycleResult = Literal["CONTINUE", "ABANDON"]
 # which drains wait on a gate (load-balancer deregistration, volume detach) before their verdict

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from drain_orchestrator.workflow_settings import SurgeMode  # a setting (SURGE_BLOCKED_PODS)
+
 PREFIX = "drain-orchestrator.io/"
 SURGE_ANNOTATION = PREFIX + "surge"  # on the Deployment: "true" opts in (mode annotated), "false" opts out
 ORIGINAL_REPLICAS = PREFIX + "surge-original-replicas"  # Deployment spec.replicas before the first surge
@@ -27,9 +29,6 @@ ORIGINAL_MIN_REPLICAS = PREFIX + "surge-original-min-replicas"  # HPA spec.minRe
 ORIGINAL_MAX_REPLICAS = PREFIX + "surge-original-max-replicas"  # HPA spec.maxReplicas before the first surge
 HOLDERS = PREFIX + "surge-holders"  # JSON: node -> {"count": replicas added for it, "run": run id}
 NODE_RECORD = PREFIX + "surged"  # on the node: JSON list of the Deployments ("namespace/name") it surged
-
-SurgeMode = Literal["never", "annotated", "always"]
-SURGE_MODES: tuple[SurgeMode, ...] = ("never", "annotated", "always")
 
 
 class SurgeStatus(StrEnum):
