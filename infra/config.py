@@ -91,12 +91,12 @@ class OrchestratorConfig:
     alarm_email: str | None = None
     create_lifecycle_hooks: tuple[str, ...] = ()
     created_hook_name: str = "drain-orchestrator"
-    heartbeat_timeout_seconds: int = 1800
+    heartbeat_timeout_seconds: int = 1800  # or an aws_cdk.Duration (whole seconds): an int once built
     create_access_entries: bool = True
     reserved_concurrency: int | None = None
     memory_size: int = 512
-    timeout_seconds: int = 600
-    execution_timeout_hours: int = DEFAULT_EXECUTION_TIMEOUT_HOURS
+    timeout_seconds: int = 600  # or a Duration
+    execution_timeout_hours: int = DEFAULT_EXECUTION_TIMEOUT_HOURS  # or a Duration (whole hours)
     log_retention_days: int = 30
     log_level: str = "INFO"
     # (name, value) pairs or a mapping; names from WORKFLOW_VARIABLES, values checked by the function's settings code

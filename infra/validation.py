@@ -131,12 +131,28 @@ def names(
     _set(obj, prop, value)
 
 
+# props that also take an aws_cdk.Duration, and the unit their integer is in
+DURATION_UNITS = {
+    "heartbeat_timeout_seconds": "seconds",
+    "timeout_seconds": "seconds",
+    "execution_timeout_hours": "hours",
+}
+
+
 def integer(obj: object, prop: str, *, optional: bool = False) -> None:
     value = getattr(obj, prop)
     if optional and value is None:
         return
+    unit = DURATION_UNITS.get(prop)
+    if unit is not None and hasattr(value, f"to_{unit}"):  # an aws_cdk.Duration (duck-typed: no jsii import here)
+        try:
+            value = int(getattr(value, f"to_{unit}")())  # whole units only: Duration refuses a fractional result
+        except Exception as exc:  # jsii raises a plain error for e.g. Duration.minutes(90).to_hours()
+            raise prop_error(prop, f"{value!r} is not a whole number of {unit}: {exc}") from None
+        _set(obj, prop, value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise prop_error(prop, f"expected an integer, got {value!r}")
+        kind = "an integer or a Duration" if unit else "an integer"
+        raise prop_error(prop, f"expected {kind}, got {value!r}")
     low, high = RANGES[prop]
     if not low <= value <= high:
         raise prop_error(prop, f"{value} is out of range {low}..{high}")

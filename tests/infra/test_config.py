@@ -425,3 +425,21 @@ def test_a_settings_module_that_stops_being_pure_fails_the_synth(tmp_path: Path)
     assert done.returncode != 0
     assert "drain_orchestrator.workflow_settings imports drain_orchestrator.workflow" in done.stderr
     assert "must stay pure" in done.stderr
+
+
+def test_timing_props_take_a_cdk_duration() -> None:
+    from aws_cdk import Duration
+
+    config = OrchestratorConfig(
+        clusters=("prod",),
+        heartbeat_timeout_seconds=Duration.minutes(10),  # type: ignore[arg-type]
+        timeout_seconds=Duration.minutes(5),  # type: ignore[arg-type]
+        execution_timeout_hours=Duration.days(7),  # type: ignore[arg-type]
+    )
+    assert (config.heartbeat_timeout_seconds, config.timeout_seconds, config.execution_timeout_hours) == (600, 300, 168)
+    with pytest.raises(ConfigError) as raised:
+        OrchestratorConfig(clusters=("prod",), execution_timeout_hours=Duration.minutes(90))  # type: ignore[arg-type]
+    assert raised.value.key == "execution_timeout_hours" and "whole number of hours" in str(raised.value)
+    with pytest.raises(ConfigError) as raised:
+        OrchestratorConfig(clusters=("prod",), timeout_seconds=Duration.seconds(20))  # type: ignore[arg-type]
+    assert raised.value.key == "timeout_seconds" and "out of range" in str(raised.value)
