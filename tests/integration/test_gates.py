@@ -70,7 +70,8 @@ def test_hook_is_held_until_the_instance_target_has_finished_draining(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
     iid, node = _instance_with_pods(aws, k8s)
-    tg = target_group(aws, "tg-web", delay=6)
+    # a 12 s delay: longer than the drain itself (its 5 s settle after the cordon included), so the gate holds
+    tg = target_group(aws, "tg-web", delay=12)
     register(aws, tg, [iid])
     with LoadBalancerControllerStandIn(aws, k8s, {node: iid}, [tg]) as controller:
         run = _terminate(aws, lam, iid)
@@ -79,10 +80,10 @@ def test_hook_is_held_until_the_instance_target_has_finished_draining(
     assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
     (action,) = aws.lifecycle_actions()
     assert action["state"] == "COMPLETED" and action["result"] == "CONTINUE"
-    # deregistered by the controller on the exclusion label, then draining 6 s: the hook waited for all of it
+    # deregistered by the controller on the exclusion label, then draining 12 s: the hook waited for all of it
     ((_, target, deregistered_at),) = controller.deregistered
     assert target == iid
-    assert returned >= deregistered_at + 6
+    assert returned >= deregistered_at + 12
     assert iid not in target_states(aws, tg)
     lbs = inst["gates"]["load_balancers"]
     assert lbs["held"] == [f"tg-web ({iid})"] and lbs["target_groups"] == ["tg-web"]

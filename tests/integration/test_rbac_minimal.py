@@ -93,8 +93,9 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     )
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "batch", "uid": job.metadata.uid, "controller": True}
     k8s.bare_pod("batch-x1", node=node, metadata_extra={"labels": {"app": "batch"}, "ownerReferences": [owner]})
-    k8s.wait_pods_ready("app=db", 1)
-    k8s.wait_pods_ready("app=batch", 1)
+    # generous: under two test workers kwok's ready stage has lagged past the default 90 s
+    k8s.wait_pods_ready("app=db", 1, timeout=240)
+    k8s.wait_pods_ready("app=batch", 1, timeout=240)
     mirror = {"annotations": {"kubernetes.io/config.mirror": "x"}}
     bound_claim(k8s, "static-data", f"pv-static-{k8s.run_id}")
     k8s.bare_pod("static", node=node, metadata_extra=mirror, spec_extra=claim_volume("static-data"))

@@ -131,6 +131,8 @@ class Soak:
         self._crash_armed = threading.Event()
         self._draining_nodes: list[str] = []
         self.harness_errors: list[str] = []
+        self.pod_nodes: dict[str, str] = {}  # every pod of the run and the node it was bound to (a watch)
+        self._watching = threading.Event()
 
     # ---- the fleet ----------------------------------------------------------------------------------------------
     def setup(self, env: Callable[[dict[str, str]], None], proxy: FaultProxy) -> None:
@@ -298,6 +300,9 @@ class Soak:
             runtime.fault_injection = self.crash_point
             events, faults = plan(self.seed, self.minutes, list(self.nodes), strays=max(3, self.fleet // 2))
             self.say(f"soak: {len(events)} deliveries and {len(faults)} faults over {self.minutes} min")
+            self._watching.set()
+            binder = threading.Thread(target=self._watch_bindings, daemon=True)
+            binder.start()
             t0 = time.time()
             striker = threading.Thread(target=self._strike_guarded, args=(faults, t0), daemon=True)
             striker.start()
@@ -311,6 +316,8 @@ class Soak:
                     f.result()
             runtime.fault_injection = None
             self.proxy.clear()
+            self._watching.clear()
+            binder.join(60)
         report = SoakReport(seed=self.seed, minutes=self.minutes)
         report.events = dict(Counter(e.what for e in self.executions))
         report.executions = len(self.executions)
@@ -339,6 +346,27 @@ class Soak:
         for proc in self.bed.state.procs:  # whatever a fault stopped is running again for the verdicts
             if not self.faults.running(proc.name):
                 self.faults.restart(proc.name)
+
+    def _watch_bindings(self) -> None:
+        """Which node each pod of the run was bound to, replacements included: a pod bound to a node being drained
+        after its cordon (the scheduler had not seen it yet) is that drain's to evict. Survives apiserver restarts."""
+        from kubernetes import client, watch
+
+        core = client.CoreV1Api(self.k8s.api_client)
+        version = None
+        while self._watching.is_set():
+            try:
+                for ev in watch.Watch().stream(core.list_namespaced_pod, self.k8s.ns, timeout_seconds=10,
+                                               resource_version=version):  # fmt: skip
+                    pod = ev["object"]
+                    version = pod.metadata.resource_version
+                    if pod.spec.node_name:
+                        self.pod_nodes[pod.metadata.name] = pod.spec.node_name
+                    if not self._watching.is_set():
+                        return
+            except Exception:  # an outage or an expired resourceVersion: list again
+                version = None
+                time.sleep(1)
 
     def audit_evictions(self, offset: int) -> list[str]:
         """Names of the pods the product's identity evicted or deleted (accepted requests in the audit log)."""

@@ -125,10 +125,14 @@ def _notifications(soak: Soak, notes: list[dict[str, Any]]) -> list[Violation]:
 
 def _evictions(soak: Soak, evicted: list[str]) -> list[Violation]:
     drained = soak.expect.drained_nodes
+
+    def node_of(pod: str) -> str | None:
+        return soak.pod_nodes.get(pod) or soak.pods_at_start.get(pod)
+
     return [
-        Violation("no pod evicted from a node nobody was draining", f"{pod} (on {soak.pods_at_start.get(pod)})")
+        Violation("no pod evicted from a node nobody was draining", f"{pod} (on {node_of(pod)})")
         for pod in sorted(set(evicted))
-        if soak.pods_at_start.get(pod) not in drained
+        if node_of(pod) not in drained
     ]
 
 
