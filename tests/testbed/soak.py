@@ -82,6 +82,7 @@ class SoakReport:
     event_to_verdict_p50_s: float | None = None
     event_to_verdict_p99_s: float | None = None
     max_operations: int = 0
+    duplicate_finals: dict[str, int] = field(default_factory=dict)
     wall_s: float = 0.0
     violations: list[Violation] = field(default_factory=list)
 
@@ -96,6 +97,8 @@ class SoakReport:
             f"  verdicts: {dict(sorted(self.verdicts.items()))}; failed executions: {self.failed_executions}",
             f"  event -> verdict: p50 {self.event_to_verdict_p50_s}s, p99 {self.event_to_verdict_p99_s}s; "
             f"most durable operations in one execution: {self.max_operations}",
+            f"  final notifications sent twice where no claim could arbitrate (node deleted, apiserver down): "
+            f"{self.duplicate_finals or 'none'}",
             f"  invariant violations: {len(self.violations)}",
         ]
         lines += [f"    - {v.invariant}: {v.detail} (replay: --seed {self.seed})" for v in self.violations]
@@ -131,6 +134,7 @@ class Soak:
         self._crash_armed = threading.Event()
         self._draining_nodes: list[str] = []
         self.harness_errors: list[str] = []
+        self.duplicate_finals: dict[str, int] = {}  # nodes reported more than once where no claim could arbitrate
         self.pod_nodes: dict[str, str] = {}  # every pod of the run and the node it was bound to (a watch)
         self._watching = threading.Event()
 
@@ -330,6 +334,7 @@ class Soak:
             report.event_to_verdict_p99_s = round(durations[min(len(durations) - 1, int(len(durations) * 0.99))], 1)
         report.max_operations = max((e.operations for e in self.executions), default=0)
         report.violations = check(self, audit_offset)
+        report.duplicate_finals = dict(self.duplicate_finals)
         report.wall_s = time.time() - started
         return report
 
