@@ -1,4 +1,4 @@
-"""`drain-orchestrator` command line: explain, invoke, drain, uncordon, status, versions, rbac, approve.
+"""`drain-orchestrator` command line: explain, invoke, drain, uncordon, status, versions, rbac, approve, surge.
 
 Each subcommand registers itself through an add_*_parser function; the heavy imports (boto3, Powertools, the
 durable SDK) happen only when a subcommand that needs them runs, so `drain` starts as fast as possible.
@@ -21,6 +21,7 @@ _SUBCOMMANDS = {
     "versions": ("drain_orchestrator.versions", "add_versions_parser"),
     "rbac": ("drain_orchestrator.rbac_cli", "add_rbac_parser"),
     "approve": ("drain_orchestrator.approve_cli", "add_approve_parser"),
+    "surge": ("drain_orchestrator.surge_cli", "add_surge_parser"),
 }
 
 

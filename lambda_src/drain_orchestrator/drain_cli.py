@@ -182,14 +182,34 @@ def run_uncordon(args: argparse.Namespace) -> int:
     if kube is None:
         return EXIT_USAGE
     try:
+        # first: the node's record of what it surged goes with the uncordon's removal of the drain's annotations
+        restored = [] if args.dry_run else _restore_uncordoned(kube, args.node)
+    except Exception as exc:
+        kube.close()
+        print(f"error: node {args.node!r} left cordoned, its surges could not be taken back: {exc}", file=sys.stderr)
+        return 1
+    try:
         result = uncordon(kube, args.node, taint_key=DEFAULT_DRAIN_TAINT_KEY, dry_run=args.dry_run)
     except Exception as exc:
         print(f"error: unable to uncordon node {args.node!r}: {exc}", file=sys.stderr)
         return 1
     finally:
         kube.close()
+    for line in restored:
+        print(f"surge: {line}")
     print(f"node/{args.node} uncordoned" if result.changed else f"node/{args.node} already uncordoned")
     return 0
+
+
+def _restore_uncordoned(kube: Kube, node: str) -> list[str]:
+    """What drains of this node surged (its record, and entries naming it that lost their record) is taken back,
+    as the verdict would: the node stays, so no replacement is needed any more."""
+    from drain_orchestrator.kube.surge import restore_node  # noqa: PLC0415
+    from drain_orchestrator.kube.surge_sweep import find_left_behind  # noqa: PLC0415
+
+    named = {s.deployment for s in find_left_behind(kube, time.time(), nodes=[node]) if s.node == node}
+    notes = restore_node(kube, node, named, why="the node was uncordoned")
+    return [f"{n.workload}: {n.status}: {n.detail}" for n in notes]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,9 @@ What is changed on a workload is recorded on it, in annotations, before or with 
 ``surge-original-*`` holds the value before the first surge, ``surge-holders`` which nodes surged it and by how
 many replicas (``{"<node>": {"count": 1, "run": "<run id>"}}``). A replay or a second execution for the same node
 finds its entry and never adds to it; another node's drain adds its own entry; restoring removes this node's entry
-and subtracts its count, so the value goes back to the original once the last holder is gone.
+and subtracts its count, so the value goes back to the original once the last holder is gone. Each entry carries
+``expires`` (the drain's deadline plus a margin, drain/surge_expiry.py) and the workload the label ``surge-held``
+while any entry is in place, so a surge whose drain was lost before its verdict can be found and taken back.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ ORIGINAL_MIN_REPLICAS = PREFIX + "surge-original-min-replicas"  # HPA spec.minRe
 ORIGINAL_MAX_REPLICAS = PREFIX + "surge-original-max-replicas"  # HPA spec.maxReplicas before the first surge
 HOLDERS = PREFIX + "surge-holders"  # JSON: node -> {"count": replicas added for it, "run": run id}
 NODE_RECORD = PREFIX + "surged"  # on the node: JSON list of the Deployments ("namespace/name") it surged
+HELD_LABEL = PREFIX + "surge-held"  # label "true" on a Deployment or HPA while any surge is in place (findable)
 
 
 class SurgeStatus(StrEnum):
@@ -46,6 +49,7 @@ class SurgeStatus(StrEnum):
 class Holder:
     count: int
     run: str
+    expires: str | None = None  # ISO 8601 UTC: past it, the drain that surged is over (None: written before expiry)
 
 
 def parse_holders(raw: str | None) -> dict[str, Holder]:
@@ -62,7 +66,8 @@ def parse_holders(raw: str | None) -> dict[str, Holder]:
     out = {}
     for node, h in data.items():
         if isinstance(h, dict) and isinstance(h.get("count"), int) and h["count"] > 0:
-            out[str(node)] = Holder(h["count"], str(h.get("run", "")))
+            expires = h.get("expires")
+            out[str(node)] = Holder(h["count"], str(h.get("run", "")), expires if isinstance(expires, str) else None)
     return out
 
 
@@ -70,7 +75,10 @@ def dump_holders(holders: Mapping[str, Holder]) -> str | None:
     """The annotation value (None: remove the annotation)."""
     if not holders:
         return None
-    data = {n: {"count": h.count, "run": h.run} for n, h in sorted(holders.items())}
+    data = {
+        n: {"count": h.count, "run": h.run, **({"expires": h.expires} if h.expires else {})}
+        for n, h in sorted(holders.items())
+    }
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
 
@@ -218,9 +226,11 @@ def decide(
     run_id: str,
     blocked: int,
     never_allowing: Sequence[str] = (),
+    expires: str | None = None,
 ) -> SurgeDecision:
     """What to do for ``blocked`` PDB-refused pods of ``dep`` on ``node``. Idempotent: an entry of this node in
-    the holders (of the HPA when there is one, else of the Deployment) means the surge is already in place."""
+    the holders (of the HPA when there is one, else of the Deployment) means the surge is already in place.
+    ``expires`` (ISO 8601 UTC) goes into the new entry: when the drain's surge may be taken back as left behind."""
     holders = hpa.holders if hpa is not None else dep.holders
     if node in holders:
         return SurgeDecision(SurgeStatus.SURGED, f"{holders[node].count} replica(s) added for this node")
@@ -236,7 +246,8 @@ def decide(
     why = rollout_in_progress(dep)
     if why is not None:
         return SurgeDecision(SurgeStatus.ROLLOUT, f"not surged: {why}; waiting")
-    entry = {**holders, node: Holder(blocked, run_id)}
+    entry = {**holders, node: Holder(blocked, run_id, expires)}
+    labels = {HELD_LABEL: "true"}
     if hpa is not None:
         # the HPA owns spec.replicas: raising its floor makes the HPA itself add the replicas (no metrics needed,
         # the floor applies before them) instead of the two writers fighting over spec.replicas
@@ -247,7 +258,7 @@ def decide(
             notes[ORIGINAL_MIN_REPLICAS] = str(hpa.min_replicas)
             notes[ORIGINAL_MAX_REPLICAS] = str(hpa.max_replicas)
         body = {
-            "metadata": {"resourceVersion": hpa.resource_version, "annotations": notes},
+            "metadata": {"resourceVersion": hpa.resource_version, "annotations": notes, "labels": labels},
             "spec": {"minReplicas": new_min, "maxReplicas": new_max},
         }
         patch = ScalePatch("hpa", body, hpa.min_replicas, new_min)
@@ -256,8 +267,8 @@ def decide(
     notes = {HOLDERS: dump_holders(entry)}
     if not holders or dep.original_replicas is None:
         notes[ORIGINAL_REPLICAS] = str(dep.replicas)
-    body = {"metadata": {"resourceVersion": dep.resource_version, "annotations": notes}, "spec": {"replicas": new}}
-    patch = ScalePatch("deployment", body, dep.replicas, new)
+    meta = {"resourceVersion": dep.resource_version, "annotations": notes, "labels": labels}
+    patch = ScalePatch("deployment", {"metadata": meta, "spec": {"replicas": new}}, dep.replicas, new)
     return SurgeDecision(SurgeStatus.SURGED, f"replicas {dep.replicas} -> {new}", patch)
 
 
@@ -275,12 +286,14 @@ def restore(dep: DeploymentFacts, hpa: HpaFacts | None, node: str) -> ScalePatch
         new_min = max(1, hpa.min_replicas - mine.count)
         new_max = hpa.max_replicas
         notes: dict[str, str | None] = {HOLDERS: dump_holders(holders)}
+        meta: dict[str, Any] = {"resourceVersion": hpa.resource_version, "annotations": notes}
         if not holders:
             new_min = orig_min if orig_min is not None else new_min
             new_max = orig_max if orig_max is not None else new_max
             notes[ORIGINAL_MIN_REPLICAS] = notes[ORIGINAL_MAX_REPLICAS] = None
+            meta["labels"] = {HELD_LABEL: None}
         body = {
-            "metadata": {"resourceVersion": hpa.resource_version, "annotations": notes},
+            "metadata": meta,
             "spec": {"minReplicas": new_min, "maxReplicas": max(new_max, new_min)},
         }
         return ScalePatch("hpa", body, hpa.min_replicas, new_min)
@@ -290,10 +303,11 @@ def restore(dep: DeploymentFacts, hpa: HpaFacts | None, node: str) -> ScalePatch
     mine = holders.pop(node)
     new = max(0, dep.replicas - mine.count)
     notes = {HOLDERS: dump_holders(holders)}
+    meta = {"resourceVersion": dep.resource_version, "annotations": notes}
     if not holders:
         notes[ORIGINAL_REPLICAS] = None
-    body = {"metadata": {"resourceVersion": dep.resource_version, "annotations": notes}, "spec": {"replicas": new}}
-    return ScalePatch("deployment", body, dep.replicas, new)
+        meta["labels"] = {HELD_LABEL: None}
+    return ScalePatch("deployment", {"metadata": meta, "spec": {"replicas": new}}, dep.replicas, new)
 
 
 def replacement_ready(dep: DeploymentFacts, hpa: HpaFacts | None, left_on_node: int) -> bool:

@@ -37,6 +37,7 @@ from drain_orchestrator.drain.surge import (
     surge_enabled,
     unschedulable_message,
 )
+from drain_orchestrator.drain.surge_expiry import expiry_of
 from drain_orchestrator.kube.node_records import COMPONENT
 from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
 
@@ -117,7 +118,8 @@ def _surge_one(
         return
     hpa = _hpa_of(kube, ns, name)
     never = _never_allowing(kube, ns, report, pods)
-    decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never)
+    expires = expiry_of(options.deadline)
+    decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires)
     note = SurgeNote(workload, decision.status.value, decision.detail, pods)
     if decision.status is SurgeStatus.FUTILE:
         facts.settled[key] = (decision.status.value, decision.detail)
@@ -158,7 +160,9 @@ def _restore_if_ready(kube: Kube, node: str, key: str, left: int, report: DrainR
         _note(report, note)
 
 
-def restore_node(kube: Kube, node: str, workloads: Iterable[str] = ()) -> list[SurgeNote]:
+def restore_node(
+    kube: Kube, node: str, workloads: Iterable[str] = (), why: str = "the drain has ended"
+) -> list[SurgeNote]:
     """Take back every surge this node still holds (its record, plus ``workloads`` "ns/name" from the drain's
     report in case the node is gone): the drain's verdict. Idempotent; a workload already restored is skipped."""
     keys = set(workloads) | set(_read_record(kube, node) or [])
@@ -171,12 +175,23 @@ def restore_node(kube: Kube, node: str, workloads: Iterable[str] = ()) -> list[S
             continue
         if not got.ok:
             raise got.error(f"get deployment {key}")
-        note = _restore_one(
-            kube, node, DeploymentFacts.from_dict(got.body), _hpa_of(kube, ns, name), "the drain has ended"
-        )
+        note = _restore_one(kube, node, DeploymentFacts.from_dict(got.body), _hpa_of(kube, ns, name), why)
         if note is not None:
             notes.append(note)
     return notes
+
+
+def restore_entry(kube: Kube, node: str, key: str, why: str) -> SurgeNote | None:
+    """Take back one node's surge of Deployment ``key`` ("ns/name"), whatever drain made it (surges left behind,
+    kube/surge_sweep.py). None: nothing of that node's was in place, or the Deployment is gone."""
+    ns, name = key.split("/", 1)
+    got = kube.request("GET", _deployment_path(ns, name))
+    if got.status == 404:
+        _write_record(kube, node, remove=key)
+        return None
+    if not got.ok:
+        raise got.error(f"get deployment {key}")
+    return _restore_one(kube, node, DeploymentFacts.from_dict(got.body), _hpa_of(kube, ns, name), why)
 
 
 def _restore_one(kube: Kube, node: str, dep: DeploymentFacts, hpa: HpaFacts | None, why: str) -> SurgeNote | None:

@@ -1,0 +1,158 @@
+"""Surges no drain will take back, on the bed's real controllers: ``drain-orchestrator uncordon`` takes back the
+node's surges, a drain lost before its verdict leaves a surge that expires (its deadline plus a margin) and is then
+taken back by the next Lambda drain's verdict or by ``drain-orchestrator surge restore``, and a surge whose node is
+gone is left behind at once. Each replacement here is pinned to its cordoned node, so it stays Pending and the
+surge stays in place until something takes it back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from typing import Any
+
+import pytest
+
+from drain_orchestrator.drain.surge import HELD_LABEL, HOLDERS, NODE_RECORD
+from drain_orchestrator.timefmt import iso_utc
+from tests import samples
+from tests.integration.cli_support import run_cli
+from tests.integration.drain_support import drain, drainer
+from tests.integration.lambda_support import LambdaHarness
+from tests.integration.surge_support import hpa, opt_in, read_hpa, surge_annotations
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.bed import Testbed
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+OWNED = {"kubernetes.io/cluster/blue": "owned"}
+
+
+def cli(testbed: Testbed, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, "--kubeconfig", str(testbed.kubeconfig))
+
+
+def _pinned(k8s: KubeScenario, name: str, node: str) -> None:
+    """One replica that only ``node`` fits, opted in to surge, under minAvailable 1."""
+    k8s.deployment(name, 1, nodes=[node], grace=1)
+    k8s.wait_pods_ready(f"app={name}", 1)
+    opt_in(k8s, name)
+    k8s.pdb(name, {"app": name}, min_available=1)
+    k8s.wait_pdb(name, disruptions_allowed=0)
+
+
+def _surge_and_leave(testbed: Testbed, k8s: KubeScenario, name: str, node: str, **opts: Any) -> Any:
+    """A drain that surges ``name`` for ``node`` and ends without taking it back (as a lost execution would)."""
+    with drainer(testbed) as kube:
+        report = drain(kube, node, timeout=12, surge="annotated", run_id="lost", **opts)
+    assert not report.drained
+    return k8s.wait_for(
+        lambda: (d := k8s.apps.read_namespaced_deployment(name, k8s.ns)).spec.replicas == 2 and d, what="the surge"
+    )
+
+
+def _assert_taken_back(k8s: KubeScenario, name: str, node: str) -> None:
+    dep = k8s.apps.read_namespaced_deployment(name, k8s.ns)
+    assert dep.spec.replicas == 1 and surge_annotations(dep) == {}, dep.metadata.annotations
+    assert HELD_LABEL not in (dep.metadata.labels or {})
+    assert NODE_RECORD not in (k8s.core.read_node(node).metadata.annotations or {})
+
+
+def test_uncordon_takes_back_the_nodes_surge_idempotently(testbed: Testbed, k8s: KubeScenario) -> None:
+    (node,) = k8s.add_nodes(1)
+    _pinned(k8s, "pinned", node)
+    dep = _surge_and_leave(testbed, k8s, "pinned", node)
+    assert dep.metadata.labels[HELD_LABEL] == "true"
+
+    proc = cli(testbed, "uncordon", node)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    restored = f"surge: Deployment {k8s.ns}/pinned: restored: replicas 2 -> 1: the node was uncordoned"
+    assert proc.stdout.splitlines() == [restored, f"node/{node} uncordoned"]
+    _assert_taken_back(k8s, "pinned", node)
+    assert not k8s.core.read_node(node).spec.unschedulable
+
+    again = cli(testbed, "uncordon", node)
+    assert (again.returncode, again.stdout.strip()) == (0, f"node/{node} already uncordoned")
+    assert k8s.apps.read_namespaced_deployment("pinned", k8s.ns).spec.replicas == 1
+
+    # a node whose record of its surges was lost (an older uncordon removed it): the workload's entry still names it
+    _surge_and_leave(testbed, k8s, "pinned", node)
+    k8s.core.patch_node(node, {"metadata": {"annotations": {NODE_RECORD: None}}})
+    proc = cli(testbed, "uncordon", node)
+    assert proc.returncode == 0 and restored in proc.stdout.splitlines(), proc.stdout + proc.stderr
+    _assert_taken_back(k8s, "pinned", node)
+
+
+def test_an_expired_surge_is_taken_back_by_the_next_drains_verdict_and_surge_restore(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    (lost,) = k8s.add_nodes(1)
+    _pinned(k8s, "orphan", lost)
+    dep = _surge_and_leave(testbed, k8s, "orphan", lost, deadline=time.time() + 3600)
+    (entry,) = json.loads(dep.metadata.annotations[HOLDERS]).values()
+    expires = entry["expires"]
+    assert expires > iso_utc(time.time() + 3600)  # the deadline plus the margin
+
+    # not expired, its node there: nothing is left behind yet
+    proc = cli(testbed, "surge", "restore", "--dry-run")
+    assert (proc.returncode, proc.stdout.strip()) == (0, "no surge left behind"), proc.stdout + proc.stderr
+
+    # the margin has passed: moved to the past, as the clock would
+    past = iso_utc(time.time() - 60)
+    holders = json.dumps({lost: {**entry, "expires": past}})
+    k8s.apps.patch_namespaced_deployment("orphan", k8s.ns, {"metadata": {"annotations": {HOLDERS: holders}}})
+    proc = cli(testbed, "surge", "restore", "--dry-run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["restored"] == [] and out["left_behind"] == [
+        {"deployment": f"{k8s.ns}/orphan", "node": lost, "count": 1, "via": "deployment", "why": f"expired at {past}"}
+    ]
+    assert k8s.apps.read_namespaced_deployment("orphan", k8s.ns).spec.replicas == 2  # a dry run changed nothing
+
+    # another node's drain through the Lambda: its verdict takes the expired surge back
+    aws.eks_cluster("blue")
+    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED)
+    aws.nodes_for(k8s, [iid])  # the node the Lambda drains: empty
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue")
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    run = lam.run(event)
+    assert run.status == "SUCCEEDED", run.error
+    (inst,) = run.result["instances"]
+    assert inst["result"] == "drained", inst
+    assert inst["surge_restored"] == [
+        f"Deployment {k8s.ns}/orphan: replicas 2 -> 1: left behind by node {lost}'s drain (expired at {past})"
+    ]
+    _assert_taken_back(k8s, "orphan", lost)
+
+    proc = cli(testbed, "surge", "restore")
+    assert (proc.returncode, proc.stdout.strip()) == (0, "no surge left behind"), proc.stdout + proc.stderr
+
+
+def test_an_hpa_surge_whose_node_is_gone_is_left_behind_and_restored(testbed: Testbed, k8s: KubeScenario) -> None:
+    (node,) = k8s.add_nodes(1)
+    _pinned(k8s, "api", node)
+    hpa(k8s, "api", min_replicas=1, max_replicas=1)
+    _surge_and_leave(testbed, k8s, "api", node, deadline=time.time() + 3600)
+    h = read_hpa(k8s, "api")
+    assert (h.spec.min_replicas, h.metadata.labels[HELD_LABEL]) == (2, "true")
+
+    proc = cli(testbed, "surge", "restore", "--dry-run")
+    assert proc.stdout.strip() == "no surge left behind", proc.stdout + proc.stderr
+    # an operator who knows the drain is over names the node
+    proc = cli(testbed, "surge", "restore", "--dry-run", "--node", node)
+    assert proc.stdout.splitlines() == [
+        f"would restore: Deployment {k8s.ns}/api +1 (hpa) for node {node}: named on the command line"
+    ], proc.stdout + proc.stderr
+
+    k8s.core.delete_node(node)
+    k8s.wait_for(lambda: node not in {n.metadata.name for n in k8s.core.list_node().items}, what="node deleted")
+    proc = cli(testbed, "surge", "restore")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == [
+        f"left behind: Deployment {k8s.ns}/api +1 (hpa) for node {node}: node gone",
+        f"restored: Deployment {k8s.ns}/api: HPA minReplicas 2 -> 1: left behind by node {node}'s drain (node gone)",
+    ]
+    h = read_hpa(k8s, "api")
+    assert (h.spec.min_replicas, h.spec.max_replicas) == (1, 1) and surge_annotations(h) == {}
+    assert HELD_LABEL not in (h.metadata.labels or {})
