@@ -4,6 +4,7 @@ holder's expiry, the workload's label while a surge is in place. Pure."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from drain_orchestrator.drain.surge import (
     HELD_LABEL,
@@ -90,3 +91,10 @@ def test_left_behind_when_expired_or_when_the_node_is_gone() -> None:
         LeftBehind("gone", "node gone"),
         LeftBehind("old-version-gone", "node gone"),
     ]
+
+
+def test_surge_restore_refuses_an_empty_node_name_before_connecting(capsys: Any) -> None:
+    from drain_orchestrator.cli import main
+
+    assert main(["surge", "restore", "--node", " ", "--kubeconfig", "/nonexistent"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --node: expected a node name"
