@@ -29,10 +29,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "lambda_src")]
 
-from tests.testbed.bed import Testbed  # noqa: E402
-from tests.testbed.kube import KubeScenario  # noqa: E402
-
 from bench import harness  # noqa: E402
+from testbed.bed import Testbed  # noqa: E402
+from testbed.kube import KubeScenario  # noqa: E402
 
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 _OUR_SUMMARY = re.compile(r"(\d+) evicted.*?; (\d+) API requests, \d+ passes, ([\d.]+) s")

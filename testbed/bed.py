@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.testbed import pki as pki_mod
-from tests.testbed.binaries import BinDir, locate_binaries
+from testbed import pki as pki_mod
+from testbed.binaries import BinDir, locate_binaries
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 RBAC_FILE = REPO / "infra" / "k8s" / "rbac.yaml"
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
@@ -363,7 +363,7 @@ class Testbed:
             [
                 sys.executable,
                 "-m",
-                "tests.testbed.awsemu",
+                "testbed.awsemu",
                 f"--port={s.aws_port}",
                 f"--webhook-port={s.webhook_port}",
                 f"--state-dir={d}",

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundle
-from tests.testbed.bed import REGION, Testbed, _http_ok, free_port
-from tests.testbed.binaries import BinDir
+from testbed.bed import REGION, Testbed, _http_ok, free_port
+from testbed.binaries import BinDir
 
 RUNTIME_API = ("127.0.0.1", 9001)  # fixed in the emulator
 FUNCTION_NAME = "function"  # the emulator serves one function under this name

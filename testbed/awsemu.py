@@ -1,7 +1,7 @@
 """The test bed's AWS emulator process: moto server on loopback plus three small, documented extensions,
 and the EKS token webhook the local kube-apiserver authenticates bearer tokens with.
 
-Run as ``python -m tests.testbed.awsemu --port P --webhook-port W --state-dir DIR ...``.
+Run as ``python -m testbed.awsemu --port P --webhook-port W --state-dir DIR ...``.
 
 Extensions to moto 5.2.5 (see docs/testbed.md; ELBv2 target draining is in elbv2_emu.py):
 1. Lifecycle actions. moto lacks CompleteLifecycleAction and RecordLifecycleActionHeartbeat. Here an action is
@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from tests.testbed import aws_calls, elbv2_emu
+from testbed import aws_calls, elbv2_emu
 
 TOKEN_PREFIX = "k8s-aws-v1."
 MAX_TOKEN_LEN = 4096

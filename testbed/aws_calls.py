@@ -1,7 +1,7 @@
 """A record of every AWS call an assumed role makes on the emulator: the IAM action, the resource ARN it acts
 on and that resource's tags, one JSON line each in ``<bed dir>/aws-calls.jsonl``.
 
-The function runs with an assumed role's credentials (tests/testbed/aws_seed.py), the test set-up with the
+The function runs with an assumed role's credentials (testbed/aws_seed.py), the test set-up with the
 emulator's root keys, so only the function's calls are recorded. A test evaluates the records against the IAM
 policy synthesized by the CDK app (tests/integration/test_iam_policy.py). An operation this module cannot name
 is recorded as ``unknown:<method> <path>`` so a new kind of call fails that test instead of passing unseen.

@@ -10,8 +10,8 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
 
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.testbed.bed import Proc, Testbed, TestbedError, _http_ok, _pid_alive, _reap
+from testbed.bed import Proc, Testbed, TestbedError, _http_ok, _pid_alive, _reap
 
 # components whose only sign of health is staying up (they serve no port: --secure-port=0)
 _SETTLE_S = 2.0
