@@ -12,7 +12,7 @@ from ``runner.run()`` to the emulator's CompleteLifecycleAction. Cases, interlea
 The first two run before any target group exists; the last two with both target groups in the account (each
 drain's first check looks into both). A stand-in for the AWS Load Balancer Controller deregisters the targets (the
 instance on the exclusion label, pod IPs when their pods go); they drain for ``delay`` seconds in the emulator.
-ELBv2 calls are the function role's own, from the emulator's record of its calls (aws_calls.py), and are checked
+ELBv2 calls are the function role's own, from the emulator's record of its calls (testbed/aws/calls.py), and are checked
 against the count the gate reports in its summary. The handler's own output goes to .local/bench-gates.log.
 """
 
@@ -97,7 +97,7 @@ class _Drainer:
         from drain_orchestrator.handler import handler
         from drain_orchestrator.workflow import runtime
         from testbed import samples
-        from testbed.aws_calls import read_calls
+        from testbed.aws.calls import read_calls
         from testbed.load_balancers import LoadBalancerControllerStandIn, register
 
         slug = "".join(c for c in f"{case}-{label}" if c.isalnum() or c == "-")

@@ -43,10 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         if not state.exists():
             print("no test bed recorded in", a.dir)
             return 0
-        from testbed.bed import State, _stop_procs
+        from testbed.procs import State, stop_procs
 
         s = State.load(state)
-        _stop_procs(s.procs)
+        stop_procs(s.procs)
         state.unlink()
         print(f"test bed stopped ({len(s.procs)} processes)")
         return 0

@@ -1,5 +1,5 @@
 """Load balancers on the test bed: target groups in the AWS emulator (draining for their deregistration delay,
-elbv2_emu.py) and a stand-in for the AWS Load Balancer Controller, for the demo, the benchmarks and the tests."""
+aws/elbv2.py) and a stand-in for the AWS Load Balancer Controller, for the demo, the benchmarks and the tests."""
 
 from __future__ import annotations
 

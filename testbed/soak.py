@@ -22,7 +22,8 @@ from typing import Any
 
 from testbed import samples
 from testbed.aws_seed import TERMINATING, AwsSeed
-from testbed.bed import AUDIT_GROUP, Testbed
+from testbed.bed import Testbed
+from testbed.control_plane import AUDIT_GROUP
 from testbed.faultproxy import FaultProxy
 from testbed.faults import BedFaults
 from testbed.kube import KubeScenario

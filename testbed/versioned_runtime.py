@@ -21,10 +21,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from testbed.bed import Testbed, free_port
+from testbed.bed import Testbed
 from testbed.binaries import BinDir
 from testbed.lambda_front import LambdaFront
 from testbed.netns_bridge import NetnsBridge
+from testbed.procs import free_port
 from testbed.runtime import FunctionConfig, LambdaRuntime, RuntimeStartError
 
 ALIAS = "live"

@@ -1,7 +1,7 @@
 """The gates between a drain and its verdict, end to end: the Lambda holds the lifecycle action until the instance's
 load-balancer targets have finished draining and the node's volumes are detached, or until the deadline.
 
-Target groups drain for their deregistration delay in the AWS emulator (testbed/elbv2_emu.py); a stand-in
+Target groups drain for their deregistration delay in the AWS emulator (testbed/aws/elbv2.py); a stand-in
 for the AWS Load Balancer Controller deregisters the targets as the real one does. These runs use real durable waits
 (``skip_time=False``), so what is measured is time that really passed.
 """

@@ -1,7 +1,7 @@
 """The synthesized IAM policy is sufficient and tight, checked against the AWS calls the function really makes.
 
 A lifecycle drain long enough to send a heartbeat runs through the real handler on the bed; the emulator records
-every call the function's role makes (action, resource ARN, the resource's tags: testbed/aws_calls.py). Each
+every call the function's role makes (action, resource ARN, the resource's tags: testbed/aws/calls.py). Each
 call is evaluated offline by @cloud-copilot/iam-simulate (testbed/iam_simulate.mjs) against the role's
 policy from the template the CDK app synthesizes for the served cluster: every call must be allowed, and the same
 calls aimed at another cluster's Auto Scaling group or EKS cluster, or another SNS topic, must be denied.
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from testbed import samples
-from testbed.aws_calls import AwsCall, read_calls
+from testbed.aws.calls import AwsCall, read_calls
 from testbed.aws_seed import AwsSeed
 from testbed.bed import ACCOUNT_ID, REGION, REPO, Testbed
 from testbed.kube import KubeScenario

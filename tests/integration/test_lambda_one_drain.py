@@ -17,7 +17,8 @@ from drain_orchestrator.drain.node_claim import NodeClaim
 from drain_orchestrator.kube.node_claim import ANN_DRAINER
 from testbed import samples
 from testbed.aws_seed import AwsSeed
-from testbed.bed import AUDIT_GROUP, Testbed
+from testbed.bed import Testbed
+from testbed.control_plane import AUDIT_GROUP
 from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.scenario_support import blue_asg_node, instance_summary, pods_on, spread

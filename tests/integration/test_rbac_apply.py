@@ -14,7 +14,8 @@ from kubernetes import client as k8s_client
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.rbac_cli import apply_manifest, load_manifest
 from testbed.aws_seed import AwsSeed
-from testbed.bed import RBAC_FILE, Testbed
+from testbed.bed import Testbed
+from testbed.control_plane import RBAC_FILE
 from testbed.kube import KubeScenario
 from tests.integration.cli_support import run_cli
 

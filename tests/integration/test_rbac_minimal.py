@@ -24,7 +24,8 @@ from kubernetes import client
 
 from testbed import samples
 from testbed.aws_seed import AwsSeed
-from testbed.bed import AUDIT_GROUP, RBAC_FILE, Testbed
+from testbed.bed import Testbed
+from testbed.control_plane import AUDIT_GROUP, RBAC_FILE
 from testbed.kube import KubeScenario
 from tests.integration.gates_support import VolumeAttachments, bound_claim, claim_volume, delete_volumes
 from tests.integration.lambda_support import LambdaHarness

@@ -273,7 +273,8 @@ def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_pat
     import subprocess
     import sys
 
-    from testbed.bed import REPO, State, _pid_alive
+    from testbed.bed import REPO
+    from testbed.procs import State, pid_alive
 
     d = tmp_path / "bed"
     up = subprocess.run(
@@ -307,4 +308,4 @@ def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_pat
         )
     assert down.returncode == 0, down.stderr
     assert len(procs) == 6
-    assert not [p.name for p in procs if _pid_alive(p)]
+    assert not [p.name for p in procs if pid_alive(p)]

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testbed.aws import sts
+
 CALLS_FILE = "aws-calls.jsonl"
 _CREDENTIAL = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/aws4_request")
 _EKS_CLUSTER = re.compile(r"^/clusters/([^/]+)$")
@@ -45,13 +47,8 @@ def read_calls(bed_dir: Path) -> list[AwsCall]:
 
 
 def _role_of(access_key_id: str) -> str | None:
-    from moto.sts.models import sts_backends
-
-    for account in list(sts_backends.keys()):
-        role = sts_backends[account]["aws"].get_assumed_role_from_access_key(access_key_id)
-        if role is not None:
-            return str(role.role_arn)
-    return None
+    role = sts.assumed_role(access_key_id)
+    return None if role is None else str(role.role_arn)
 
 
 def _operation(environ: dict[str, Any], params: dict[str, str]) -> str | None:
