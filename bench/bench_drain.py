@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--grace", type=int, default=0, help="terminationGracePeriodSeconds of the pods")
     p.add_argument("--scenario", choices=["a", "b", "b2", "all"], default="all")
-    p.add_argument("--entry", choices=["drain_cli", "cli"], default="drain_cli")
+    p.add_argument("--entry", choices=["cli.drain", "cli"], default="cli.drain")
     a = p.parse_args(argv)
     bed, owned = harness.attach_or_start(Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp")))
     scenarios = {

@@ -98,7 +98,7 @@ def nth_row(bed: Any, timeout: int, workdir: Path) -> str:
 def command(tool: str, kubeconfig: str, node: str, timeout: int) -> list[str]:
     if tool == "kubectl":
         return [KUBECTL, "--kubeconfig", kubeconfig, "drain", node, "--ignore-daemonsets", f"--timeout={timeout}s"]
-    py = [sys.executable, "-m", "drain_orchestrator.drain_cli"]
+    py = [sys.executable, "-m", "drain_orchestrator.cli.drain"]
     return [*py, "drain", node, "--kubeconfig", kubeconfig, "--surge", "annotated", "--timeout", str(timeout)]
 
 

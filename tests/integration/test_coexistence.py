@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from drain_orchestrator.cli.explain import explain
 from drain_orchestrator.events import parse_event
-from drain_orchestrator.explain import explain
 from drain_orchestrator.settings import Settings
 from testbed import samples
 from testbed.aws_seed import TERMINATING, AwsSeed

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from drain_orchestrator.approve_cli import ApprovalGone, decision_of, send_decision
+from drain_orchestrator.cli.approve import ApprovalGone, decision_of, send_decision
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
 from tests.integration.lambda_support import CallbackApi, LambdaHarness

@@ -11,8 +11,8 @@ from datetime import datetime
 
 import pytest
 
+from drain_orchestrator.cli.status import cluster_status
 from drain_orchestrator.kube.rest import Kube
-from drain_orchestrator.status import cluster_status
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
 from tests.integration.admission_support import webhook_down

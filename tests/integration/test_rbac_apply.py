@@ -11,8 +11,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s_client
 
+from drain_orchestrator.cli.rbac import apply_manifest, load_manifest
 from drain_orchestrator.kube.rest import Kube
-from drain_orchestrator.rbac_cli import apply_manifest, load_manifest
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.control_plane import RBAC_FILE

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from drain_orchestrator.cli.explain import explain
 from drain_orchestrator.events import Ignored, parse_event
-from drain_orchestrator.explain import explain
 from drain_orchestrator.settings import Settings
 from testbed import samples
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drain_orchestrator.rbac_cli import ManifestError, load_manifest, object_path
+from drain_orchestrator.cli.rbac import ManifestError, load_manifest, object_path
 from testbed.control_plane import RBAC_FILE
 
 

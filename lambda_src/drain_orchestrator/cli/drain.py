@@ -193,7 +193,7 @@ def run_uncordon(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Just the drain/uncordon subcommands: ``python -m drain_orchestrator.drain_cli drain NODE`` starts in
+    """Just the drain/uncordon subcommands: ``python -m drain_orchestrator.cli.drain drain NODE`` starts in
     about a tenth of a second, without the event-parsing and AWS imports of the full CLI."""
     parser = argparse.ArgumentParser(prog="drain-orchestrator")
     add_drain_parser(parser.add_subparsers(dest="command", required=True))

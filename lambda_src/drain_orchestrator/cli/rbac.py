@@ -169,6 +169,6 @@ def _connect(args: argparse.Namespace) -> Kube:
         from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415
 
         return Kube(ClusterConnector().api_client(args.cluster))
-    from drain_orchestrator.drain_cli import _kube  # noqa: PLC0415
+    from drain_orchestrator.cli.drain import _kube  # noqa: PLC0415
 
     return _kube(args, 2)

@@ -158,7 +158,7 @@ def _one_line(exc: Exception) -> str:
 def _clusters(args: argparse.Namespace) -> list[tuple[str, Any, bool]]:
     """(name, connect, named): ``named`` when the name is the EKS cluster's (its Auto Scaling groups are known)."""
     if args.kubeconfig:
-        from drain_orchestrator.drain_cli import _kube  # noqa: PLC0415
+        from drain_orchestrator.cli.drain import _kube  # noqa: PLC0415
 
         name = args.cluster or args.context or "kubeconfig"
         return [(name, lambda: _kube(args, 4), bool(args.cluster))]
