@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drain_orchestrator.kube.connect import connect
 from drain_orchestrator.kube.rest import Kube
 
 FIELD_MANAGER = "drain-orchestrator"
@@ -166,9 +167,5 @@ def _content(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _connect(args: argparse.Namespace) -> Kube:
     if args.cluster:
-        from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415
-
-        return Kube(ClusterConnector().api_client(args.cluster))
-    from drain_orchestrator.cli.drain import _kube  # noqa: PLC0415
-
-    return _kube(args, 2)
+        return connect(cluster=args.cluster, pool_size=2)
+    return connect(kubeconfig=args.kubeconfig, context=args.context, pool_size=2)
