@@ -86,7 +86,7 @@ def run_rbac_apply(args: argparse.Namespace) -> int:
 
 def shipped_manifest() -> Path:
     """infra/k8s/rbac.yaml of this checkout, else the copy inside the installed construct package."""
-    checkout = Path(__file__).resolve().parents[2] / _SHIPPED
+    checkout = Path(__file__).resolve().parents[3] / _SHIPPED  # lambda_src/drain_orchestrator/cli/ -> the checkout
     if checkout.is_file():
         return checkout
     try:
