@@ -92,22 +92,22 @@ test-bare:
 	  $(if $(filter all,$(BARE)),XDG_CACHE_HOME="$$d/xdg" GOMODCACHE="$$d/gomod" GOCACHE="$$d/gobuild") \
 	  CI=true bash .ci/run < /dev/null
 
-# a chaos soak (tests/testbed/soak.py): events and faults at random on a bed of its own (or DRAIN_TESTBED_DIR's),
+# a chaos soak (testbed/soak.py): events and faults at random on a bed of its own (or DRAIN_TESTBED_DIR's),
 # then the invariants; SOAK_SEED replays a run's plan. Report on stdout and in .local/soak.json; exit 1 on a violation
 SOAK_MINUTES ?= 60
 soak: setup-python setup-bins
-	nice -n 10 $(PY) -m tests.testbed.soak --minutes $(SOAK_MINUTES) $(if $(SOAK_SEED),--seed $(SOAK_SEED)) --json .local/soak.json
+	nice -n 10 $(PY) -m testbed.soak --minutes $(SOAK_MINUTES) $(if $(SOAK_SEED),--seed $(SOAK_SEED)) --json .local/soak.json
 
 cluster-up: setup-python setup-bins
-	$(PY) -m tests.testbed up
+	$(PY) -m testbed up
 
 cluster-down:
-	@if [ -x $(PY) ]; then $(PY) -m tests.testbed down; else echo "nothing to stop"; fi
+	@if [ -x $(PY) ]; then $(PY) -m testbed down; else echo "nothing to stop"; fi
 
 # export lines for `eval "$(make -s env)"`; no setup step, so nothing else reaches stdout
 env:
 	@test -x $(PY) || { echo "error: no .venv yet: run make demo (or make setup-python) first" >&2; exit 2; }
-	@$(PY) -m tests.testbed env --dir "$(TESTBED_DIR)"
+	@$(PY) -m testbed env --dir "$(TESTBED_DIR)"
 
 synth: setup-python setup-node
 	npx cdk synth -q -c clusters=demo
@@ -157,4 +157,4 @@ clean:
 	rm -rf .local cdk.out .pytest_cache .mypy_cache .ruff_cache
 
 demo: setup-python setup-bins
-	@$(PY) -m tests.testbed.demo
+	@$(PY) -m testbed.demo

@@ -29,10 +29,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "lambda_src")]
 
-from tests.testbed.bed import Testbed  # noqa: E402
-from tests.testbed.kube import KubeScenario  # noqa: E402
-
 from bench import harness  # noqa: E402
+from testbed.bed import Testbed  # noqa: E402
+from testbed.kube import KubeScenario  # noqa: E402
 
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 _OUR_SUMMARY = re.compile(r"(\d+) evicted.*?; (\d+) API requests, \d+ passes, ([\d.]+) s")
@@ -156,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--grace", type=int, default=0, help="terminationGracePeriodSeconds of the pods")
     p.add_argument("--scenario", choices=["a", "b", "b2", "all"], default="all")
-    p.add_argument("--entry", choices=["drain_cli", "cli"], default="drain_cli")
+    p.add_argument("--entry", choices=["cli.drain", "cli"], default="cli.drain")
     a = p.parse_args(argv)
     bed, owned = harness.attach_or_start(Path(tempfile.mkdtemp(prefix="bench-", dir="/tmp")))
     scenarios = {

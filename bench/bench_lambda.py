@@ -52,11 +52,11 @@ def bench_imports(n: int) -> dict[str, list[float]]:
 def bench_event_to_cordon(n: int) -> list[float]:
     sys.path.insert(0, str(REPO))
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
-    from tests import samples
-    from tests.testbed.aws_seed import AwsSeed
-    from tests.testbed.kube import KubeScenario
 
     from bench import harness
+    from testbed import samples
+    from testbed.aws_seed import AwsSeed
+    from testbed.kube import KubeScenario
 
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-lambda")
     try:

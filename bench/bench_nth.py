@@ -27,12 +27,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
-
 from bench import bench_storm, harness, nth, nth_stray, storm
 from bench.bench_storm import Phase
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
 
 REPO = Path(__file__).resolve().parents[1]
 # client-go's own rate limiter (NTH leaves it at the default 5 QPS, burst 10) logs the waits it imposes

@@ -23,12 +23,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "lambda_src")]
 
-from tests import samples  # noqa: E402
 from tests.integration.surge_support import ReadyWatch, opt_in  # noqa: E402
-from tests.testbed.aws_seed import TERMINATING, AwsSeed  # noqa: E402
-from tests.testbed.kube import KubeScenario  # noqa: E402
 
 from bench import harness, nth  # noqa: E402
+from testbed import samples  # noqa: E402
+from testbed.aws_seed import TERMINATING, AwsSeed  # noqa: E402
+from testbed.kube import KubeScenario  # noqa: E402
 
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 
@@ -98,7 +98,7 @@ def nth_row(bed: Any, timeout: int, workdir: Path) -> str:
 def command(tool: str, kubeconfig: str, node: str, timeout: int) -> list[str]:
     if tool == "kubectl":
         return [KUBECTL, "--kubeconfig", kubeconfig, "drain", node, "--ignore-daemonsets", f"--timeout={timeout}s"]
-    py = [sys.executable, "-m", "drain_orchestrator.drain_cli"]
+    py = [sys.executable, "-m", "drain_orchestrator.cli.drain"]
     return [*py, "drain", node, "--kubeconfig", kubeconfig, "--surge", "annotated", "--timeout", str(timeout)]
 
 

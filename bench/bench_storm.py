@@ -25,11 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
-
 from bench import harness, storm
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
 
 REPO = Path(__file__).resolve().parents[1]
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
@@ -212,7 +211,7 @@ def build_phase(
 def warm_up(aws: AwsSeed, k8s: KubeScenario) -> float:
     """One rebalance event (cordon only) on a node outside the fleet: the container's imports, clients, token and
     cluster facts are then warm, as they are for most executions of a storm. Returns its duration."""
-    from tests import samples
+    from testbed import samples
 
     iid = aws.instance(tags=OWNED)
     aws.nodes_for(k8s, [iid])

@@ -12,7 +12,7 @@ from ``runner.run()`` to the emulator's CompleteLifecycleAction. Cases, interlea
 The first two run before any target group exists; the last two with both target groups in the account (each
 drain's first check looks into both). A stand-in for the AWS Load Balancer Controller deregisters the targets (the
 instance on the exclusion label, pod IPs when their pods go); they drain for ``delay`` seconds in the emulator.
-ELBv2 calls are the function role's own, from the emulator's record of its calls (aws_calls.py), and are checked
+ELBv2 calls are the function role's own, from the emulator's record of its calls (testbed/aws/calls.py), and are checked
 against the count the gate reports in its summary. The handler's own output goes to .local/bench-gates.log.
 """
 
@@ -48,9 +48,9 @@ class GateRun:
 
 
 def bench_gates(n: int, delay: int) -> dict[str, list[GateRun]]:
-    from tests.testbed.aws_seed import AwsSeed
-    from tests.testbed.kube import KubeScenario
-    from tests.testbed.load_balancers import target_group
+    from testbed.aws_seed import AwsSeed
+    from testbed.kube import KubeScenario
+    from testbed.load_balancers import target_group
 
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-lambda")
     saved = dict(os.environ)
@@ -93,12 +93,12 @@ class _Drainer:
 
     def run(self, label: str, case: str, lb: dict[str, Any]) -> GateRun:
         from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
-        from tests import samples
-        from tests.testbed.aws_calls import read_calls
-        from tests.testbed.load_balancers import LoadBalancerControllerStandIn, register
 
         from drain_orchestrator.handler import handler
         from drain_orchestrator.workflow import runtime
+        from testbed import samples
+        from testbed.aws.calls import read_calls
+        from testbed.load_balancers import LoadBalancerControllerStandIn, register
 
         slug = "".join(c for c in f"{case}-{label}" if c.isalnum() or c == "-")
         asg = f"bench-{slug}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.testbed.bed import Testbed
-from tests.testbed.output import stdout_into
+from testbed.bed import Testbed
+from testbed.output import stdout_into
 
 __all__ = ["attach_or_start", "stdout_into"]
 

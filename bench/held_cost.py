@@ -64,12 +64,12 @@ def model(hold: float, ws: WorkflowSettings, heartbeat_timeout: int | None) -> L
 def measure(hold: int, settings: dict[str, str], heartbeat_timeout: int) -> dict[str, Any]:
     """One real execution of the handler (real clock) on a node whose only pod a PDB never lets go."""
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
-    from tests.testbed.aws_seed import AwsSeed
-    from tests.testbed.kube import KubeScenario
 
     from bench import harness, storm
     from drain_orchestrator.handler import handler
     from drain_orchestrator.workflow import runtime
+    from testbed.aws_seed import AwsSeed
+    from testbed.kube import KubeScenario
 
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-held")
     aws = AwsSeed(bed)

@@ -24,8 +24,8 @@ import yaml
 from kubernetes import client, utils
 
 if TYPE_CHECKING:
-    from tests.testbed.aws_seed import AwsSeed
-    from tests.testbed.bed import Testbed
+    from testbed.aws_seed import AwsSeed
+    from testbed.bed import Testbed
 
 NTH_VERSION = "v1.25.1"  # keep in step with build/build-nth.sh
 RBAC_FILE = Path(__file__).with_name("nth-rbac.yaml")

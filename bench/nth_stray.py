@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests import samples
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-
 from bench import nth, storm
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
 
 OTHER_ASG = "ng-green"
 OTHER_TAGS = {"kubernetes.io/cluster/green": "owned", nth.MANAGED_TAG: ""}

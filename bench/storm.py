@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes.client.rest import ApiException
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import RUN_LABEL, KubeScenario
+
+from testbed.aws_seed import AwsSeed
+from testbed.kube import RUN_LABEL, KubeScenario
 
 HOOK = "drain"
 SPARE_PODS = 100  # pods a spare node takes (of its 110), so the replacements always fit
@@ -40,7 +41,7 @@ class Fleet:
             self.tokens[iid] = aws.start_lifecycle_action(self.asg, HOOK, iid)
 
     def event(self, iid: str) -> dict[str, Any]:
-        from tests import samples
+        from testbed import samples
 
         ev = samples.lifecycle_event(
             "asg-terminate.json", instance_id=iid, asg=self.asg, hook=HOOK, token=self.tokens[iid]

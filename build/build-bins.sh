@@ -96,7 +96,7 @@ else
 fi
 
 # kwok's stage YAMLs ship in its module (go:embed); copy them from the module cache rather than
-# committing third-party files. The pod-delete stage is the test bed's own (tests/testbed/bed.py).
+# committing third-party files. The pod-delete stage is the test bed's own (testbed/control_plane.py).
 if [ ! -d "$OUT/kwok-stages" ]; then
   KWOK_DIR="$(cd "$HERE/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
   mkdir -p "$OUT/kwok-stages"

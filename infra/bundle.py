@@ -111,7 +111,7 @@ class _Digest:
 
 
 def host_platform() -> str:
-    """This machine's wheel platform, for running the bundle here (tests/testbed/runtime.py)."""
+    """This machine's wheel platform, for running the bundle here (testbed/runtime.py)."""
     machine = platform.machine().lower()
     arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
     if arch not in ("x86_64", "aarch64"):

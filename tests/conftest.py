@@ -1,4 +1,4 @@
-"""Shared fixtures. Integration tests run on the real local test bed (tests/testbed): one control plane and AWS
+"""Shared fixtures. Integration tests run on the real local test bed (testbed): one control plane and AWS
 emulator per pytest session, started on first use. Set DRAIN_TESTBED_DIR to reuse a bed started with
 `make cluster-up` (faster iteration); otherwise the session starts its own and stops it at the end."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.testbed.bed import Testbed
+from testbed.bed import Testbed
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -43,7 +43,7 @@ def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
 
 @pytest.fixture
 def k8s(testbed: Testbed) -> Iterator[KubeScenario]:
-    from tests.testbed.kube import KubeScenario
+    from testbed.kube import KubeScenario
 
     api = testbed.admin_api_client()
     scenario = KubeScenario(api)
@@ -56,7 +56,7 @@ def k8s(testbed: Testbed) -> Iterator[KubeScenario]:
 
 @pytest.fixture
 def aws(testbed: Testbed) -> AwsSeed:
-    from tests.testbed.aws_seed import AwsSeed
+    from testbed.aws_seed import AwsSeed
 
     seed = AwsSeed(testbed)
     seed.reset()
@@ -80,7 +80,7 @@ def lam(
 def bed_faults(testbed: Testbed) -> Iterator[BedFaults]:
     """Stop/restart components and revoke/restore access entries; whatever a test stopped is running again after
     it, so the rest of the session has a whole bed."""
-    from tests.testbed.faults import BedFaults
+    from testbed.faults import BedFaults
 
     faults = BedFaults(testbed)
     yield faults
@@ -91,17 +91,17 @@ def bed_faults(testbed: Testbed) -> Iterator[BedFaults]:
 
 @pytest.fixture
 def aws_faults(testbed: Testbed) -> Iterator[FaultProxy]:
-    """An AWS fault proxy in front of the emulator (tests/testbed/faultproxy.py); pass ``aws_faults.env()`` to
+    """An AWS fault proxy in front of the emulator (testbed/faultproxy.py); pass ``aws_faults.env()`` to
     ``LambdaHarness.configure`` to route the function's AWS calls through it."""
-    from tests.testbed.faultproxy import FaultProxy
+    from testbed.faultproxy import FaultProxy
 
     with FaultProxy(testbed.aws_endpoint) as proxy:
         yield proxy
 
 
 if False:  # for type checkers only
+    from testbed.aws_seed import AwsSeed
+    from testbed.faultproxy import FaultProxy
+    from testbed.faults import BedFaults
+    from testbed.kube import KubeScenario
     from tests.integration.lambda_support import LambdaHarness
-    from tests.testbed.aws_seed import AwsSeed
-    from tests.testbed.faultproxy import FaultProxy
-    from tests.testbed.faults import BedFaults
-    from tests.testbed.kube import KubeScenario

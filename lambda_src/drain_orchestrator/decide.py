@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from mypy_boto3_autoscaling import AutoScalingClient
     from mypy_boto3_ec2 import EC2Client
 
+    from drain_orchestrator.kube.rest import Kube
+
 logger = logging.getLogger(__name__)
 
 
@@ -79,13 +81,12 @@ def decide_event(event: Interruption, settings: Settings, source: FactsSource) -
     return assessments
 
 
-def locate_node(core: Any, assessment: Assessment, event: Interruption) -> Decision:
+def locate_node(kube: Kube, assessment: Assessment, event: Interruption) -> Decision:
     """Look the node up for an owned instance and fold the answer in (no node → no-node decision)."""
     decision, facts = assessment.decision, assessment.facts
     if not decision.owned or facts is None:
         return decision
-    # Lazy: the kubernetes client costs ~200 ms of cold start and only owned instances need it.
-    from drain_orchestrator.kube.node_lookup import find_node  # noqa: PLC0415
+    from drain_orchestrator.kube.node_lookup import find_node  # noqa: PLC0415 - only owned instances need it
 
-    node = find_node(core, decision.instance_id, facts.private_dns_name, facts.az)
+    node = find_node(kube, decision.instance_id, facts.private_dns_name, facts.az)
     return with_node(decision, node, event)

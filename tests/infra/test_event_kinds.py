@@ -12,7 +12,7 @@ from infra.observability import EVENT_KINDS
 
 from drain_orchestrator.events import Interruption, parse_event
 from drain_orchestrator.interruption import Kind
-from tests import samples
+from testbed import samples
 
 
 def _matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:

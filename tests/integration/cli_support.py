@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from tests.testbed.bed import REPO
+from testbed.bed import REPO
 
 PYTHONPATH = f"{REPO / 'lambda_src'}:{REPO}"
 

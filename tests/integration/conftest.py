@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.runtime import FunctionConfig, LambdaRuntime, build_runtime_root, build_task_root
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.runtime import FunctionConfig, LambdaRuntime, build_runtime_root, build_task_root
 
 SERVED = "blue"
 
@@ -38,7 +38,7 @@ def real_lambda(
     """Start the function under the Runtime Interface Emulator with the template's handler and environment,
     the role's credentials and access entry on the served cluster, and ``settings`` on top; a fresh (cold)
     runtime per test. Stopped at teardown."""
-    from tests.testbed.binaries import locate_binaries
+    from testbed.binaries import locate_binaries
 
     started: list[LambdaRuntime] = []
 

@@ -1,5 +1,5 @@
 """Helpers for the drain integration tests: the product's identity (impersonated, shipped RBAC), node
-cordoning for fixtures, and small pod/workload builders on top of tests.testbed.kube.KubeScenario."""
+cordoning for fixtures, and small pod/workload builders on top of testbed.kube.KubeScenario."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Volumes around a drain on the test bed: VolumeAttachments as the attach/detach controller keeps them, released by
-a test actor. Load balancers: tests/testbed/load_balancers.py."""
+a test actor. Load balancers: testbed/load_balancers.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.testbed.kube import KubeScenario
+from testbed.kube import KubeScenario
 
 
 class VolumeAttachments:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
 
 ROLE = "drain-orchestrator"
 # The durable service refuses a checkpointed operation result over 256 KB; the local runner does not check.

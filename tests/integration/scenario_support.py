@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import TERMINATING, AwsSeed
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import ROLE, LambdaHarness
-from tests.testbed.aws_seed import TERMINATING, AwsSeed
-from tests.testbed.kube import KubeScenario
 
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
 ASG, HOOK = "ng-blue", "drain"

@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from drain_orchestrator.drain.surge import SURGE_ANNOTATION
-from tests.testbed.kube import KubeScenario
+from testbed.kube import KubeScenario
 
 
 def opt_in(k8s: KubeScenario, deployment: str) -> None:

@@ -13,11 +13,11 @@ from kubernetes.client.rest import ApiException
 
 from drain_orchestrator.cli import main
 from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import samples
+from testbed import samples
+from testbed.bed import REPO
 from tests.integration.cli_support import run_cli
-from tests.testbed.bed import REPO
 
 pytestmark = pytest.mark.integration
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from drain_orchestrator.cli.explain import explain
 from drain_orchestrator.events import parse_event
-from drain_orchestrator.explain import explain
 from drain_orchestrator.settings import Settings
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import TERMINATING, AwsSeed
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness, Run
-from tests.testbed.aws_seed import TERMINATING, AwsSeed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 

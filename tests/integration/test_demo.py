@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.testbed import demo
-from tests.testbed.bed import Testbed
+from testbed import demo
+from testbed.bed import Testbed
 
 pytestmark = pytest.mark.integration
 

@@ -183,7 +183,7 @@ def test_the_lambda_lets_a_batch_pod_finish_on_scale_in_and_evicts_it_on_a_spot_
 ) -> None:
     """The event kind decides: an ASG scale-in is voluntary (held until the deadline policy's time), a Spot
     interruption is not (evicted at once)."""
-    from tests import samples
+    from testbed import samples
 
     aws.eks_cluster("blue")
     (scaled_in,) = aws.asg("ng-blue", size=1, tags=OWNED)

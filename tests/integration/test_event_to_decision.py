@@ -20,12 +20,12 @@ from drain_orchestrator.events import parse_event
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kube.client import ClusterConnector
 from drain_orchestrator.workflow_settings import WorkflowSettings
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import LAUNCHING, AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness, Run
 from tests.integration.ownership_support import ROLE, action_state, grant
-from tests.testbed.aws_seed import LAUNCHING, AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from drain_orchestrator.cli import main
-from tests import samples
+from testbed import samples
 from tests.integration.ownership_support import action_state, grant
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ import yaml
 from kubernetes import client, utils
 
 from drain_orchestrator.kube.rest import Kube
+from testbed.bed import REPO, Testbed
 from tests.integration.drain_support import drainer_client
-from tests.testbed.bed import REPO, Testbed
 
 pytestmark = pytest.mark.integration
 FLOWSCHEMA_FILE = REPO / "infra" / "k8s" / "flowschema.yaml"

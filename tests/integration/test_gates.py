@@ -1,7 +1,7 @@
 """The gates between a drain and its verdict, end to end: the Lambda holds the lifecycle action until the instance's
 load-balancer targets have finished draining and the node's volumes are detached, or until the deadline.
 
-Target groups drain for their deregistration delay in the AWS emulator (tests/testbed/elbv2_emu.py); a stand-in
+Target groups drain for their deregistration delay in the AWS emulator (testbed/aws/elbv2.py); a stand-in
 for the AWS Load Balancer Controller deregisters the targets as the real one does. These runs use real durable waits
 (``skip_time=False``), so what is measured is time that really passed.
 """
@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
-from tests import samples
-from tests.integration.gates_support import VolumeAttachments, bound_claim, claim_volume, delete_volumes
-from tests.integration.lambda_support import LambdaHarness, Run
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
-from tests.testbed.load_balancers import (
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
+from testbed.load_balancers import (
     LoadBalancerControllerStandIn,
     elbv2_calls,
     register,
     target_group,
     target_states,
 )
+from tests.integration.gates_support import VolumeAttachments, bound_claim, claim_volume, delete_volumes
+from tests.integration.lambda_support import LambdaHarness, Run
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}

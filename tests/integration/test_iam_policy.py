@@ -1,8 +1,8 @@
 """The synthesized IAM policy is sufficient and tight, checked against the AWS calls the function really makes.
 
 A lifecycle drain long enough to send a heartbeat runs through the real handler on the bed; the emulator records
-every call the function's role makes (action, resource ARN, the resource's tags: tests/testbed/aws_calls.py). Each
-call is evaluated offline by @cloud-copilot/iam-simulate (tests/testbed/iam_simulate.mjs) against the role's
+every call the function's role makes (action, resource ARN, the resource's tags: testbed/aws/calls.py). Each
+call is evaluated offline by @cloud-copilot/iam-simulate (testbed/iam_simulate.mjs) against the role's
 policy from the template the CDK app synthesizes for the served cluster: every call must be allowed, and the same
 calls aimed at another cluster's Auto Scaling group or EKS cluster, or another SNS topic, must be denied.
 """
@@ -16,19 +16,19 @@ from typing import Any
 
 import pytest
 
-from tests import samples
+from testbed import samples
+from testbed.aws.calls import AwsCall, read_calls
+from testbed.aws_seed import AwsSeed
+from testbed.bed import ACCOUNT_ID, REGION, REPO, Testbed
+from testbed.kube import KubeScenario
+from testbed.load_balancers import target_group
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.scenario_support import relax_pdb_after
-from tests.testbed.aws_calls import AwsCall, read_calls
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import ACCOUNT_ID, REGION, REPO, Testbed
-from tests.testbed.kube import KubeScenario
-from tests.testbed.load_balancers import target_group
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
 NODE = REPO / "node_modules" / "node" / "bin" / "node"
-SIMULATOR = REPO / "tests" / "testbed" / "iam_simulate.mjs"
+SIMULATOR = REPO / "testbed" / "iam_simulate.mjs"
 LIFECYCLE = {"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"}
 # Granted for calls the Lambda service makes with the function's role, not the code: the on-failure destination.
 SERVICE_SIDE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}

@@ -15,10 +15,10 @@ from drain_orchestrator.decide import BotoFacts, decide_event
 from drain_orchestrator.events import Interruption, parse_event
 from drain_orchestrator.ownership import Reason
 from drain_orchestrator.settings import Settings
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 

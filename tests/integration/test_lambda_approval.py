@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from drain_orchestrator.approve_cli import ApprovalGone, decision_of, send_decision
+from drain_orchestrator.cli.approve import ApprovalGone, decision_of, send_decision
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import CallbackApi, LambdaHarness
 from tests.integration.scenario_support import (
     assert_completed_by_function,
@@ -24,8 +26,6 @@ from tests.integration.scenario_support import (
     pods_on,
     terminate_event,
 )
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.scenario_support import (
     OWNED,
@@ -23,8 +25,6 @@ from tests.integration.scenario_support import (
     relax_pdb_after,
     spread,
 )
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from kubernetes.client.rest import ApiException
 
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import LAUNCHING, AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
-from tests.testbed.aws_seed import LAUNCHING, AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}

@@ -11,8 +11,10 @@ from datetime import datetime
 
 import pytest
 
+from drain_orchestrator.cli.status import cluster_status
 from drain_orchestrator.kube.rest import Kube
-from drain_orchestrator.status import cluster_status
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
 from tests.integration.admission_support import webhook_down
 from tests.integration.gates_support import VolumeAttachments
 from tests.integration.lambda_support import LambdaHarness
@@ -26,8 +28,6 @@ from tests.integration.scenario_support import (
     spread,
     terminate_event,
 )
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 

@@ -15,12 +15,13 @@ import pytest
 
 from drain_orchestrator.drain.node_claim import NodeClaim
 from drain_orchestrator.kube.node_claim import ANN_DRAINER
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.control_plane import AUDIT_GROUP
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.scenario_support import blue_asg_node, instance_summary, pods_on, spread
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import AUDIT_GROUP, Testbed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 

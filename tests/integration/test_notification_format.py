@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.bed import REPO
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import REPO
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 DOC = REPO / "docs" / "notifications.md"

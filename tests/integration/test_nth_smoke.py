@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from bench import bench_nth, bench_storm
 
-from tests.testbed.bed import Testbed
+from testbed.bed import Testbed
 
 pytestmark = pytest.mark.integration
 

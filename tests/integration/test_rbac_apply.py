@@ -11,12 +11,13 @@ import pytest
 import yaml
 from kubernetes import client as k8s_client
 
+from drain_orchestrator.cli.rbac import apply_manifest, load_manifest
 from drain_orchestrator.kube.rest import Kube
-from drain_orchestrator.rbac_cli import apply_manifest, load_manifest
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.control_plane import RBAC_FILE
+from testbed.kube import KubeScenario
 from tests.integration.cli_support import run_cli
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import RBAC_FILE, Testbed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 SHIPPED = [d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d]

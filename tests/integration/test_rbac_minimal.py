@@ -1,6 +1,6 @@
 """infra/k8s/rbac.yaml is minimal and sufficient, proven from the apiserver's audit log.
 
-The bed's kube-apiserver audits every request of the `drain-orchestrator` group (tests/testbed/bed.py). One
+The bed's kube-apiserver audits every request of the `drain-orchestrator` group (testbed/bed.py). One
 drain through the real handler, under the shipped RBAC, touches every path the product has on the Kubernetes API:
 a node found by providerID (get by DNS name misses, then list), cordon (get + patch), a Kubernetes Event, a
 DaemonSet pod (its owner looked up), a Deployment whose PodDisruptionBudget never allows a disruption (eviction
@@ -22,13 +22,14 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.control_plane import AUDIT_GROUP, RBAC_FILE
+from testbed.kube import KubeScenario
 from tests.integration.gates_support import VolumeAttachments, bound_claim, claim_volume, delete_volumes
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.surge_support import hpa, opt_in
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import AUDIT_GROUP, RBAC_FILE, Testbed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}

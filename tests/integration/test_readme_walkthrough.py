@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s_client
 
+from testbed import demo
+from testbed.aws_seed import AwsSeed
+from testbed.bed import REPO, Testbed
+from testbed.local_env import prepare_walkthrough
 from tests.integration.ownership_support import action_state
-from tests.testbed import demo
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import REPO, Testbed
-from tests.testbed.local_env import prepare_walkthrough
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The function as Lambda runs it (tests/testbed/runtime.py): the code asset built by the CDK bundler's recipe for
+"""The function as Lambda runs it (testbed/runtime.py): the code asset built by the CDK bundler's recipe for
 this machine, read-only, under awslambdaric and the Runtime Interface Emulator, with the handler and environment
 from the synthesized template, checkpointing over HTTP to the durable-execution service, against the bed."""
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests import samples
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
-from tests.testbed.runtime import LambdaRuntime
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
+from testbed.runtime import LambdaRuntime
 
 pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 OWNED = {"kubernetes.io/cluster/blue": "owned"}

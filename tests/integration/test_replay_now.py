@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from drain_orchestrator.kube.cordon import ANN_DEADLINE
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
 from tests.integration.cli_support import invoke_report, run_cli
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 

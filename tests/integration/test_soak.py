@@ -1,12 +1,12 @@
 """A short chaos soak with a fixed seed: events and faults at random for three minutes, then every invariant of
-tests/testbed/soak_check.py checked on the bed and the emulator (`make soak` runs the long one)."""
+testbed/soak_check.py checked on the bed and the emulator (`make soak` runs the long one)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.testbed.bed import Testbed
-from tests.testbed.soak import Soak
+from testbed.bed import Testbed
+from testbed.soak import Soak
 
 pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 SEED = 20261201

@@ -19,12 +19,13 @@ from drain_orchestrator import __version__
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.node_records import claim
 from drain_orchestrator.kube.rest import Kube
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
+from testbed.load_balancers import register, target_group
+from testbed.procs import free_port
 from tests.integration.cli_support import PYTHONPATH, run_cli
 from tests.integration.gates_support import VolumeAttachments
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed, free_port
-from tests.testbed.kube import KubeScenario
-from tests.testbed.load_balancers import register, target_group
 
 pytestmark = pytest.mark.integration
 

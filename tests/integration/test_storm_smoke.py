@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from bench import bench_storm
 
-from tests.testbed.bed import Testbed
+from testbed.bed import Testbed
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,10 @@ import pytest
 
 from drain_orchestrator.drain.surge import HOLDERS, NODE_RECORD
 from drain_orchestrator.kube.surge import restore_node
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
 from tests.integration.drain_support import drain, drainer
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.surge_support import (
@@ -24,9 +27,6 @@ from tests.integration.surge_support import (
     statefulset,
     surge_annotations,
 )
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}

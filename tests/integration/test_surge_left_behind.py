@@ -15,14 +15,14 @@ import pytest
 
 from drain_orchestrator.drain.surge import HELD_LABEL, HOLDERS, NODE_RECORD
 from drain_orchestrator.timefmt import iso_utc
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
 from tests.integration.cli_support import run_cli
 from tests.integration.drain_support import drain, drainer
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.surge_support import hpa, opt_in, read_hpa, surge_annotations
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}

@@ -17,12 +17,12 @@ from kubernetes.client.exceptions import ApiException
 from drain_orchestrator.aws.clients import eks_client
 from drain_orchestrator.aws.eks_auth import ClusterDescriber, TokenSource
 from drain_orchestrator.kube.client import ClusterConnector
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.faultproxy import FaultProxy
+from testbed.faults import BedFaults
+from testbed.kube import KubeScenario
 from tests.integration.ownership_support import ROLE, grant
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.faultproxy import FaultProxy
-from tests.testbed.faults import BedFaults
-from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 NO_RETRY = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=5, read_timeout=10)

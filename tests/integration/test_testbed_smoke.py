@@ -16,9 +16,9 @@ from botocore.exceptions import ClientError
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
 
@@ -273,11 +273,12 @@ def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_pat
     import subprocess
     import sys
 
-    from tests.testbed.bed import REPO, State, _pid_alive
+    from testbed.bed import REPO
+    from testbed.procs import State, pid_alive
 
     d = tmp_path / "bed"
     up = subprocess.run(
-        [sys.executable, "-m", "tests.testbed", "up", "--dir", str(d)],
+        [sys.executable, "-m", "testbed", "up", "--dir", str(d)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -299,7 +300,7 @@ def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_pat
         )
     finally:
         down = subprocess.run(
-            [sys.executable, "-m", "tests.testbed", "down", "--dir", str(d)],
+            [sys.executable, "-m", "testbed", "down", "--dir", str(d)],
             cwd=REPO,
             capture_output=True,
             text=True,
@@ -307,4 +308,4 @@ def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_pat
         )
     assert down.returncode == 0, down.stderr
     assert len(procs) == 6
-    assert not [p.name for p in procs if _pid_alive(p)]
+    assert not [p.name for p in procs if pid_alive(p)]

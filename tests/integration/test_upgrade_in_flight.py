@@ -1,4 +1,4 @@
-"""A deploy while a drain is held (tests/testbed/versioned_runtime.py): the function as Lambda runs it, with two
+"""A deploy while a drain is held (testbed/versioned_runtime.py): the function as Lambda runs it, with two
 published versions side by side. An execution waiting under a PodDisruptionBudget on version 1 keeps running on
 version 1's code and configuration after version 2 is published and the alias moved; a new event runs on
 version 2; `drain-orchestrator versions --prune` keeps version 1 while its execution runs and deletes it after."""
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from tests import samples
+from testbed import samples
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.kube import KubeScenario
+from testbed.runtime import FunctionConfig
+from testbed.versioned_runtime import VersionedRuntime
 from tests.integration.cli_support import run_cli
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.kube import KubeScenario
-from tests.testbed.runtime import FunctionConfig
-from tests.testbed.versioned_runtime import VersionedRuntime
 
 pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 SERVED = "blue"
@@ -90,7 +90,7 @@ def test_held_drain_finishes_on_its_version_after_a_deploy(
     lambda_roots: tuple[Path, Path],
     versioned: tuple[VersionedRuntime, FunctionConfig, dict[str, str]],
 ) -> None:
-    from tests.testbed.binaries import locate_binaries
+    from testbed.binaries import locate_binaries
 
     rt, function, env = versioned
     bins = locate_binaries()

@@ -12,6 +12,11 @@ import time
 
 import pytest
 
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.faultproxy import FaultProxy
+from testbed.faults import BedFaults
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import ROLE, LambdaHarness
 from tests.integration.scenario_support import (
     ASG,
@@ -33,11 +38,6 @@ from tests.integration.scenario_support import (
     wait_drain_started,
     wait_evicting,
 )
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.faultproxy import FaultProxy
-from tests.testbed.faults import BedFaults
-from tests.testbed.kube import KubeScenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 

@@ -7,6 +7,10 @@ import time
 
 import pytest
 
+from testbed.aws_seed import AwsSeed
+from testbed.faultproxy import FaultProxy
+from testbed.faults import BedFaults
+from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.scenario_support import (
     Background,
@@ -21,10 +25,6 @@ from tests.integration.scenario_support import (
     terminate_event,
     wait_evicting,
 )
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.faultproxy import FaultProxy
-from tests.testbed.faults import BedFaults
-from tests.testbed.kube import KubeScenario
 
 pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 APISERVER_DOWN_S = 120

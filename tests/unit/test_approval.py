@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from drain_orchestrator.approve_cli import ApprovalGone, decision_of, send_decision
+from drain_orchestrator.cli.approve import ApprovalGone, decision_of, send_decision
 from drain_orchestrator.workflow.approval import (
     MARGIN_SECONDS,
     RESULTS,

@@ -15,7 +15,7 @@ from drain_orchestrator.ownership import Reason, decide
 from drain_orchestrator.restamp import RestampError, restamp
 from drain_orchestrator.settings import Settings, SettingsError
 from drain_orchestrator.workflow_settings import WorkflowSettings
-from tests import samples
+from testbed import samples
 
 SAMPLE = "capacity-reservation-interruption.json"
 IID = samples.SAMPLE_INSTANCE

@@ -9,7 +9,7 @@ from drain_orchestrator.events import Interruption, parse_event
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.ownership import Reason
 from drain_orchestrator.settings import Settings
-from tests import samples
+from testbed import samples
 
 A, B, C, D = "i-000000000000000a1", "i-000000000000000b2", "i-000000000000000c3", "i-000000000000000d4"
 

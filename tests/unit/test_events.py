@@ -13,7 +13,7 @@ from drain_orchestrator.events import (
     MalformedEvent,
     parse_event,
 )
-from tests import samples
+from testbed import samples
 
 
 def _parse(name: str) -> Interruption:

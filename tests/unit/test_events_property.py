@@ -20,7 +20,7 @@ from drain_orchestrator.ownership import Reason
 from drain_orchestrator.settings import Settings
 from drain_orchestrator.workflow.event_flow import Decided, Parsed, _without_tags
 from drain_orchestrator.workflow.results import Checkpointed, StepSerDes
-from tests import samples
+from testbed import samples
 
 SAMPLES = [samples.load(n) for n in samples.names()]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from drain_orchestrator.cli.explain import explain
 from drain_orchestrator.events import Ignored, parse_event
-from drain_orchestrator.explain import explain
 from drain_orchestrator.settings import Settings
-from tests import samples
+from testbed import samples
 
 
 def test_ignored_event_carries_empty_deadline_fields() -> None:

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.testbed.bed import REPO
-from tests.testbed.local_env import export_lines
+from testbed.bed import REPO
+from testbed.local_env import export_lines
 
 
 def test_export_lines_survive_eval_with_awkward_values() -> None:
@@ -21,7 +21,7 @@ def test_export_lines_survive_eval_with_awkward_values() -> None:
 
 def test_env_without_a_running_bed_says_how_to_start_one(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.testbed", "env", "--dir", str(tmp_path)],
+        [sys.executable, "-m", "testbed", "env", "--dir", str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,

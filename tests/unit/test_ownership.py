@@ -6,7 +6,7 @@ from drain_orchestrator.events import Ignored, Interruption, parse_event
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.ownership import Decision, Reason, decide, decide_ignored, needs_asg_tags, with_node
 from drain_orchestrator.settings import Settings
-from tests import samples
+from testbed import samples
 
 IID = samples.SAMPLE_INSTANCE
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from drain_orchestrator.rbac_cli import ManifestError, load_manifest, object_path
-from tests.testbed.bed import RBAC_FILE
+from drain_orchestrator.cli.rbac import ManifestError, load_manifest, object_path
+from testbed.control_plane import RBAC_FILE
 
 
 def test_the_shipped_manifest_maps_to_cluster_scoped_rbac_paths() -> None:

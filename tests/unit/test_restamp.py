@@ -8,7 +8,7 @@ import pytest
 
 from drain_orchestrator.events import Interruption, parse_event
 from drain_orchestrator.restamp import RestampError, restamp
-from tests import samples
+from testbed import samples
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 

@@ -3,7 +3,7 @@ the drains; the version first."""
 
 from __future__ import annotations
 
-from drain_orchestrator.status import ClusterRead, NodeStatus, Retained, StatusReport, render_report
+from drain_orchestrator.cli.status import ClusterRead, NodeStatus, Retained, StatusReport, render_report
 
 
 def _report(clusters: list[ClusterRead], drains: list[NodeStatus], retained: list[Retained]) -> StatusReport:

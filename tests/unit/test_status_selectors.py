@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drain_orchestrator.status import blocked, selects
+from drain_orchestrator.cli.status import blocked, selects
 
 
 def test_label_selectors() -> None:

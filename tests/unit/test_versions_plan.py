@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from drain_orchestrator.cli import main
-from drain_orchestrator.versions import plan, render, split_function
+from drain_orchestrator.cli.versions import plan, render, split_function
 
 ARN = "arn:aws:lambda:eu-west-1:123456789012:function:drain-fn"
 

@@ -1,14 +1,13 @@
-"""Kubernetes API clients: one per EKS cluster (cached per container), or one from a kubeconfig (CLI)."""
+"""Kubernetes API clients for EKS clusters: one per cluster (cached per container), authenticated with EKS tokens.
+Callers reach an apiserver through kube/connect.py."""
 
 from __future__ import annotations
 
 import base64
 import threading
-from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 
 from drain_orchestrator.aws.eks_auth import ClusterDescriber, ClusterInfo, TokenSource
 
@@ -82,11 +81,3 @@ class ClusterConnector:
 
         cfg.refresh_api_key_hook = refresh  # type: ignore[assignment]
         return cfg
-
-
-def api_client_from_kubeconfig(path: str | Path, context: str | None = None) -> k8s.ApiClient:
-    """For the CLI against a local or ad-hoc cluster: a client from a kubeconfig file."""
-    api: k8s.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-        config_file=str(path), context=context
-    )
-    return api

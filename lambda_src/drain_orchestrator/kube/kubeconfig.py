@@ -2,7 +2,7 @@
 
 Importing ``kubernetes.client`` costs over a second (thousands of pydantic models); the CLI only needs TLS,
 a client certificate or a bearer token and JSON. Users whose kubeconfig needs an exec plugin or an
-auth-provider (e.g. ``aws eks get-token``) get None here and the CLI falls back to the full client.
+auth-provider (e.g. ``aws eks get-token``) get None here and kube/connect.py falls back to the full client.
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
-
-from drain_orchestrator.kube.errors import translated
+from drain_orchestrator.kube.rest import Kube
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 _NOT_FOUND = 404
@@ -21,9 +19,8 @@ def instance_id_from_provider_id(provider_id: str | None) -> str | None:
     return last if last.startswith("i-") else None
 
 
-@translated
 def find_node(
-    core: k8s.CoreV1Api,
+    kube: Kube,
     instance_id: str,
     private_dns_name: str | None,
     az: str | None,
@@ -33,42 +30,50 @@ def find_node(
     """Name of the node backing `instance_id`, or None. Read-only (get/list nodes)."""
     # 1. EKS AMIs name the node after the EC2 PrivateDnsName; confirm it is this instance, names get reused.
     if private_dns_name:
-        node = _get(core, private_dns_name)
-        if node is not None and instance_id_from_provider_id(node.spec.provider_id if node.spec else None) == (
-            instance_id
-        ):
+        node = read_node(kube, private_dns_name)
+        if node is not None and instance_id_from_provider_id(_provider_id(node)) == instance_id:
             return private_dns_name
     # 2. No field selector exists for spec.providerID: list (narrowed by zone when known) and compare.
     selector = f"{ZONE_LABEL}={az}" if az else None
-    found = _scan_provider_ids(core, instance_id, selector, page_size)
+    found = _scan_provider_ids(kube, instance_id, selector, page_size)
     if found is not None:
         return found
     # 3. Auto Mode, kOps and Bottlerocket's instance-id naming use the instance id as the node name.
-    node = _get(core, instance_id)
+    node = read_node(kube, instance_id)
     return instance_id if node is not None else None
 
 
-def _get(core: k8s.CoreV1Api, name: str) -> Any:
-    try:
-        return core.read_node(name)
-    except ApiException as exc:
-        if exc.status == _NOT_FOUND:
-            return None
-        raise
+def read_node(kube: Kube, name: str) -> dict[str, Any] | None:
+    """The Node as JSON, None when there is none; other answers raise KubeError."""
+    resp = kube.request("GET", f"/api/v1/nodes/{quote(name, safe='')}")
+    if resp.status == _NOT_FOUND:
+        return None
+    if not resp.ok:
+        raise resp.error(f"get node/{name}")
+    return resp.body
 
 
-def _scan_provider_ids(core: k8s.CoreV1Api, instance_id: str, selector: str | None, page_size: int) -> str | None:
+def node_ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _provider_id(node: dict[str, Any]) -> str | None:
+    value = (node.get("spec") or {}).get("providerID")
+    return str(value) if value else None
+
+
+def _scan_provider_ids(kube: Kube, instance_id: str, selector: str | None, page_size: int) -> str | None:
     token: str | None = None
     while True:
-        kwargs: dict[str, Any] = {"limit": page_size}
-        if selector:
-            kwargs["label_selector"] = selector
-        if token:
-            kwargs["_continue"] = token
-        page = core.list_node(**kwargs)
-        for node in page.items or []:
-            if node.spec is not None and instance_id_from_provider_id(node.spec.provider_id) == instance_id:
-                return str(node.metadata.name) if node.metadata else None
-        token = page.metadata.var_continue if page.metadata else None
+        query = {"limit": page_size, "labelSelector": selector, "continue": token}
+        resp = kube.request("GET", "/api/v1/nodes", query=query)
+        if not resp.ok:
+            raise resp.error("list nodes")
+        for node in resp.body.get("items") or []:
+            if instance_id_from_provider_id(_provider_id(node)) == instance_id:
+                name = (node.get("metadata") or {}).get("name")
+                return str(name) if name else None
+        token = (resp.body.get("metadata") or {}).get("continue") or None
         if not token:
             return None

@@ -46,7 +46,8 @@ class Response:
 
 
 class Kube:
-    """An ApiClient (or a direct kubeconfig Connection, see kube/kubeconfig.py) plus a request counter."""
+    """An ApiClient (or a direct kubeconfig Connection, see kube/kubeconfig.py) plus a request counter; the product
+    builds it with kube/connect.py."""
 
     def __init__(self, api_client: Any = None, pool_size: int | None = None, *, connection: Any = None) -> None:
         if (api_client is None) == (connection is None):

@@ -56,15 +56,12 @@ def plan_step(step_ctx: StepContext, event: Interruption) -> DrainPlan:
 
 @durable_step
 def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, last_beat: float | None) -> Located:
-    from kubernetes import client as k8s  # noqa: PLC0415 - only owned instances reach this
-
-    from drain_orchestrator.decide import locate_node  # noqa: PLC0415
+    from drain_orchestrator.decide import locate_node  # noqa: PLC0415 - only owned instances reach this
 
     event = job.event
     with HeartbeatKeeper(event.lifecycle, job.decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
         try:
-            core = k8s.CoreV1Api(runtime.connector().api_client(job.cluster))
-            decision = locate_node(core, assessment, event)
+            decision = locate_node(runtime.kube(job.cluster), assessment, event)
         except Exception as exc:
             return Located(job.decision, time.time(), hb.last_beat, hb.hook_done, fault_of("locate", exc))
     logger.info(

@@ -65,11 +65,10 @@ def ready_step(
     step_ctx: StepContext, event: Interruption, assessment: Assessment, last_beat: float | None
 ) -> ReadyCheck:
     """Launch: is the instance's node registered and Ready? Also reads the hook's heartbeat pace."""
-    from kubernetes import client as k8s  # noqa: PLC0415
-
     from drain_orchestrator.aws.autoscaling import describe_hook  # noqa: PLC0415
     from drain_orchestrator.decide import locate_node  # noqa: PLC0415
-    from drain_orchestrator.kube.errors import translated  # noqa: PLC0415
+    from drain_orchestrator.kube.errors import NodeGone  # noqa: PLC0415
+    from drain_orchestrator.kube.node_lookup import node_ready, read_node  # noqa: PLC0415
 
     d = assessment.decision
     assert d.cluster is not None
@@ -79,13 +78,14 @@ def ready_step(
             if event.lifecycle is not None:
                 hook = describe_hook(runtime.autoscaling(), event.lifecycle.asg_name, event.lifecycle.hook_name)
                 interval = deadlines.heartbeat_interval(hook.heartbeat_timeout if hook else None)
-            core = k8s.CoreV1Api(runtime.connector().api_client(d.cluster))
-            found = locate_node(core, assessment, event)
+            kube = runtime.kube(d.cluster)
+            found = locate_node(kube, assessment, event)
             ready = False
             if found.node:
-                node = translated(core.read_node)(found.node)
-                conditions = (node.status.conditions if node.status else None) or []
-                ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+                node = read_node(kube, found.node)
+                if node is None:
+                    raise NodeGone(found.node)
+                ready = node_ready(node)
         except Exception as exc:
             fault = fault_of("ready", exc)
             return ReadyCheck(time.time(), None, False, hb.last_beat, hb.hook_done, fault, interval)

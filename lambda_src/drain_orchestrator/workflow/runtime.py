@@ -126,9 +126,9 @@ def kube(cluster: str) -> Kube:
     """A counted REST handle on the cluster (EKS token auth, CA verified), cached per container."""
 
     def build() -> Kube:
-        from drain_orchestrator.kube.rest import Kube  # noqa: PLC0415
+        from drain_orchestrator.kube.connect import connect  # noqa: PLC0415
 
-        return Kube(connector().api_client(cluster), pool_size=32)
+        return connect(cluster=cluster, pool_size=32, connector=connector())
 
     return _cached(f"kube:{cluster}", build)  # type: ignore[no-any-return]
 

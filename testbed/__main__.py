@@ -1,4 +1,4 @@
-"""`python -m tests.testbed up|down|status|env [--dir DIR]`: the local test bed outside pytest (make cluster-up,
+"""`python -m testbed up|down|status|env [--dir DIR]`: the local test bed outside pytest (make cluster-up,
 cluster-down, env)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-from tests.testbed.bed import REPO, Testbed
-from tests.testbed.local_env import ENV_HINT
+from testbed.bed import REPO, Testbed
+from testbed.local_env import ENV_HINT
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tests.testbed")
+    p = argparse.ArgumentParser(prog="python -m testbed")
     p.add_argument("command", choices=["up", "down", "status", "env"])
     p.add_argument("--dir", type=Path, default=REPO / ".local" / "cluster")
     p.add_argument("--nodes", type=int, default=2, help="Ready kwok nodes to create on `up` (default 2)")
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         bed = Testbed.start(a.dir)
         if a.nodes:
-            from tests.testbed.kube import KubeScenario
+            from testbed.kube import KubeScenario
 
             # a namespace and Ready nodes to look at; tests and the demo make their own
             with bed.admin_api_client() as api:
@@ -43,10 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         if not state.exists():
             print("no test bed recorded in", a.dir)
             return 0
-        from tests.testbed.bed import State, _stop_procs
+        from testbed.procs import State, stop_procs
 
         s = State.load(state)
-        _stop_procs(s.procs)
+        stop_procs(s.procs)
         state.unlink()
         print(f"test bed stopped ({len(s.procs)} processes)")
         return 0
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         if bed is None:
             print(f"no test bed running in {a.dir}: start one with `make cluster-up` or `make demo`", file=sys.stderr)
             return 1
-        from tests.testbed.local_env import export_lines, shell_env
+        from testbed.local_env import export_lines, shell_env
 
         print("\n".join(export_lines(shell_env(bed))))
         return 0

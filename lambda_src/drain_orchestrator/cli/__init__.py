@@ -12,16 +12,16 @@ import os
 import sys
 from collections.abc import Sequence
 
-# subcommand → module providing add_<name>_parser
+# subcommand → module of this package (one per command) providing add_<name>_parser
 _SUBCOMMANDS = {
-    "explain": ("drain_orchestrator.explain", "add_explain_parser"),
-    "invoke": ("drain_orchestrator.invoke", "add_invoke_parser"),
-    "drain": ("drain_orchestrator.drain_cli", "add_drain_parser"),
-    "status": ("drain_orchestrator.status", "add_status_parser"),
-    "versions": ("drain_orchestrator.versions", "add_versions_parser"),
-    "rbac": ("drain_orchestrator.rbac_cli", "add_rbac_parser"),
-    "approve": ("drain_orchestrator.approve_cli", "add_approve_parser"),
-    "surge": ("drain_orchestrator.surge_cli", "add_surge_parser"),
+    "explain": ("drain_orchestrator.cli.explain", "add_explain_parser"),
+    "invoke": ("drain_orchestrator.cli.invoke", "add_invoke_parser"),
+    "drain": ("drain_orchestrator.cli.drain", "add_drain_parser"),
+    "status": ("drain_orchestrator.cli.status", "add_status_parser"),
+    "versions": ("drain_orchestrator.cli.versions", "add_versions_parser"),
+    "rbac": ("drain_orchestrator.cli.rbac", "add_rbac_parser"),
+    "approve": ("drain_orchestrator.cli.approve", "add_approve_parser"),
+    "surge": ("drain_orchestrator.cli.surge", "add_surge_parser"),
 }
 
 
@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = next((a for a in args_list if not a.startswith("-")), None)
     wanted = [_SUBCOMMANDS[chosen]] if chosen in _SUBCOMMANDS else list(dict.fromkeys(_SUBCOMMANDS.values()))
     if chosen == "uncordon":
-        wanted = [_SUBCOMMANDS["drain"]]  # drain_cli registers both drain and uncordon
+        wanted = [_SUBCOMMANDS["drain"]]  # cli/drain.py registers both drain and uncordon
     for module, register in wanted:
         getattr(importlib.import_module(module), register)(subparsers)
     args = parser.parse_args(args_list)
@@ -44,7 +44,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     return result
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

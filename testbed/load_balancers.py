@@ -1,5 +1,5 @@
 """Load balancers on the test bed: target groups in the AWS emulator (draining for their deregistration delay,
-elbv2_emu.py) and a stand-in for the AWS Load Balancer Controller, for the demo, the benchmarks and the tests."""
+aws/elbv2.py) and a stand-in for the AWS Load Balancer Controller, for the demo, the benchmarks and the tests."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.kube import KubeScenario
+from testbed.aws_seed import AwsSeed
+from testbed.kube import KubeScenario
 
 CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"

@@ -1,4 +1,4 @@
-"""ELBv2 extension of the test bed's AWS emulator (awsemu.py): target deregistration that takes time, as on AWS.
+"""ELBv2 extension of the test bed's AWS emulator (server.py): target deregistration that takes time, as on AWS.
 
 moto 5.2.5 drops a deregistered target at once: DescribeTargetHealth answers ``unused`` for it right away and no
 longer lists it. On AWS a deregistered target is ``draining`` for the target group's

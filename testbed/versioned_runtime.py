@@ -21,11 +21,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tests.testbed.bed import Testbed, free_port
-from tests.testbed.binaries import BinDir
-from tests.testbed.lambda_front import LambdaFront
-from tests.testbed.netns_bridge import NetnsBridge
-from tests.testbed.runtime import FunctionConfig, LambdaRuntime, RuntimeStartError
+from testbed.bed import Testbed
+from testbed.binaries import BinDir
+from testbed.lambda_front import LambdaFront
+from testbed.netns_bridge import NetnsBridge
+from testbed.procs import free_port
+from testbed.runtime import FunctionConfig, LambdaRuntime, RuntimeStartError
 
 ALIAS = "live"
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from drain_orchestrator.restamp import restamp
-from tests import samples
-from tests.testbed.aws_seed import OUR_HOOKS, AwsSeed
-from tests.testbed.bed import REPO, Testbed
+from testbed import samples
+from testbed.aws_seed import OUR_HOOKS, AwsSeed
+from testbed.bed import REPO, Testbed
 
 # `make cluster-up` and `make demo` end with this: how a shell reaches the local account
 ENV_HINT = 'for the CLI in this shell: eval "$(make -s env)"   (endpoint, region, credentials, CLUSTER_NAMES, PATH)'

@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.testbed.bed import Proc, Testbed, TestbedError, _http_ok, _pid_alive, _reap
+from testbed.bed import Testbed
+from testbed.procs import Proc, TestbedError, http_ok, pid_alive, reap
 
 # components whose only sign of health is staying up (they serve no port: --secure-port=0)
 _SETTLE_S = 2.0
@@ -41,19 +42,19 @@ class BedFaults:
         return proc
 
     def running(self, name: str) -> bool:
-        return _pid_alive(self._proc(name))
+        return pid_alive(self._proc(name))
 
     def stop(self, name: str, *, kill: bool = False, timeout: float = 30) -> None:
         """Stop one component (SIGTERM, or SIGKILL with ``kill``) and wait until it is gone; the rest keep running.
         Its entry stays in state.json so :meth:`restart` (from any process) starts it again as it was."""
         proc = self._proc(name)
-        if not _pid_alive(proc):
+        if not pid_alive(proc):
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _pid_alive(proc):
-            _reap()
+        while pid_alive(proc):
+            reap()
             if time.monotonic() > deadline:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -67,7 +68,7 @@ class BedFaults:
         """Start a stopped component with exactly its original arguments and environment (so: same ports, same
         certificates); returns once it is healthy, with the seconds that took."""
         proc = self._proc(name)
-        if _pid_alive(proc):
+        if pid_alive(proc):
             raise TestbedError(f"{name} is still running (pid {proc.pid}); stop it first")
         t0 = time.monotonic()
         self.bed._spawn(name, proc.argv, proc.env)
@@ -84,16 +85,16 @@ class BedFaults:
 
     def _healthy(self, name: str, spawned_at: float) -> bool:
         proc = self._proc(name)
-        if not _pid_alive(proc):
-            _reap()
+        if not pid_alive(proc):
+            reap()
             raise TestbedError(f"{name} exited after restart:\n{self.bed.tail_logs()}")
         if name == "kube-apiserver":
             ctx = ssl.create_default_context(cafile=str(self.bed.dir / "pki" / "ca.crt"))
-            return _http_ok(f"{self.bed.server}/readyz", ctx)
+            return http_ok(f"{self.bed.server}/readyz", ctx)
         if name == "etcd":
-            return _http_ok(f"http://127.0.0.1:{self.bed.state.etcd_port}/health")
+            return http_ok(f"http://127.0.0.1:{self.bed.state.etcd_port}/health")
         if name == "awsemu":
-            return _http_ok(f"{self.bed.aws_endpoint}/_testbed/health")
+            return http_ok(f"{self.bed.aws_endpoint}/_testbed/health")
         return time.monotonic() - spawned_at >= _SETTLE_S
 
     # ---- EKS access entries -------------------------------------------------------------------------------------

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundle
-from tests.testbed.bed import REGION, Testbed, _http_ok, free_port
-from tests.testbed.binaries import BinDir
+from testbed.bed import REGION, Testbed
+from testbed.binaries import BinDir
+from testbed.procs import free_port, http_ok
 
 RUNTIME_API = ("127.0.0.1", 9001)  # fixed in the emulator
 FUNCTION_NAME = "function"  # the emulator serves one function under this name
@@ -208,7 +209,7 @@ class LambdaRuntime:
         env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
         env["AWS_DEFAULT_REGION"] = REGION
         self._spawn("dex-local-runner", argv, env)
-        self._wait("durable-execution service", lambda: _http_ok(f"{self.service}/health"))
+        self._wait("durable-execution service", lambda: http_ok(f"{self.service}/health"))
 
     def _start_emulator(
         self,

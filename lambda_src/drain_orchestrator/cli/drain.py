@@ -12,9 +12,9 @@ from typing import Any
 from drain_orchestrator.clip import clip
 from drain_orchestrator.drain.options import DEFAULT_DRAIN_TAINT_KEY, DrainOptions
 from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.kube.connect import connect
 from drain_orchestrator.kube.cordon import uncordon
 from drain_orchestrator.kube.drainer import drain_node
-from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.workflow_settings import SURGE_MODES
 
@@ -62,17 +62,6 @@ def add_drain_parser(subparsers: Any) -> None:
 def _connection_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube/config")
     p.add_argument("--context", default=None)
-
-
-def _kube(args: argparse.Namespace, pool_size: int = 32) -> Kube:
-    path = args.kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    connection = connection_from_kubeconfig(path, args.context, pool_size)
-    if connection is not None:
-        return Kube(connection=connection)
-    # exec plugins / auth providers: the generated client handles them (imported lazily: it costs > 1 s)
-    from drain_orchestrator.kube.client import api_client_from_kubeconfig  # noqa: PLC0415
-
-    return Kube(api_client_from_kubeconfig(path, context=args.context), pool_size=pool_size)
 
 
 def options_from_args(args: argparse.Namespace) -> DrainOptions:
@@ -123,7 +112,7 @@ def exit_code(report: DrainReport) -> int:
 
 def _connect(args: argparse.Namespace, pool_size: int) -> Kube | None:
     try:
-        return _kube(args, pool_size)
+        return connect(kubeconfig=args.kubeconfig, context=args.context, pool_size=pool_size)
     except Exception as exc:  # unreadable, not YAML, missing context, bad key material: one line, not a traceback
         where = args.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         problem = clip(" ".join(str(exc).split()), 300)  # YAML errors span several lines
@@ -213,7 +202,7 @@ def _restore_uncordoned(kube: Kube, node: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Just the drain/uncordon subcommands: ``python -m drain_orchestrator.drain_cli drain NODE`` starts in
+    """Just the drain/uncordon subcommands: ``python -m drain_orchestrator.cli.drain drain NODE`` starts in
     about a tenth of a second, without the event-parsing and AWS imports of the full CLI."""
     parser = argparse.ArgumentParser(prog="drain-orchestrator")
     add_drain_parser(parser.add_subparsers(dest="command", required=True))

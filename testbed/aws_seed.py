@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 if TYPE_CHECKING:
-    from tests.testbed.bed import Testbed
-    from tests.testbed.kube import KubeScenario
+    from testbed.bed import Testbed
+    from testbed.kube import KubeScenario
 
 TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 LAUNCHING = "autoscaling:EC2_INSTANCE_LAUNCHING"

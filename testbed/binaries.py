@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 BUILD_SCRIPT = REPO / "build" / "build-bins.sh"
 
 
@@ -38,7 +38,7 @@ class BinDir:
 
     @property
     def lambda_rie(self) -> Path:
-        """The AWS Lambda Runtime Interface Emulator (tests/testbed/runtime.py)."""
+        """The AWS Lambda Runtime Interface Emulator (testbed/runtime.py)."""
         return self.path / "aws-lambda-rie"
 
     @property

@@ -2,7 +2,7 @@
 (each one durable execution of the real handler, as EventBridge delivers them), faults injected at random with the
 bed's fault tools, and an invariant checker that reads only the bed and the emulator at the end.
 
-    python -m tests.testbed.soak --minutes 60 --seed 7 --json .local/soak.json      (make soak)
+    python -m testbed.soak --minutes 60 --seed 7 --json .local/soak.json      (make soak)
 
 The same seed replays the same plan: which instance gets which events, when, and which faults strike when (the
 executions' own timing still varies with the machine). docs/reliability.md lists the invariants and a full run.
@@ -20,13 +20,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tests import samples
-from tests.testbed.aws_seed import TERMINATING, AwsSeed
-from tests.testbed.bed import AUDIT_GROUP, Testbed
-from tests.testbed.faultproxy import FaultProxy
-from tests.testbed.faults import BedFaults
-from tests.testbed.kube import KubeScenario
-from tests.testbed.soak_check import Expectation, Violation, check
+from testbed import samples
+from testbed.aws_seed import TERMINATING, AwsSeed
+from testbed.bed import Testbed
+from testbed.control_plane import AUDIT_GROUP
+from testbed.faultproxy import FaultProxy
+from testbed.faults import BedFaults
+from testbed.kube import KubeScenario
+from testbed.soak_check import Expectation, Violation, check
 
 SERVED, OTHER = "blue", "green"
 ROLE = "drain-orchestrator"
@@ -419,9 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
     from pathlib import Path
 
-    from tests.testbed.output import stdout_into
+    from testbed.output import stdout_into
 
-    parser = argparse.ArgumentParser(prog="python -m tests.testbed.soak", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m testbed.soak", description=__doc__)
     parser.add_argument("--minutes", type=float, default=float(os.environ.get("SOAK_MINUTES") or 60))
     parser.add_argument("--seed", type=int, default=int(os.environ.get("SOAK_SEED") or time.time()) % 100000)
     parser.add_argument("--fleet", type=int, default=0, help="owned instances (default: 2 per minute, 8 to 60)")

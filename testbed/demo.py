@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests import samples
-from tests.testbed.aws_seed import LAUNCHING, TERMINATING, AwsSeed
-from tests.testbed.bed import REPO, Testbed
-from tests.testbed.kube import KubeScenario
-from tests.testbed.load_balancers import LoadBalancerControllerStandIn, register, target_group
-from tests.testbed.local_env import ENV_HINT, prepare_walkthrough
+from testbed import samples
+from testbed.aws_seed import LAUNCHING, TERMINATING, AwsSeed
+from testbed.bed import REPO, Testbed
+from testbed.kube import KubeScenario
+from testbed.load_balancers import LoadBalancerControllerStandIn, register, target_group
+from testbed.local_env import ENV_HINT, prepare_walkthrough
 
 BLUE = {"kubernetes.io/cluster/blue": "owned"}
 GREEN = {"kubernetes.io/cluster/green": "owned"}
@@ -301,5 +301,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     sys.exit(main())

@@ -120,18 +120,21 @@ def _with_node(assessment: Assessment, event: Interruption, kubeconfig: str | No
     decision = assessment.decision
     if not decision.owned or decision.cluster is None:
         return decision.to_dict()
-    # Lazy: only owned instances need the kubernetes client.
-    from kubernetes import client as k8s  # noqa: PLC0415
-
-    from drain_orchestrator.kube.client import ClusterConnector, api_client_from_kubeconfig  # noqa: PLC0415
+    from drain_orchestrator.kube.connect import connect  # noqa: PLC0415 - only owned instances need it
 
     try:
         if kubeconfig:
-            api = api_client_from_kubeconfig(kubeconfig)
-        else:
-            connector = _connectors.setdefault("eks", ClusterConnector())
-            api = connector.api_client(decision.cluster)
-        return locate_node(k8s.CoreV1Api(api), assessment, event).to_dict()
+            kube = connect(kubeconfig=kubeconfig, pool_size=1)
+            try:
+                return locate_node(kube, assessment, event).to_dict()
+            finally:
+                kube.close()
+        if "eks" not in _connectors:
+            from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415
+
+            _connectors["eks"] = ClusterConnector()
+        kube = connect(cluster=decision.cluster, pool_size=1, connector=_connectors["eks"])
+        return locate_node(kube, assessment, event).to_dict()
     except Exception as exc:  # explain reports what it could not see instead of failing
         return {**decision.to_dict(), "node_error": f"{type(exc).__name__}: {exc}"}
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tests.testbed.soak import Soak
+    from testbed.soak import Soak
 
 OPERATIONS_LIMIT = 3000  # durable operations per execution, a hard service quota
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from drain_orchestrator import __version__
 from drain_orchestrator.drain.selector import selects
+from drain_orchestrator.kube.connect import connect
 from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON, ANNOTATION_PREFIX
 from drain_orchestrator.kube.rest import Kube
 
@@ -129,10 +130,10 @@ def run_status(args: argparse.Namespace) -> int:
     elbv2 = None if args.no_aws else _elbv2()
     autoscaling = None if args.no_aws else _autoscaling()
     report = StatusReport(version=__version__, clusters=[], drains=[], retained=[])
-    for name, connect, named in targets:
+    for name, reach, named in targets:
         read = ClusterRead(cluster=name, reachable=True)
         try:
-            kube = connect()
+            kube = reach()
             report.drains.extend(cluster_status(kube, name, elbv2, now=time.time()))
         except Exception as exc:  # one line per cluster, not a traceback
             read.reachable, read.error = False, _one_line(exc)
@@ -156,24 +157,22 @@ def _one_line(exc: Exception) -> str:
 
 
 def _clusters(args: argparse.Namespace) -> list[tuple[str, Any, bool]]:
-    """(name, connect, named): ``named`` when the name is the EKS cluster's (its Auto Scaling groups are known)."""
+    """(name, reach, named): ``named`` when the name is the EKS cluster's (its Auto Scaling groups are known)."""
     if args.kubeconfig:
-        from drain_orchestrator.drain_cli import _kube  # noqa: PLC0415
-
         name = args.cluster or args.context or "kubeconfig"
-        return [(name, lambda: _kube(args, 4), bool(args.cluster))]
+        return [
+            (name, lambda: connect(kubeconfig=args.kubeconfig, context=args.context, pool_size=4), bool(args.cluster))
+        ]
     from drain_orchestrator.settings import Settings  # noqa: PLC0415
 
     names = [args.cluster] if args.cluster else list(Settings.from_env(os.environ).cluster_names)
     if not names:
         raise ValueError("no cluster: set CLUSTER_NAMES, or pass --cluster NAME or --kubeconfig PATH")
 
-    def connect(name: str) -> Any:
-        from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415
+    def on(name: str) -> Any:
+        return lambda: connect(cluster=name, pool_size=4)
 
-        return lambda: Kube(ClusterConnector().api_client(name), pool_size=4)
-
-    return [(n, connect(n), True) for n in names]
+    return [(n, on(n), True) for n in names]
 
 
 def _autoscaling() -> Any:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drain_orchestrator.kube.connect import connect
 from drain_orchestrator.kube.rest import Kube
 
 FIELD_MANAGER = "drain-orchestrator"
@@ -85,7 +86,7 @@ def run_rbac_apply(args: argparse.Namespace) -> int:
 
 def shipped_manifest() -> Path:
     """infra/k8s/rbac.yaml of this checkout, else the copy inside the installed construct package."""
-    checkout = Path(__file__).resolve().parents[2] / _SHIPPED
+    checkout = Path(__file__).resolve().parents[3] / _SHIPPED  # lambda_src/drain_orchestrator/cli/ -> the checkout
     if checkout.is_file():
         return checkout
     try:
@@ -166,9 +167,5 @@ def _content(obj: dict[str, Any]) -> dict[str, Any]:
 
 def _connect(args: argparse.Namespace) -> Kube:
     if args.cluster:
-        from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415
-
-        return Kube(ClusterConnector().api_client(args.cluster))
-    from drain_orchestrator.drain_cli import _kube  # noqa: PLC0415
-
-    return _kube(args, 2)
+        return connect(cluster=args.cluster, pool_size=2)
+    return connect(kubeconfig=args.kubeconfig, context=args.context, pool_size=2)

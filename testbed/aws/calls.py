@@ -1,7 +1,7 @@
 """A record of every AWS call an assumed role makes on the emulator: the IAM action, the resource ARN it acts
 on and that resource's tags, one JSON line each in ``<bed dir>/aws-calls.jsonl``.
 
-The function runs with an assumed role's credentials (tests/testbed/aws_seed.py), the test set-up with the
+The function runs with an assumed role's credentials (testbed/aws_seed.py), the test set-up with the
 emulator's root keys, so only the function's calls are recorded. A test evaluates the records against the IAM
 policy synthesized by the CDK app (tests/integration/test_iam_policy.py). An operation this module cannot name
 is recorded as ``unknown:<method> <path>`` so a new kind of call fails that test instead of passing unseen.
@@ -16,6 +16,8 @@ import urllib.parse
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from testbed.aws import sts
 
 CALLS_FILE = "aws-calls.jsonl"
 _CREDENTIAL = re.compile(r"Credential=([^/]+)/[^/]+/[^/]+/([^/]+)/aws4_request")
@@ -45,13 +47,8 @@ def read_calls(bed_dir: Path) -> list[AwsCall]:
 
 
 def _role_of(access_key_id: str) -> str | None:
-    from moto.sts.models import sts_backends
-
-    for account in list(sts_backends.keys()):
-        role = sts_backends[account]["aws"].get_assumed_role_from_access_key(access_key_id)
-        if role is not None:
-            return str(role.role_arn)
-    return None
+    role = sts.assumed_role(access_key_id)
+    return None if role is None else str(role.role_arn)
 
 
 def _operation(environ: dict[str, Any], params: dict[str, str]) -> str | None:

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from drain_orchestrator.drain_cli import EXIT_USAGE, _connect, _connection_args
+from drain_orchestrator.cli.drain import EXIT_USAGE, _connect, _connection_args
 
 
 def add_surge_parser(subparsers: Any) -> None:
