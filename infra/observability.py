@@ -42,6 +42,7 @@ METRIC_WIDGETS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Evictions blocked by PodDisruptionBudgets", (("EvictionsBlockedByPDB", "Sum"),)),
     ("Pods force-deleted", (("PodsForceDeleted", "Sum"),)),
     ("Deadlines missed", (("DrainDeadlineMissed", "Sum"),)),
+    ("Drains refused (kubectl would refuse too)", (("DrainRefused", "Sum"),)),
     ("Drains held (s)", (("DrainHeldSeconds", "Maximum"),)),
     ("Errors (function-reported)", (("Errors", "Sum"),)),
 )

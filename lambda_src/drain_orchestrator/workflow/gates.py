@@ -25,15 +25,15 @@ from aws_durable_execution_sdk_python import DurableContext
 from drain_orchestrator import deadlines
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
+from drain_orchestrator.outcome import InstanceOutcome, Result, succeeded
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_steps import out_of_service_step, pod_ips_step, targets_step, volumes_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, gate_held, held_step
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import Pace, step_config
-from drain_orchestrator.workflow.results import SUCCESS, PodAddresses, StepFault, Tainted, TargetsCheck, VolumesCheck
+from drain_orchestrator.workflow.results import PodAddresses, StepFault, Tainted, TargetsCheck, VolumesCheck
 
-Drained = tuple[str, DrainReport | None, StepFault | None]
-HELD = "gate-held"
+Drained = tuple[Result, DrainReport | None, StepFault | None]
 
 
 @dataclass
@@ -70,7 +70,7 @@ class _Gate:
 
 
 def around_drain(
-    ctx: DurableContext, job: DrainJob, pace: Pace, summary: dict[str, Any], drain: Callable[[], Drained]
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, drain: Callable[[], Drained]
 ) -> Drained:
     """Run ``drain`` inside the gates; returns its (result, report, error), or ``gate-held`` with the reason."""
     ws = runtime.wsettings()
@@ -80,19 +80,19 @@ def around_drain(
     if ws.out_of_service_taint and job.event.kind == "state-change" and job.event.state == "terminated":
         tainted: Tainted = ctx.step(out_of_service_step(job), name="out-of-service", config=step_config(Tainted))
         pace.absorb(tainted)
-        summary["out_of_service"] = tainted.tainted
+        summary.out_of_service = tainted.tainted
     ips: list[str] = []
     if lb:
         snap: PodAddresses = ctx.step(pod_ips_step(job), name="gate-pod-ips", config=step_config(PodAddresses))
         pace.absorb(snap)
         ips = snap.ips  # unknown (a fault, already logged): the gate still waits on instance targets
     result, report, error = drain()
-    if result not in SUCCESS or not (lb or volumes):
+    if not succeeded(result) or not (lb or volumes):
         return result, report, error
-    gates, reason = _hold(ctx, job, pace, ips, lb=lb, volumes=volumes and result == "drained")
-    summary["gates"] = gates
+    gates, reason = _hold(ctx, job, pace, ips, lb=lb, volumes=volumes and result is Result.DRAINED)
+    summary.gates = gates
     if reason is not None:
-        return HELD, report, StepFault(step="gate", kind="deadline", message=reason)
+        return Result.GATE_HELD, report, StepFault(step="gate", kind="deadline", message=reason)
     return result, report, error
 
 

@@ -18,9 +18,6 @@ from drain_orchestrator.ownership import Decision
 
 T = TypeVar("T", bound="Checkpointed")
 
-# the results after which the instance may go: the lifecycle action is completed CONTINUE, the gates apply
-SUCCESS = ("drained", "node-gone")
-
 
 class Checkpointed:
     """JSON round trip of a result dataclass; ``_nested`` names the fields holding other typed values."""
