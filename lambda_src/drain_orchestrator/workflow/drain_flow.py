@@ -24,6 +24,7 @@ from drain_orchestrator.decide import Assessment
 from drain_orchestrator.drain.report import DrainReport, held_reasons
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger
 from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
 from drain_orchestrator.workflow import gates, runtime
@@ -75,7 +76,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     if decision.action == "skip" or decision.node is None:
         return summary
     logger.thread_safe_append_keys(node=decision.node)
-    if event.kind == "scheduled-change" and event.window_start is not None:
+    if event.window_start is not None:  # a scheduled change's window
         start_at = event.window_start - ws.scheduled_change_lead
         if start_at - pace.now >= 1:
             ctx.wait(Duration.from_seconds(int(start_at - pace.now)), name="until-window")
@@ -188,7 +189,7 @@ def _verdict(
     summary.report = summary_of(report)
     if error is not None:
         summary.error = error.to_dict()
-    if job.event.lifecycle is not None and job.event.kind == "asg-terminate":
+    if job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle:
         outcome = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure)
         summary.lifecycle = complete_lifecycle(pace, job, outcome, result.value)
     if summary.cordoned and job.decision.action == "drain" and not runtime.wsettings().dry_run:

@@ -26,6 +26,7 @@ from drain_orchestrator.clip import clip
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
+from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.outcome import InstanceOutcome
 from drain_orchestrator.ownership import Decision, Reason
@@ -178,7 +179,7 @@ def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, item
     logger.thread_safe_clear_keys()
     logger.thread_safe_append_keys(instance_id=d.instance_id, cluster=d.cluster)
     # the branch's result is checkpointed as JSON (the map's default serdes): the outcome's plain form
-    if event.kind == "asg-launch":
+    if rule_of(event.kind).flow == "launch":
         return launch_instance(ctx, event, assessment).to_dict()
     return drain_instance(ctx, event, assessment, item["run_id"]).to_dict()
 

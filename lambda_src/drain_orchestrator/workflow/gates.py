@@ -25,6 +25,7 @@ from aws_durable_execution_sdk_python import DurableContext
 from drain_orchestrator import deadlines
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
+from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.outcome import InstanceOutcome, Result, succeeded
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_steps import out_of_service_step, pod_ips_step, targets_step, volumes_step
@@ -74,7 +75,7 @@ def around_drain(
 ) -> Drained:
     """Run ``drain`` inside the gates; returns its (result, report, error), or ``gate-held`` with the reason."""
     ws = runtime.wsettings()
-    lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
+    lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
     lb = ws.gate_applies(ws.wait_for_deregistration, lifecycle)
     volumes = ws.gate_applies(ws.wait_for_volume_detach, lifecycle)
     if ws.out_of_service_taint and job.event.kind == "state-change" and job.event.state == "terminated":

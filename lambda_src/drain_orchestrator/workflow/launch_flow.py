@@ -29,7 +29,7 @@ def launch_instance(ctx: DurableContext, event: Interruption, assessment: Assess
     if decision.action != "complete-lifecycle":
         first = ctx.step(ready_step(event, assessment, None), name="ready-0", config=step_config(ReadyCheck))
     now = first.now if first is not None else event.event_time
-    give_up_at = now + ws.launch_ready_timeout
+    give_up_at = deadlines.drain_deadline(event, ws, started=now)
     # the completion is worth retrying until the action would expire on its own (its global timeout)
     plan = DrainPlan(
         deadline=give_up_at,
