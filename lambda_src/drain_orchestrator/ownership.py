@@ -51,9 +51,6 @@ class Reason(StrEnum):
     MANAGED_BY_NODE_GROUP = "managed-by-node-group"  # rebalance of a managed node group's instance: MNG's own job
 
 
-OWNED_REASONS = frozenset({Reason.OWNED_INSTANCE_TAG, Reason.OWNED_ASG_TAG, Reason.OWNED_CUSTOM_TAG})
-
-
 @dataclass(frozen=True)
 class Decision:
     instance_id: str

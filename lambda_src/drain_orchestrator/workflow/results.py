@@ -8,7 +8,7 @@ or the failure path) and the execution never fails before its verdict.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Self, TypeVar
 
 from aws_durable_execution_sdk_python.serdes import SerDes, SerDesContext
@@ -222,8 +222,3 @@ class ReadyCheck(Checkpointed):
     hook_done: bool = False
     fault: StepFault | None = None
     heartbeat_interval: int | None = None
-
-
-def as_plain(value: Any) -> Any:
-    """A result as plain JSON data (for summaries)."""
-    return value.to_dict() if hasattr(value, "to_dict") else asdict(value)
