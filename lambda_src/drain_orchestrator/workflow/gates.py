@@ -29,7 +29,7 @@ from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.outcome import InstanceOutcome, Result, succeeded
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.gate_defs import GATES, Gate, Run, configured
+from drain_orchestrator.workflow.gate_defs import GATES, Check, Gate, Run, State, configured
 from drain_orchestrator.workflow.gate_steps import out_of_service_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, gate_held, held_step
 from drain_orchestrator.workflow.job import DrainJob
@@ -50,15 +50,17 @@ class _Gate:
     error: StepFault | None = None
     done_at: float | None = None
 
-    def absorb(self, fault: StepFault | None, holding: list[str], now: float, deadline: float) -> None:
-        if fault is not None:
-            if RETRY_POLICIES[FailureKind(fault.kind)].gives_up_after(self.faults) or now >= deadline:
-                self.on, self.error = False, fault
+    def absorb(self, check: Check, now: float, deadline: float) -> None:
+        """Failed: retried by its failure kind until it gives up (then it stops holding); held / clear: noted."""
+        if check.state is State.FAILED:
+            assert check.fault is not None
+            if RETRY_POLICIES[FailureKind(check.fault.kind)].gives_up_after(self.faults) or now >= deadline:
+                self.on, self.error = False, check.fault
             self.faults += 1
             return
-        self.faults, self.holding = 0, holding
-        self.held.update(holding)
-        if not holding:
+        self.faults, self.holding = 0, check.holding
+        self.held.update(check.holding)
+        if check.state is State.CLEAR:
             self.on, self.done_at = False, now
 
     def summary(self, start: float, now: float, still: str) -> dict[str, Any]:
@@ -107,7 +109,7 @@ def _hold(
         for (_gate, run), p in zip(runs, progress, strict=True):
             if p.on:
                 check = run.check(ctx, pace, n, start)
-                p.absorb(check.fault, check.holding, pace.now, deadline)
+                p.absorb(check, pace.now, deadline)
         holding = [h for p in progress if p.on for h in p.holding]
         if watch.holding(bool(holding), pace.now) and watch.since is not None:
             held = gate_held(job, holding, watch.since, pace.now, deadline)
