@@ -37,7 +37,7 @@ FUNCTION_ERRORS_ALARM = "FunctionErrors"  # the execution fails after its verdic
 @dataclass(frozen=True)
 class Rule:
     """What a result means downstream. ``metric``: counted once per drain by the holder of its final phase claim
-    (with dimensions cluster and kind, except ``Errors`` which carries ``reason``); None: nothing counted."""
+    (with dimensions cluster and kind, except ``Errors`` which carries reason ``drain-failed``); None: nothing."""
 
     success: bool  # the instance may go: lifecycle CONTINUE, the gates apply, phase drain-completed
     lifecycle: str | None  # CONTINUE | ABANDON | ON_FAILURE | None (the flow completes no action for it)
@@ -61,9 +61,6 @@ RULES: dict[Result, Rule] = {
     Result.READY: Rule(True, "CONTINUE", None, None, None),
     Result.TIMED_OUT: Rule(False, ON_FAILURE, None, None, None),
 }
-
-# the metric counted for a failed drain is Errors with this reason (runbook: `Errors` reasons)
-FAILED_REASON = "drain-failed"
 
 
 def rule(result: Result | str) -> Rule:
