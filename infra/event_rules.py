@@ -37,82 +37,108 @@ def _with_detail(pattern: dict[str, Any], detail: dict[str, list[str]]) -> dict[
     return {**pattern, "detail": detail} if detail else pattern
 
 
+@dataclass(frozen=True)
+class KindRow:
+    """One event kind as the infra sees it; a copy of the function's kinds.KINDS (infra never imports the function's
+    package), compared column by column in tests/infra/test_event_kinds.py."""
+
+    kind: str  # the `kind` dimension's value and the function's name for it
+    construct_id: str
+    source: str
+    detail_type: str
+    label: str  # the rule's description (and the dashboard's label for the kind)
+    action: str | None  # the KindActions field (context key action<Kind>) that chooses it; None: always handled
+    default_action: str
+    lifecycle: str | None = None  # "terminate" | "launch": scoped to the served hooks and ASGs
+    detail: tuple[tuple[str, tuple[str, ...]], ...] = ()  # extra detail filters of the pattern
+
+
+KIND_TABLE: tuple[KindRow, ...] = (
+    KindRow(
+        "asg-terminate",
+        "AsgTerminateRule",
+        "aws.autoscaling",
+        "EC2 Instance-terminate Lifecycle Action",
+        "ASG terminate lifecycle action: drain, then complete the hook",
+        None,
+        "drain",
+        lifecycle="terminate",
+    ),
+    KindRow(
+        "asg-launch",
+        "AsgLaunchRule",
+        "aws.autoscaling",
+        "EC2 Instance-launch Lifecycle Action",
+        "ASG launch lifecycle action: wait for the node, then complete the hook",
+        None,
+        "wait-ready",
+        lifecycle="launch",
+    ),
+    KindRow(
+        "spot-interruption",
+        "SpotInterruptionRule",
+        "aws.ec2",
+        "EC2 Spot Instance Interruption Warning",
+        "EC2 Spot interruption warning (two minutes)",
+        "spot_interruption",
+        "drain",
+    ),
+    KindRow(
+        "capacity-reservation-interruption",
+        "CapacityReservationInterruptionRule",
+        "aws.ec2",
+        "EC2 Capacity Reservation Instance Interruption Warning",
+        "EC2 interruptible capacity reservation: instance interruption warning (two minutes)",
+        "capacity_reservation_interruption",
+        "drain",
+    ),
+    KindRow(
+        "rebalance",
+        "RebalanceRule",
+        "aws.ec2",
+        "EC2 Instance Rebalance Recommendation",
+        "EC2 instance rebalance recommendation",
+        "rebalance",
+        "cordon",
+    ),
+    KindRow(
+        "state-change",
+        "StateChangeRule",
+        "aws.ec2",
+        "EC2 Instance State-change Notification",
+        "EC2 instance stopping or terminating",
+        "state_change",
+        "drain",
+        detail=(("state", DRAIN_STATES),),
+    ),
+    KindRow(
+        "scheduled-change",
+        "ScheduledChangeRule",
+        "aws.health",
+        "AWS Health Event",
+        "AWS Health scheduled change for EC2",
+        "scheduled_change",
+        "drain",
+        detail=(("service", ("EC2",)), ("eventTypeCategory", ("scheduledChange",))),
+    ),
+)
+
+
 def rule_specs(config: OrchestratorConfig) -> list[RuleSpec]:
-    """The rules to create. A kind whose action is `ignore` gets no rule: no invocation, no cost."""
-    lifecycle = _lifecycle_detail(config)
-    terminate = _lifecycle_detail(config, any_hook=config.actions.foreign_hook != "ignore")
-    specs = [
-        RuleSpec(
-            "asg-terminate",
-            "AsgTerminateRule",
-            "ASG terminate lifecycle action: drain, then complete the hook",
-            _with_detail(
-                {"source": ["aws.autoscaling"], "detail-type": ["EC2 Instance-terminate Lifecycle Action"]},
-                terminate,
-            ),
-        ),
-        RuleSpec(
-            "asg-launch",
-            "AsgLaunchRule",
-            "ASG launch lifecycle action: wait for the node, then complete the hook",
-            _with_detail(
-                {"source": ["aws.autoscaling"], "detail-type": ["EC2 Instance-launch Lifecycle Action"]},
-                lifecycle,
-            ),
-        ),
-    ]
-    actions = config.actions
-    if actions.spot_interruption != "ignore":
-        specs.append(
-            RuleSpec(
-                "spot-interruption",
-                "SpotInterruptionRule",
-                "EC2 Spot interruption warning (two minutes)",
-                {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
-            )
-        )
-    if actions.capacity_reservation_interruption != "ignore":
-        specs.append(
-            RuleSpec(
-                "capacity-reservation-interruption",
-                "CapacityReservationInterruptionRule",
-                "EC2 interruptible capacity reservation: instance interruption warning (two minutes)",
-                {"source": ["aws.ec2"], "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"]},
-            )
-        )
-    if actions.rebalance != "ignore":
-        specs.append(
-            RuleSpec(
-                "rebalance",
-                "RebalanceRule",
-                "EC2 instance rebalance recommendation",
-                {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
-            )
-        )
-    if actions.state_change != "ignore":
-        specs.append(
-            RuleSpec(
-                "state-change",
-                "StateChangeRule",
-                "EC2 instance stopping or terminating",
-                {
-                    "source": ["aws.ec2"],
-                    "detail-type": ["EC2 Instance State-change Notification"],
-                    "detail": {"state": list(DRAIN_STATES)},
-                },
-            )
-        )
-    if actions.scheduled_change != "ignore":
-        specs.append(
-            RuleSpec(
-                "scheduled-change",
-                "ScheduledChangeRule",
-                "AWS Health scheduled change for EC2",
-                {
-                    "source": ["aws.health"],
-                    "detail-type": ["AWS Health Event"],
-                    "detail": {"service": ["EC2"], "eventTypeCategory": ["scheduledChange"]},
-                },
-            )
-        )
+    """The rules to create, one per kind of KIND_TABLE. A kind whose action is `ignore` gets no rule: no
+    invocation, no cost."""
+    scopes = {
+        "terminate": _lifecycle_detail(config, any_hook=config.actions.foreign_hook != "ignore"),
+        "launch": _lifecycle_detail(config),
+    }
+    specs = []
+    for row in KIND_TABLE:
+        if row.action is not None and getattr(config.actions, row.action) == "ignore":
+            continue
+        pattern: dict[str, Any] = {"source": [row.source], "detail-type": [row.detail_type]}
+        if row.lifecycle is not None:
+            pattern = _with_detail(pattern, scopes[row.lifecycle])
+        elif row.detail:
+            pattern["detail"] = {key: list(values) for key, values in row.detail}
+        specs.append(RuleSpec(row.kind, row.construct_id, row.label, pattern))
     return specs

@@ -22,6 +22,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from .environment import METRICS_NAMESPACE, SERVICE_NAME
+from .event_rules import KIND_TABLE
 from .log_queries import DASHBOARD_QUERIES
 
 # Every alarm's description ends with where its runbook section is (docs/runbook.md, one heading per alarm).
@@ -42,6 +43,7 @@ METRIC_WIDGETS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Evictions blocked by PodDisruptionBudgets", (("EvictionsBlockedByPDB", "Sum"),)),
     ("Pods force-deleted", (("PodsForceDeleted", "Sum"),)),
     ("Deadlines missed", (("DrainDeadlineMissed", "Sum"),)),
+    ("Drains refused (kubectl would refuse too)", (("DrainRefused", "Sum"),)),
     ("Drains held (s)", (("DrainHeldSeconds", "Maximum"),)),
     ("Errors (function-reported)", (("Errors", "Sum"),)),
 )
@@ -59,16 +61,8 @@ def search(metric_name: str, statistic: str) -> cw.MathExpression:
     )
 
 
-# Event kinds as the function names them (drain_orchestrator.events): the `kind` dimension's values.
-EVENT_KINDS = (
-    "asg-terminate",
-    "asg-launch",
-    "spot-interruption",
-    "capacity-reservation-interruption",
-    "rebalance",
-    "state-change",
-    "scheduled-change",
-)
+# Event kinds as the function names them (drain_orchestrator.kinds): the `kind` dimension's values.
+EVENT_KINDS = tuple(row.kind for row in KIND_TABLE)
 
 
 def deadline_missed(cluster: str) -> cw.MathExpression:

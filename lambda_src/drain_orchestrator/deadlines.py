@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.kinds import DeadlineRule, rule_of
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
 LIFECYCLE_GLOBAL_TIMEOUT_MAX = 48 * 3600  # AWS: a lifecycle action lasts at most 48 h ...
@@ -38,23 +39,31 @@ def heartbeat_interval(heartbeat_timeout: int | None) -> int:
     return max(5, heartbeat_timeout // 3)
 
 
-def drain_deadline(event: Interruption, ws: WorkflowSettings, hook_lifetime: int | None = None) -> float:
-    """The epoch second by which this drain must be over. Every drain has one.
+def drain_deadline(
+    event: Interruption, ws: WorkflowSettings, hook_lifetime: int | None = None, started: float | None = None
+) -> float:
+    """The epoch second by which this instance's flow must be over, by its kind's rule (kinds.KINDS). Every flow
+    has one; the Lambda and `explain` both ask here.
 
-    ``hook_lifetime``: the lifecycle hook's global timeout when it could be read (see hook_global_timeout)."""
-    if event.kind == "state-change":
-        deadline = event.event_time + ws.deadline_state_change
-    elif event.kind == "capacity-reservation-interruption":
-        notice = event.event_time + CAPACITY_RESERVATION_NOTICE_SECONDS
-        deadline = notice if event.deadline is None else event.deadline
-    elif event.kind == "rebalance" or event.deadline is None:
-        deadline = event.event_time + ws.deadline_rebalance  # no deadline in the event: the rebalance budget
-    else:
-        deadline = event.deadline
+    ``hook_lifetime``: the lifecycle hook's global timeout when it could be read (see hook_global_timeout).
+    ``started``: when the flow first looked (asg-launch counts from there; `explain` passes none: the event's time)."""
+    match rule_of(event.kind).deadline:
+        case DeadlineRule.LAUNCH:
+            return (event.event_time if started is None else started) + ws.launch_ready_timeout
+        case DeadlineRule.STATE_CHANGE:
+            deadline = event.event_time + ws.deadline_state_change
+        case DeadlineRule.NOTICE:
+            notice = event.event_time + CAPACITY_RESERVATION_NOTICE_SECONDS
+            deadline = notice if event.deadline is None else event.deadline
+        case DeadlineRule.REBALANCE:
+            deadline = event.event_time + ws.deadline_rebalance
+        case DeadlineRule.EVENT | DeadlineRule.HOOK:
+            # no deadline in the event: the rebalance budget
+            deadline = event.event_time + ws.deadline_rebalance if event.deadline is None else event.deadline
     if event.lifecycle is not None:
         if hook_lifetime is not None:
             deadline = event.event_time + hook_lifetime
-        if ws.deadline_asg_terminate is not None and event.kind == "asg-terminate":
+        if ws.deadline_asg_terminate is not None and rule_of(event.kind).deadline is DeadlineRule.HOOK:
             deadline = min(deadline, event.event_time + ws.deadline_asg_terminate)
     return deadline
 
@@ -92,7 +101,11 @@ DECIDE_RETRY_MAX_SECONDS = 3600
 def decide_deadline(event: Interruption, ws: WorkflowSettings) -> float:
     """How long reading the instances' facts is worth retrying: until the event's own deadline, at most an hour
     after the event (past that, the dead-letter queue and an operator serve the event better)."""
-    return min(drain_deadline(event, ws), event.event_time + DECIDE_RETRY_MAX_SECONDS)
+    if rule_of(event.kind).deadline is DeadlineRule.LAUNCH and event.deadline is not None:
+        until = event.deadline  # a launch's own clock starts after the decision: bounded by its hook's lifetime
+    else:
+        until = drain_deadline(event, ws)
+    return min(until, event.event_time + DECIDE_RETRY_MAX_SECONDS)
 
 
 def gate_recheck_delay(attempt: int, ws: WorkflowSettings) -> int:

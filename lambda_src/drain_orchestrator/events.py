@@ -27,16 +27,18 @@ from drain_orchestrator.interruption import (  # re-exported: callers keep impor
     LifecycleRef,
     MalformedEvent,
 )
+from drain_orchestrator.kinds import KINDS
 
 __all__ = ["IgnoreReason", "Ignored", "Interruption", "Kind", "LifecycleRef", "MalformedEvent", "parse_event"]
 
-TERMINATE_DETAIL_TYPE = "EC2 Instance-terminate Lifecycle Action"
-LAUNCH_DETAIL_TYPE = "EC2 Instance-launch Lifecycle Action"
-SPOT_DETAIL_TYPE = "EC2 Spot Instance Interruption Warning"
-CAPACITY_RESERVATION_DETAIL_TYPE = "EC2 Capacity Reservation Instance Interruption Warning"
-REBALANCE_DETAIL_TYPE = "EC2 Instance Rebalance Recommendation"
-STATE_CHANGE_DETAIL_TYPE = "EC2 Instance State-change Notification"
-HEALTH_DETAIL_TYPE = "AWS Health Event"
+# each kind's detail-type, as its EventBridge rule matches it (kinds.KINDS)
+TERMINATE_DETAIL_TYPE = KINDS["asg-terminate"].detail_type
+LAUNCH_DETAIL_TYPE = KINDS["asg-launch"].detail_type
+SPOT_DETAIL_TYPE = KINDS["spot-interruption"].detail_type
+CAPACITY_RESERVATION_DETAIL_TYPE = KINDS["capacity-reservation-interruption"].detail_type
+REBALANCE_DETAIL_TYPE = KINDS["rebalance"].detail_type
+STATE_CHANGE_DETAIL_TYPE = KINDS["state-change"].detail_type
+HEALTH_DETAIL_TYPE = KINDS["scheduled-change"].detail_type
 TEST_NOTIFICATION = "autoscaling:TEST_NOTIFICATION"
 
 # Spot warnings come two minutes before the interruption (hibernation starts at once).

@@ -7,7 +7,7 @@ pay for the parser (events.py), which only the first invocation of an execution 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any, Literal, cast, get_args
 
 Kind = Literal[
@@ -66,9 +66,6 @@ class Interruption:
     window_start: float | None = None  # scheduled-change
     window_end: float | None = None
     event_type_code: str | None = None  # scheduled-change
-
-    def with_deadline(self, deadline: float | None) -> Interruption:
-        return replace(self, deadline=deadline)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.interruption import Ignored, Interruption
+from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.settings import Controller, Settings
 
 CLUSTER_TAG_PREFIX = "kubernetes.io/cluster/"
@@ -48,9 +49,6 @@ class Reason(StrEnum):
     MANAGED_BY_KARPENTER = "managed-by-karpenter"  # Karpenter handles this instance's interruptions itself
     MANAGED_BY_AUTO_MODE = "managed-by-auto-mode"  # EKS Auto Mode handles this instance's interruptions itself
     MANAGED_BY_NODE_GROUP = "managed-by-node-group"  # rebalance of a managed node group's instance: MNG's own job
-
-
-OWNED_REASONS = frozenset({Reason.OWNED_INSTANCE_TAG, Reason.OWNED_ASG_TAG, Reason.OWNED_CUSTOM_TAG})
 
 
 @dataclass(frozen=True)
@@ -173,24 +171,14 @@ def decide_ignored(ignored: Ignored) -> list[Decision]:
 
 
 def _owned_action(event: Interruption, settings: Settings) -> Action:
-    match event.kind:
-        case "asg-terminate":
-            return "drain"
-        case "asg-launch":
-            # An instance entering the warm pool is stopped right after launch; it will not become a node now.
-            lifecycle = event.lifecycle
-            return "complete-lifecycle" if lifecycle is not None and lifecycle.to_warm_pool else "wait-ready"
-        case "spot-interruption":
-            configured = settings.action_spot_interruption
-        case "capacity-reservation-interruption":
-            configured = settings.action_capacity_reservation_interruption
-        case "rebalance":
-            configured = settings.action_rebalance
-        case "state-change":
-            configured = settings.action_state_change
-        case "scheduled-change":
-            configured = settings.action_scheduled_change
-    return "skip" if configured == "ignore" else configured
+    """The kind's action (kinds.KINDS): its ACTION_* setting, or its fixed default."""
+    rule = rule_of(event.kind)
+    if rule.flow == "launch" and event.lifecycle is not None and event.lifecycle.to_warm_pool:
+        return "complete-lifecycle"  # an instance entering the warm pool is stopped at once: no node now
+    if rule.action_variable is None:
+        return cast(Action, rule.default_action)
+    configured = getattr(settings, rule.action_variable.lower())
+    return "skip" if configured == "ignore" else cast(Action, configured)
 
 
 def _managed_by(facts: InstanceFacts, event: Interruption, settings: Settings) -> Reason | None:

@@ -1,17 +1,20 @@
-"""The infra's kind lists against the function's: every kind the parser produces has a rule that matches its
-samples and a series in the deadline-missed alarm. Pure, no jsii (infra never imports lambda_src; the test does)."""
+"""The infra's kind table against the function's (kinds.KINDS), column by column: every kind the parser produces
+has a rule that matches its samples and a series in the deadline-missed alarm. Pure, no jsii (infra never imports
+lambda_src; the test does)."""
 
 from __future__ import annotations
 
 from typing import Any, get_args
 
 import pytest
-from infra.config import config_from_mapping
-from infra.event_rules import rule_specs
+from infra.config import KindActions, config_from_mapping
+from infra.event_rules import DRAIN_STATES, KIND_TABLE, rule_specs
 from infra.observability import EVENT_KINDS
 
-from drain_orchestrator.events import Interruption, parse_event
+from drain_orchestrator.events import DRAINING_STATES, Interruption, parse_event
 from drain_orchestrator.interruption import Kind
+from drain_orchestrator.kinds import KINDS
+from drain_orchestrator.settings import Settings
 from testbed import samples
 
 
@@ -38,6 +41,23 @@ INTERRUPTIONS = [
 
 def test_the_alarm_and_dashboard_list_every_kind_the_function_names() -> None:
     assert get_args(Kind) == EVENT_KINDS
+
+
+def test_the_infra_table_is_the_function_table_column_by_column() -> None:
+    assert tuple(KINDS) == get_args(Kind) == tuple(row.kind for row in KIND_TABLE)
+    defaults = Settings.from_env({"CLUSTER_NAMES": "prod"})
+    for row in KIND_TABLE:
+        fn = KINDS[row.kind]  # type: ignore[index]
+        assert (row.source, row.detail_type, row.label) == (fn.source, fn.detail_type, fn.label), row.kind
+        assert row.default_action == fn.default_action, row.kind
+        if row.action is None:
+            assert fn.action_variable is None, row.kind
+        else:  # the context key's field and the function's ACTION_* variable name one setting with one default
+            assert fn.action_variable == f"ACTION_{row.action.upper()}", row.kind
+            assert getattr(KindActions(), row.action) == fn.default_action == getattr(defaults, f"action_{row.action}")
+        assert (row.lifecycle == "terminate") == fn.lifecycle, row.kind
+        assert (row.lifecycle == "launch") == (fn.flow == "launch"), row.kind
+    assert DRAIN_STATES == DRAINING_STATES
 
 
 def test_by_default_every_kind_has_one_rule() -> None:

@@ -9,6 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from drain_orchestrator.cli.approve import ApprovalGone, decision_of, send_decision
+from drain_orchestrator.outcome import lifecycle_result
 from drain_orchestrator.workflow.approval import (
     MARGIN_SECONDS,
     RESULTS,
@@ -17,7 +18,6 @@ from drain_orchestrator.workflow.approval import (
     OperatorDecision,
     callback_timeout,
 )
-from drain_orchestrator.workflow.drain_flow import lifecycle_result
 from drain_orchestrator.workflow.held import Held
 
 

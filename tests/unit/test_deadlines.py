@@ -8,6 +8,7 @@ import pytest
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.interruption import Interruption, LifecycleRef
+from drain_orchestrator.kinds import KINDS
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
 T0 = 1_800_000_000.0
@@ -89,3 +90,18 @@ def test_decide_is_retried_until_the_event_deadline_at_most_an_hour() -> None:
     assert deadlines.decide_deadline(_event("spot-interruption", deadline=T0 + 120), WS) == T0 + 120
     event = _event("asg-terminate", lifecycle=HOOK, deadline=T0 + 48 * 3600)
     assert deadlines.decide_deadline(event, WS) == T0 + deadlines.DECIDE_RETRY_MAX_SECONDS
+
+
+def test_a_launch_gives_up_when_the_lambda_does_and_explain_says_so() -> None:
+    launch = _event("asg-launch", deadline=T0 + 48 * 3600, lifecycle=replace(HOOK, transition="launching"))
+    ws = WorkflowSettings.from_env({"LAUNCH_READY_TIMEOUT_SECONDS": "600"})
+    # explain (no start known): from the event; the Lambda: from its first look for the node
+    assert deadlines.drain_deadline(launch, ws) == T0 + 600
+    assert deadlines.drain_deadline(launch, ws, started=T0 + 7) == T0 + 607
+    assert deadlines.drain_deadline(launch, ws, hook_lifetime=3600) == T0 + 600  # the hook's lifetime is no bound
+    assert deadlines.decide_deadline(launch, ws) == T0 + deadlines.DECIDE_RETRY_MAX_SECONDS  # as before: the hook's
+
+
+def test_every_kind_has_a_deadline_rule() -> None:
+    for kind in KINDS:
+        assert deadlines.drain_deadline(_event(kind), WS) > T0, kind

@@ -21,6 +21,7 @@ from drain_orchestrator.deadlines import drain_deadline
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locate_node
 from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
 from drain_orchestrator.failures import ApiError
+from drain_orchestrator.kinds import DeadlineRule, rule_of
 from drain_orchestrator.ownership import decide_ignored
 from drain_orchestrator.restamp import restamp
 from drain_orchestrator.settings import Settings, SettingsError
@@ -103,11 +104,10 @@ def explain(
 
 
 def _drain_deadline(event: Interruption, autoscaling: Any) -> float | None:
-    """The deadline the Lambda would use (same rule, same settings, the hook's own timeouts when it has one)."""
-    if event.kind == "asg-launch":
-        return event.deadline
+    """The deadline the Lambda would use (same rule, same settings, the hook's own timeouts when it has one; a
+    launch's clock starts when the Lambda first looks for the node, here taken as the event's time)."""
     lifetime = None
-    if event.lifecycle is not None:
+    if event.lifecycle is not None and rule_of(event.kind).deadline is DeadlineRule.HOOK:
         hook = describe_hook(autoscaling, event.lifecycle.asg_name, event.lifecycle.hook_name)
         lifetime = hook.global_timeout if hook is not None else None
     return drain_deadline(event, WorkflowSettings.from_env(os.environ), lifetime)

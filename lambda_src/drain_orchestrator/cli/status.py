@@ -213,7 +213,7 @@ def _elbv2() -> Any:
 
 def cluster_status(kube: Kube, cluster: str, elbv2: Any, *, now: float) -> list[NodeStatus]:
     from drain_orchestrator.kube.pods import list_node_pods  # noqa: PLC0415
-    from drain_orchestrator.kube.volumes import node_attachments  # noqa: PLC0415
+    from drain_orchestrator.workflow.gate_defs import GATES  # noqa: PLC0415
 
     resp = kube.request("GET", "/api/v1/nodes")
     if not resp.ok:
@@ -222,7 +222,7 @@ def cluster_status(kube: Kube, cluster: str, elbv2: Any, *, now: float) -> list[
     if not ours:
         return []
     pdbs = _pdbs(kube)
-    groups = None
+    caches: dict[str, dict[str, Any]] = {gate.key: {} for gate in GATES}
     out = []
     for n in ours:
         s = _node_status(cluster, n, now)
@@ -230,16 +230,17 @@ def cluster_status(kube: Kube, cluster: str, elbv2: Any, *, now: float) -> list[
             pods = [p for p in list_node_pods(kube, s.node) if _evictable(p)]
             s.pods_left = len(pods)
             s.blocked_pods = blocked(pods, pdbs)
-            s.volumes = node_attachments(kube, s.node).holding
         except Exception as exc:
             s.errors.append(f"kubernetes: {str(exc)[:200]}")
-        if elbv2 is not None and s.instance_id:
+        for gate in GATES:  # what each gate would hold the instance for (the gates the Lambda checks)
+            if gate.status_field is None or any(e.startswith(f"{gate.status_label}:") for e in s.errors):
+                continue  # not shown, or the same API already failed for this node
             try:
-                if groups is None:
-                    groups = elbv2.target_groups(cluster, ())
-                s.targets = _targets(elbv2, groups, s.instance_id)
+                looked = gate.look(kube, elbv2, cluster, s.node, s.instance_id, caches[gate.key])
             except Exception as exc:
-                s.errors.append(f"load balancers: {str(exc)[:200]}")
+                s.errors.append(f"{gate.status_label}: {str(exc)[:200]}")
+            else:
+                setattr(s, gate.status_field, looked)
         out.append(s)
     return out
 
@@ -324,18 +325,6 @@ def blocked(pods: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> list[str]
             if selects((pdb.get("spec") or {}).get("selector"), labels):
                 out.append(f"{ns}/{meta.get('name')} (PDB {ns}/{pmeta.get('name')})")
     return sorted(out)
-
-
-def _targets(elbv2: Any, groups: list[Any], instance_id: str) -> list[str]:
-    from drain_orchestrator.aws.elbv2 import HOLDING_STATES  # noqa: PLC0415
-
-    out = []
-    for tg in groups:
-        if tg.target_type != "instance":
-            continue  # ip targets: the pods' IPs are gone with the pods; the Lambda recorded them at drain start
-        held = [t for t in elbv2.targets(tg.arn) if t.id == instance_id and t.state in HOLDING_STATES]
-        out += [f"{tg.name} ({t.id}): {t.state}" for t in held]
-    return out
 
 
 def render_report(report: StatusReport) -> str:

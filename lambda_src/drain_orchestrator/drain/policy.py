@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from drain_orchestrator.drain.classify import Controller, PodInfo, PodVerdict, Verdict
 from drain_orchestrator.drain.plan import force_delete_at
+from drain_orchestrator.kinds import KINDS
 
 POLICY_ANNOTATION = "drain-orchestrator.io/drain-policy"
 ORDER_ANNOTATION = "drain-orchestrator.io/evict-order"
@@ -29,7 +30,7 @@ KEYS = (POLICY_ANNOTATION, ORDER_ANNOTATION)
 
 # Voluntary: the instance goes because someone chose it (scale-in, rebalance, maintenance); there is time to let
 # work finish. Spot interruptions and state changes are involuntary: the instance goes regardless.
-VOLUNTARY_KINDS = frozenset({"asg-terminate", "rebalance", "scheduled-change"})
+VOLUNTARY_KINDS = frozenset(k for k, rule in KINDS.items() if rule.voluntary)  # kinds.KINDS's column
 
 _ORDER = re.compile(r"[+-]?[0-9]{1,9}")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

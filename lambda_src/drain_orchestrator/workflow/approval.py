@@ -23,6 +23,7 @@ from aws_durable_execution_sdk_python import StepContext, durable_step
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 
 from drain_orchestrator.observability import logger
+from drain_orchestrator.outcome import Result
 from drain_orchestrator.workflow.pace import Pace, step_config
 from drain_orchestrator.workflow.results import Checkpointed
 
@@ -37,9 +38,8 @@ class Choice(StrEnum):
     WAIT = "wait"  # keep draining until the deadline, as without approval
 
 
-# the drain results a decision ends in, and the lifecycle result each one completes the action with
-RESULTS = {Choice.CONTINUE: "approved-continue", Choice.ABANDON: "approved-abandon"}
-LIFECYCLE_RESULTS = {"approved-continue": "CONTINUE", "approved-abandon": "ABANDON"}
+# the drain results a decision ends in (their lifecycle results: outcome.RULES)
+RESULTS = {Choice.CONTINUE: Result.APPROVED_CONTINUE, Choice.ABANDON: Result.APPROVED_ABANDON}
 
 
 class DecisionError(ValueError):

@@ -24,17 +24,18 @@ from drain_orchestrator.decide import Assessment
 from drain_orchestrator.drain.report import DrainReport, held_reasons
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger
+from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
 from drain_orchestrator.workflow import gates, runtime
-from drain_orchestrator.workflow.approval import LIFECYCLE_RESULTS, RESULTS, Approval, Choice
+from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
 from drain_orchestrator.workflow.job import DrainJob
-from drain_orchestrator.workflow.one_drain import CLAIM_LOST, one_drain
+from drain_orchestrator.workflow.one_drain import one_drain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
 from drain_orchestrator.workflow.report_step import announce_step, report_step
 from drain_orchestrator.workflow.results import (
-    SUCCESS,
     Announced,
     Cordoned,
     DrainPlan,
@@ -47,35 +48,35 @@ from drain_orchestrator.workflow.results import (
 from drain_orchestrator.workflow.surge_step import surge_restore_step
 
 
-def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> dict[str, Any]:
+def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> InstanceOutcome:
     ws = runtime.wsettings()
     plan: DrainPlan = ctx.step(plan_step(event), name="plan", config=step_config(DrainPlan))
     job = DrainJob(event, assessment.decision, plan, run_id)
     pace = Pace(
         ctx, event, job.decision.instance_id, now=plan.now, interval=plan.heartbeat_interval, dry_run=ws.dry_run
     )
-    summary: dict[str, Any] = {
-        "instance_id": job.decision.instance_id,
-        "cluster": job.decision.cluster,
-        "node": job.decision.node,
-        "decision": job.decision.reason.value,
-        "action": job.decision.action,
-    }
+    summary = InstanceOutcome(
+        job.decision.instance_id,
+        job.decision.cluster,
+        job.decision.node,
+        job.decision.reason.value,
+        job.decision.action,
+    )
     pace.beat_if_due("start")
 
     loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, plan.deadline)
     if loc.fault is not None:
-        return _verdict(ctx, job, pace, summary, "failed", None, started_at=plan.now, error=loc.fault)
+        return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=plan.now, error=loc.fault)
     decision = loc.decision
     job = job.with_decision(decision)
-    summary.update(node=decision.node, decision=decision.reason.value, action=decision.action)
+    summary.node, summary.decision, summary.action = decision.node, decision.reason.value, decision.action
     if decision.action == "complete-lifecycle":  # owned but no node: nothing to drain, let the ASG go on
-        summary["lifecycle"] = complete_lifecycle(pace, job, "CONTINUE", "no node to drain")
+        summary.lifecycle = complete_lifecycle(pace, job, "CONTINUE", "no node to drain")
         return summary
     if decision.action == "skip" or decision.node is None:
         return summary
     logger.thread_safe_append_keys(node=decision.node)
-    if event.kind == "scheduled-change" and event.window_start is not None:
+    if event.window_start is not None:  # a scheduled change's window
         start_at = event.window_start - ws.scheduled_change_lead
         if start_at - pace.now >= 1:
             ctx.wait(Duration.from_seconds(int(start_at - pace.now)), name="until-window")
@@ -83,15 +84,15 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
 
     cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, plan.deadline)
     started_at = cordoned.now
-    summary["cordoned"] = cordoned.cordoned
+    summary.cordoned = cordoned.cordoned
     if cordoned.fault is not None:
-        return _verdict(ctx, job, pace, summary, "failed", None, started_at=started_at, error=cordoned.fault)
+        return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=started_at, error=cordoned.fault)
     if cordoned.gone:
-        return _verdict(ctx, job, pace, summary, "node-gone", None, started_at=started_at)
+        return _verdict(ctx, job, pace, summary, Result.NODE_GONE, None, started_at=started_at)
     if cordoned.cordon_claimed or cordoned.drain_claimed:
         ctx.step(announce_step(job, cordoned), name="announce", config=step_config(Announced))
     if decision.action == "cordon":
-        summary["result"] = "cordoned"
+        summary.result = Result.CORDONED
         return summary
     job = replace(job, counts_pods=cordoned.drain_claimed)
     result, report, error = gates.around_drain(
@@ -105,8 +106,8 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
 
 
 def _drain_passes(
-    ctx: DurableContext, job: DrainJob, pace: Pace, summary: dict[str, Any]
-) -> tuple[str, DrainReport | None, StepFault | None]:
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome
+) -> tuple[Result, DrainReport | None, StepFault | None]:
     """Passes until drained, refused, gone, failed for good, an operator's decision, or the deadline.
     Returns (result, report, error)."""
     ws = runtime.wsettings()
@@ -118,7 +119,7 @@ def _drain_passes(
     while True:
         chosen = approval.look(ctx, pace, n) if approval is not None else None
         if chosen is not None:
-            summary["approval"] = chosen.to_dict()
+            summary.approval = chosen.to_dict()
             choice = Choice(chosen.decision)
             if choice in RESULTS:
                 return RESULTS[choice], report, None
@@ -129,15 +130,15 @@ def _drain_passes(
         )
         pace.absorb(out)
         if out.gone:
-            return "node-gone", report, None
+            return Result.NODE_GONE, report, None
         if out.claim_lost:
-            return CLAIM_LOST, report, None
+            return Result.CLAIM_LOST, report, None
         if out.deadline is not None:  # another execution waiting on this drain has an earlier deadline
             deadline = min(deadline, out.deadline)
         if out.fault is not None:
             policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
             if policy.gives_up_after(faults) or pace.now >= deadline:
-                return "failed", report, out.fault
+                return Result.FAILED, report, out.fault
             want = float(policy.delay(faults))
             faults += 1
         else:
@@ -153,13 +154,13 @@ def _drain_passes(
                 )
                 pace.absorb(said)
             if report.drained:
-                return "drained", report, None
+                return Result.DRAINED, report, None
             if report.refused:
-                return "refused", report, None
+                return Result.REFUSED, report, None
             if ws.dry_run:  # one pass says what a drain would do; nothing changed, so more would only repeat it
-                return "dry-run", report, None
+                return Result.DRY_RUN, report, None
             if pace.now >= deadline:
-                return "deadline-missed", report, None
+                return Result.DEADLINE_MISSED, report, None
             want = float(deadlines.recheck_delay(ok_passes, ws))
             ok_passes += 1
         pace.wait(want, f"recheck-{n}", deadline)
@@ -176,29 +177,27 @@ def _verdict(
     ctx: DurableContext,
     job: DrainJob,
     pace: Pace,
-    summary: dict[str, Any],
-    result: str,
+    summary: InstanceOutcome,
+    result: Result,
     report: DrainReport | None,
     *,
     started_at: float,
     error: StepFault | None = None,
-) -> dict[str, Any]:
+) -> InstanceOutcome:
     """Settle the lifecycle action first (the instance must not wait on a report), then report."""
-    summary["result"] = result
-    summary["report"] = summary_of(report)
+    summary.result = result
+    summary.report = summary_of(report)
     if error is not None:
-        summary["error"] = error.to_dict()
-    if job.event.lifecycle is not None and job.event.kind == "asg-terminate":
+        summary.error = error.to_dict()
+    if job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle:
         outcome = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure)
-        summary["lifecycle"] = complete_lifecycle(pace, job, outcome, result)
-    if summary.get("cordoned") and job.decision.action == "drain" and not runtime.wsettings().dry_run:
+        summary.lifecycle = complete_lifecycle(pace, job, outcome, result.value)
+    if summary.cordoned and job.decision.action == "drain" and not runtime.wsettings().dry_run:
         _restore_surges(job, pace, report, summary)
-    summary["heartbeats"] = pace.beats
-    reported_keys = ("result", "lifecycle", "report", "error", "gates", "surge_restored", "approval")
-    verdict = {k: summary.get(k) for k in reported_keys if summary.get(k) is not None}
-    reported: Reported = ctx.step(report_step(job, verdict, started_at), name="report", config=step_config(Reported))
-    summary["duration_seconds"] = reported.duration
-    summary["notified"] = reported.notified
+    summary.heartbeats = pace.beats
+    reported: Reported = ctx.step(report_step(job, summary, started_at), name="report", config=step_config(Reported))
+    summary.duration_seconds = reported.duration
+    summary.notified = reported.notified
     return summary
 
 
@@ -206,23 +205,15 @@ def _verdict(
 SURGE_RESTORE_RETRY_SECONDS = 600
 
 
-def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summary: dict[str, Any]) -> None:
+def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summary: InstanceOutcome) -> None:
     """Whatever ended the drain, workloads surged for this node get their figures back (kube/surge.py)."""
     surged = sorted({n.workload.split(" ", 1)[1] for n in (report.surge if report else []) if n.via})
     until = pace.now + SURGE_RESTORE_RETRY_SECONDS
     out = pace.retrying("surge-restore", lambda _lb: surge_restore_step(job, surged), SurgeRestored, until)
     if out.fault is not None:
-        summary["surge_restored"] = [f"failed: {out.fault.message}"]
+        summary.surge_restored = [f"failed: {out.fault.message}"]
     elif out.restored:
-        summary["surge_restored"] = out.restored
-
-
-def lifecycle_result(result: str, on_failure: str) -> str:
-    """The lifecycle action's result for a drain result: CONTINUE once drained, an operator's decision as said,
-    LIFECYCLE_RESULT_ON_FAILURE otherwise."""
-    if result in SUCCESS:
-        return "CONTINUE"
-    return LIFECYCLE_RESULTS.get(result, on_failure)
+        summary.surge_restored = out.restored
 
 
 def summary_of(report: DrainReport | None) -> dict[str, Any] | None:

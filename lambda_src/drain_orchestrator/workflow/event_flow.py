@@ -26,7 +26,9 @@ from drain_orchestrator.clip import clip
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
+from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger, metric
+from drain_orchestrator.outcome import InstanceOutcome
 from drain_orchestrator.ownership import Decision, Reason
 from drain_orchestrator.settings import SettingsError
 from drain_orchestrator.workflow import runtime
@@ -84,7 +86,7 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
         {"event": _branch_event(event, a.decision).to_dict(), "assessment": a.to_dict(), "run_id": cfg.run_id}
         for a in acted
     ]
-    results: list[dict[str, Any]] = []
+    results: list[InstanceOutcome] = []
     if items:
         batch: BatchResult[dict[str, Any]] = context.map(
             items,
@@ -95,11 +97,11 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
                 completion_config=CompletionConfig.all_completed(),  # type: ignore[no-untyped-call]
             ),
         )
-        results = [r for r in batch.get_results() if r is not None]
+        results = [InstanceOutcome.from_dict(r) for r in batch.get_results() if r is not None]
         if batch.has_failure:
             errors = "; ".join(clip(str(e.message), 200) for e in batch.get_errors()[:NAMED] if e)
             raise WorkflowError(f"{batch.failure_count} of {len(items)} instance workflows failed: {errors}")
-    failed = [r for r in results if r.get("result") == "failed" or (r.get("lifecycle") or {}).get("error")]
+    failed = [r for r in results if r.failed]
     if failed:
         more = f"; and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
         raise WorkflowError(
@@ -110,22 +112,22 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     return outcome(event, results, others)
 
 
-def outcome(event: Interruption, results: list[dict[str, Any]], others: list[Decision]) -> dict[str, Any]:
+def outcome(event: Interruption, results: list[InstanceOutcome], others: list[Decision]) -> dict[str, Any]:
     """The execution's result, checkpointed like a step's (256 KB at most): the first few instances in full,
     every instance counted."""
     return {
         "event_id": event.event_id,
         "kind": event.kind,
-        "instances": results[:NAMED],
-        "instances_count": dict(Counter(str(r.get("result") or r.get("action")) for r in results)),
+        "instances": [r.to_dict() for r in results[:NAMED]],
+        "instances_count": dict(Counter(str(r.result or r.action) for r in results)),
         "not_acted_on": [d.to_dict() for d in others[:NAMED]],
         "not_acted_on_count": dict(Counter(d.reason.value for d in others)),
     }
 
 
-def _failure_line(summary: dict[str, Any]) -> str:
-    error = summary.get("error") or (summary.get("lifecycle") or {}).get("error") or {}
-    return f"{summary['instance_id']}: {error.get('step')} {error.get('kind')}: {error.get('message')}"
+def _failure_line(summary: InstanceOutcome) -> str:
+    error = summary.error or (summary.lifecycle or {}).get("error") or {}
+    return f"{summary.instance_id}: {error.get('step')} {error.get('kind')}: {error.get('message')}"
 
 
 def _branch_event(event: Interruption, decision: Decision) -> Interruption:
@@ -176,9 +178,10 @@ def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, item
     # map branches run in threads: per-thread keys, or one instance's keys would land on another's lines
     logger.thread_safe_clear_keys()
     logger.thread_safe_append_keys(instance_id=d.instance_id, cluster=d.cluster)
-    if event.kind == "asg-launch":
-        return launch_instance(ctx, event, assessment)
-    return drain_instance(ctx, event, assessment, item["run_id"])
+    # the branch's result is checkpointed as JSON (the map's default serdes): the outcome's plain form
+    if rule_of(event.kind).flow == "launch":
+        return launch_instance(ctx, event, assessment).to_dict()
+    return drain_instance(ctx, event, assessment, item["run_id"]).to_dict()
 
 
 @durable_step

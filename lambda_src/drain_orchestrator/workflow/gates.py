@@ -9,6 +9,7 @@
        error (``gate: targets still draining: tg-x (i-...)``), the lifecycle action completed with
        LIFECYCLE_RESULT_ON_FAILURE.
 
+The gates are objects (gate_defs.GATES): the configured ones run in one loop, each check a durable step of its own.
 A gate that cannot check (ELBv2 AccessDenied, an unreachable API) is retried by its failure kind like any step;
 when it gives up it stops holding, and its error is in the summary (counted as ``Errors``): a missing permission
 must not keep every instance to its deadline.
@@ -25,15 +26,17 @@ from aws_durable_execution_sdk_python import DurableContext
 from drain_orchestrator import deadlines
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
+from drain_orchestrator.kinds import rule_of
+from drain_orchestrator.outcome import InstanceOutcome, Result, succeeded
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.gate_steps import out_of_service_step, pod_ips_step, targets_step, volumes_step
+from drain_orchestrator.workflow.gate_defs import GATES, Check, Gate, Run, State, configured
+from drain_orchestrator.workflow.gate_steps import out_of_service_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, gate_held, held_step
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import Pace, step_config
-from drain_orchestrator.workflow.results import SUCCESS, PodAddresses, StepFault, Tainted, TargetsCheck, VolumesCheck
+from drain_orchestrator.workflow.results import StepFault, Tainted
 
-Drained = tuple[str, DrainReport | None, StepFault | None]
-HELD = "gate-held"
+Drained = tuple[Result, DrainReport | None, StepFault | None]
 
 
 @dataclass
@@ -47,15 +50,17 @@ class _Gate:
     error: StepFault | None = None
     done_at: float | None = None
 
-    def absorb(self, fault: StepFault | None, holding: list[str], now: float, deadline: float) -> None:
-        if fault is not None:
-            if RETRY_POLICIES[FailureKind(fault.kind)].gives_up_after(self.faults) or now >= deadline:
-                self.on, self.error = False, fault
+    def absorb(self, check: Check, now: float, deadline: float) -> None:
+        """Failed: retried by its failure kind until it gives up (then it stops holding); held / clear: noted."""
+        if check.state is State.FAILED:
+            assert check.fault is not None
+            if RETRY_POLICIES[FailureKind(check.fault.kind)].gives_up_after(self.faults) or now >= deadline:
+                self.on, self.error = False, check.fault
             self.faults += 1
             return
-        self.faults, self.holding = 0, holding
-        self.held.update(holding)
-        if not holding:
+        self.faults, self.holding = 0, check.holding
+        self.held.update(check.holding)
+        if check.state is State.CLEAR:
             self.on, self.done_at = False, now
 
     def summary(self, start: float, now: float, still: str) -> dict[str, Any]:
@@ -70,87 +75,56 @@ class _Gate:
 
 
 def around_drain(
-    ctx: DurableContext, job: DrainJob, pace: Pace, summary: dict[str, Any], drain: Callable[[], Drained]
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, drain: Callable[[], Drained]
 ) -> Drained:
     """Run ``drain`` inside the gates; returns its (result, report, error), or ``gate-held`` with the reason."""
     ws = runtime.wsettings()
-    lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
-    lb = ws.gate_applies(ws.wait_for_deregistration, lifecycle)
-    volumes = ws.gate_applies(ws.wait_for_volume_detach, lifecycle)
+    lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
+    on = [g for g in GATES if configured(g, ws, lifecycle)]
     if ws.out_of_service_taint and job.event.kind == "state-change" and job.event.state == "terminated":
         tainted: Tainted = ctx.step(out_of_service_step(job), name="out-of-service", config=step_config(Tainted))
         pace.absorb(tainted)
-        summary["out_of_service"] = tainted.tainted
-    ips: list[str] = []
-    if lb:
-        snap: PodAddresses = ctx.step(pod_ips_step(job), name="gate-pod-ips", config=step_config(PodAddresses))
-        pace.absorb(snap)
-        ips = snap.ips  # unknown (a fault, already logged): the gate still waits on instance targets
+        summary.out_of_service = tainted.tainted
+    runs = [(g, g.start(ctx, job, pace)) for g in on]
     result, report, error = drain()
-    if result not in SUCCESS or not (lb or volumes):
+    if not succeeded(result) or not on:
         return result, report, error
-    gates, reason = _hold(ctx, job, pace, ips, lb=lb, volumes=volumes and result == "drained")
-    summary["gates"] = gates
+    gates, reason = _hold(ctx, job, pace, [(g, run) for g, run in runs if g.after(result)])
+    summary.gates = gates
     if reason is not None:
-        return HELD, report, StepFault(step="gate", kind="deadline", message=reason)
+        return Result.GATE_HELD, report, StepFault(step="gate", kind="deadline", message=reason)
     return result, report, error
 
 
 def _hold(
-    ctx: DurableContext, job: DrainJob, pace: Pace, ips: list[str], *, lb: bool, volumes: bool
+    ctx: DurableContext, job: DrainJob, pace: Pace, runs: list[tuple[Gate, Run]]
 ) -> tuple[dict[str, Any], str | None]:
+    """Check every gate that still holds, durable waits in between, until none holds or the deadline."""
     ws = runtime.wsettings()
     deadline, start = job.plan.deadline, pace.now
-    targets, vols = _Gate(on=lb), _Gate(on=volumes)
-    groups: list[dict[str, Any]] | None = None
-    seen_groups: set[str] = set()
-    deregistered: list[str] = []
-    ignored: list[str] = []
-    api_calls = n = 0
+    progress = [_Gate(on=True) for _ in runs]
+    n = 0
     watch = HeldWatch(ws.held_notify_seconds)  # a gate holding past HELD_NOTIFY_SECONDS is said, like a PDB
     while True:
-        if targets.on:
-            t: TargetsCheck = ctx.step(
-                targets_step(job, ips, groups, targets.holding, start),
-                name=f"gate-targets-{n}",
-                config=step_config(TargetsCheck),
-            )
-            pace.absorb(t)
-            api_calls += t.api_calls
-            if t.fault is None:
-                groups = t.groups
-                seen_groups.update(str(g["name"]) for g in groups)
-                deregistered.extend(t.deregistered)
-            targets.absorb(t.fault, t.holding, pace.now, deadline)
-        if vols.on:
-            v: VolumesCheck = ctx.step(volumes_step(job), name=f"gate-volumes-{n}", config=step_config(VolumesCheck))
-            pace.absorb(v)
-            vols.absorb(v.fault, v.attached, pace.now, deadline)
-            ignored = v.ignored if v.fault is None else ignored
-        holding = (targets.holding if targets.on else []) + (vols.holding if vols.on else [])
+        for (_gate, run), p in zip(runs, progress, strict=True):
+            if p.on:
+                check = run.check(ctx, pace, n, start)
+                p.absorb(check, pace.now, deadline)
+        holding = [h for p in progress if p.on for h in p.holding]
         if watch.holding(bool(holding), pace.now) and watch.since is not None:
             held = gate_held(job, holding, watch.since, pace.now, deadline)
             said: HeldNotice = ctx.step(held_step(job, held, None), name="gate-held", config=step_config(HeldNotice))
             pace.absorb(said)
-        if not (targets.on or vols.on) or pace.now >= deadline:
+        if not any(p.on for p in progress) or pace.now >= deadline:
             break
         pace.wait(deadlines.gate_recheck_delay(n, ws), f"gate-wait-{n}", deadline)
         n += 1
     out: dict[str, Any] = {}
     reasons = []
-    if lb:
-        out["load_balancers"] = {
-            **targets.summary(start, pace.now, "still_draining"),
-            "target_groups": sorted(seen_groups),
-            "deregistered": deregistered,  # by the orchestrator: target groups configured by ARN
-            "api_calls": api_calls,
-        }
-        if targets.on:
-            reasons.append(f"targets still draining: {', '.join(targets.holding)}")
-    if volumes:
-        out["volumes"] = {**vols.summary(start, pace.now, "still_attached"), "left_with_their_pods": ignored}
-        if vols.on:
-            reasons.append(f"volumes still attached: {', '.join(vols.holding)}")
+    for (gate, run), p in zip(runs, progress, strict=True):
+        out[gate.key] = {**p.summary(start, pace.now, gate.still), **run.summary()}
+        if p.on:
+            reasons.append(f"{gate.holds_as}: {', '.join(p.holding)}")
     reason = f"gate: {'; '.join(reasons)}" if reasons else None
     if reason is not None:
         out["reason"] = reason

@@ -16,6 +16,7 @@ from typing import Any
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator.drain.report import DrainReport, held_reasons
+from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import SECONDS, logger, metric
 from drain_orchestrator.timefmt import iso_utc
 from drain_orchestrator.workflow import runtime
@@ -101,7 +102,7 @@ def held_of(
     pods = {h.pod for h in report.held} | {b.pod for b in report.blocked}
     pdbs = {p for h in report.held for p in h.pdbs} | {p for b in report.blocked for p in b.pdbs}
     reasons = {h.reason for h in report.held} or {"pdb"}
-    lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
+    lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
     then = at_deadline(reasons, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
     return Held(
         since, now - since, sorted(pods), sorted(pdbs), sorted(reasons), then, deadline, approval_id=approval_id
@@ -112,7 +113,7 @@ def gate_held(job: DrainJob, holding: list[str], since: float, now: float, deadl
     """A drained node whose instance a gate still holds (targets draining, volumes attached): the deadline
     brings the lifecycle action's answer (no pod to force)."""
     ws = runtime.wsettings()
-    lifecycle = job.event.lifecycle is not None and job.event.kind == "asg-terminate"
+    lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
     then = at_deadline({"gate"}, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
     return Held(since, now - since, [], [], ["gate"], then, deadline, sorted(holding))
 

@@ -6,13 +6,12 @@ unreachable that long). An instance launching into a warm pool will not join now
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_durable_execution_sdk_python import DurableContext
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.decide import Assessment
 from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.lifecycle_steps import ready_step
@@ -22,20 +21,15 @@ from drain_orchestrator.workflow.results import DrainPlan, ReadyCheck
 READY_RECHECK_SECONDS = 10
 
 
-def launch_instance(ctx: DurableContext, event: Interruption, assessment: Assessment) -> dict[str, Any]:
+def launch_instance(ctx: DurableContext, event: Interruption, assessment: Assessment) -> InstanceOutcome:
     ws = runtime.wsettings()
     decision = assessment.decision
-    summary: dict[str, Any] = {
-        "instance_id": decision.instance_id,
-        "cluster": decision.cluster,
-        "decision": decision.reason.value,
-        "action": decision.action,
-    }
+    summary = InstanceOutcome(decision.instance_id, decision.cluster, None, decision.reason.value, decision.action)
     first: ReadyCheck | None = None
     if decision.action != "complete-lifecycle":
         first = ctx.step(ready_step(event, assessment, None), name="ready-0", config=step_config(ReadyCheck))
     now = first.now if first is not None else event.event_time
-    give_up_at = now + ws.launch_ready_timeout
+    give_up_at = deadlines.drain_deadline(event, ws, started=now)
     # the completion is worth retrying until the action would expire on its own (its global timeout)
     plan = DrainPlan(
         deadline=give_up_at,
@@ -46,7 +40,7 @@ def launch_instance(ctx: DurableContext, event: Interruption, assessment: Assess
     job = DrainJob(event, decision, plan, run_id="")
     pace = Pace(ctx, event, decision.instance_id, now=now, interval=plan.heartbeat_interval, dry_run=ws.dry_run)
     if first is None:  # launching into the warm pool: it will not join now
-        summary["lifecycle"] = complete_lifecycle(pace, job, "CONTINUE", "warm pool")
+        summary.lifecycle = complete_lifecycle(pace, job, "CONTINUE", "warm pool")
         return summary
     pace.absorb(first)
     check, n = first, 0
@@ -57,12 +51,11 @@ def launch_instance(ctx: DurableContext, event: Interruption, assessment: Assess
             ready_step(event, assessment, pace.last_beat), name=f"ready-{n}", config=step_config(ReadyCheck)
         )
         pace.absorb(check)
-    summary["node"] = check.node
-    summary["result"] = "ready" if check.ready else "timed-out"
+    summary.node = check.node
+    summary.result = result = Result.READY if check.ready else Result.TIMED_OUT
     if check.fault is not None and not check.ready:
-        summary["error"] = check.fault.to_dict()
-    summary["lifecycle"] = complete_lifecycle(
-        pace, job, "CONTINUE" if check.ready else ws.launch_timeout_result, summary["result"]
-    )
-    summary["heartbeats"] = pace.beats
+        summary.error = check.fault.to_dict()
+    outcome = lifecycle_result(result, ws.launch_timeout_result)
+    summary.lifecycle = complete_lifecycle(pace, job, outcome, result.value)
+    summary.heartbeats = pace.beats
     return summary

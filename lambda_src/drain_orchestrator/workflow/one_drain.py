@@ -13,25 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.drain.node_claim import Role
 from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.outcome import InstanceOutcome, Result
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.claim_steps import claim_step, settle_step
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import Pace, step_config
 from drain_orchestrator.workflow.results import ClaimCheck, ClaimSettled, StepFault
 
-Drained = tuple[str, DrainReport | None, StepFault | None]
-CLAIM_LOST = "claim-lost"  # from the passes: the claim was taken over (this holder was too slow to renew it)
+Drained = tuple[Result, DrainReport | None, StepFault | None]
 
 
 def one_drain(
-    ctx: DurableContext, job: DrainJob, pace: Pace, summary: dict[str, Any], passes: Callable[[DrainJob], Drained]
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, passes: Callable[[DrainJob], Drained]
 ) -> Drained:
     if runtime.wsettings().dry_run:
         return passes(job)
@@ -40,31 +39,31 @@ def one_drain(
     n = 0
     while True:
         if check.gone:
-            return "node-gone", None, None
+            return Result.NODE_GONE, None, None
         if check.fault is not None and n == 0:
-            return "failed", None, check.fault
+            return Result.FAILED, None, check.fault
         if check.role == Role.HOLDER and check.fault is None:
             if check.took_over:
-                summary["took_over_from"] = check.took_over
+                summary.took_over_from = check.took_over
             # the holder counts the pods it evicts: one execution evicts them, so none is counted twice
             result, report, error = passes(replace(job, claimed=True, counts_pods=True))
-            if result != CLAIM_LOST:
+            if result is not Result.CLAIM_LOST:  # the claim was taken over: this holder was too slow to renew
                 settled: ClaimSettled = ctx.step(
                     settle_step(job, result), name="drain-settle", config=step_config(ClaimSettled)
                 )
                 pace.absorb(settled)
                 if settled.waiters:
-                    summary["waiters"] = settled.waiters
+                    summary.waiters = settled.waiters
                 return result, report, error
             check = replace(check, role=Role.WAITER.value)
         if check.role == Role.SETTLED:
-            summary["drained_by"] = check.holder
-            return str(check.verdict), None, None
+            summary.drained_by = check.holder
+            return Result(str(check.verdict)), None, None
         if check.holder is not None:
-            summary["drained_by"] = check.holder
+            summary.drained_by = check.holder
         if pace.now >= deadline:
             message = f"the node's drain (execution {check.holder}) had no verdict by this execution's deadline"
-            return "deadline-missed", None, StepFault(step="drain-claim", kind="deadline", message=message)
+            return Result.DEADLINE_MISSED, None, StepFault(step="drain-claim", kind="deadline", message=message)
         pace.wait(float(deadlines.recheck_delay(n, runtime.wsettings())), f"drain-wait-{n}", deadline)
         seen: ClaimCheck = ctx.step(
             claim_step(job, pace.last_beat), name=f"drain-look-{n}", config=step_config(ClaimCheck)

@@ -6,7 +6,7 @@ On replay the flow re-runs from the top and every step returns its checkpoint, s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_durable_execution_sdk_python import DurableContext
 from aws_durable_execution_sdk_python.config import Duration, StepConfig
@@ -22,11 +22,6 @@ if TYPE_CHECKING:
     from drain_orchestrator.workflow.job import DrainJob
 
 RETRY_FAILED_BEAT_SECONDS = 5
-
-
-class Faultable(Protocol):
-    now: float
-    fault: StepFault | None
 
 
 R = TypeVar("R", bound=Checkpointed)

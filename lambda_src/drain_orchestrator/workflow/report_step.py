@@ -12,18 +12,17 @@ a failed SNS publish still leaves the Event and the metrics. Never raises.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator.observability import SECONDS, logger, metric
+from drain_orchestrator.outcome import InstanceOutcome, Result, rule
 from drain_orchestrator.timefmt import deadline_fields
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.approval import LIFECYCLE_RESULTS
 from drain_orchestrator.workflow.gate_steps import describe
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.notify import notify
-from drain_orchestrator.workflow.results import SUCCESS, Announced, Cordoned, Reported
+from drain_orchestrator.workflow.results import Announced, Cordoned, Reported
 
 
 @durable_step
@@ -55,16 +54,17 @@ def announce_step(step_ctx: StepContext, job: DrainJob, cordoned: Cordoned) -> A
 
 
 @durable_step
-def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], started_at: float) -> Reported:
+def report_step(step_ctx: StepContext, job: DrainJob, outcome: InstanceOutcome, started_at: float) -> Reported:
     from drain_orchestrator.kube.errors import NodeGone  # noqa: PLC0415
     from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
 
     ws = runtime.wsettings()
     now = time.time()
     duration = round(now - started_at, 3)
-    result = str(verdict["result"])
-    drained = result in SUCCESS
-    stopped = result in LIFECYCLE_RESULTS  # an operator's decision ended the drain (approval.py)
+    result = Result(str(outcome.result))  # set by the verdict
+    said = rule(result).notification
+    drained = rule(result).success
+    stopped = said == "stopped"  # an operator's decision ended the drain (approval.py)
     phase = "drain-completed" if drained else "drain-failed"
     kube = None
     try:
@@ -81,11 +81,11 @@ def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], s
     if first and not ws.dry_run:
         _count(job, result, duration)
         if kube is not None:
-            outcome = "drained" if drained else "not drained"
-            if stopped and isinstance(verdict.get("approval"), dict):
-                outcome = f"stopped by {verdict['approval'].get('by')}"
-            gates = describe(verdict.get("gates"))
-            message = f"{outcome} ({result}) after {duration:.0f} s{gates} (event {job.event.event_id})"
+            what = "drained" if drained else "not drained"
+            if stopped and outcome.approval is not None:
+                what = f"stopped by {outcome.approval.get('by')}"
+            gates = describe(outcome.gates)
+            message = f"{what} ({result}) after {duration:.0f} s{gates} (event {job.event.event_id})"
             node_event(
                 kube,
                 job.node,
@@ -94,22 +94,21 @@ def report_step(step_ctx: StepContext, job: DrainJob, verdict: dict[str, Any], s
                 event_type="Normal" if drained else "Warning",
                 dry_run=ws.dry_run,
             )
-    said = "completed" if drained else "stopped" if stopped else "failed"
-    notified = first and notify(said, job, {"duration_seconds": duration, **verdict})
+    verdict = outcome.reported()
+    notified = first and said is not None and notify(said, job, {"duration_seconds": duration, **verdict})
     if not drained:
         logger.warning("drain did not finish", extra={"verdict": verdict})
     return Reported(duration=duration, notified=notified, now=now)
 
 
-def _count(job: DrainJob, result: str, duration: float) -> None:
-    """Counted by the execution holding the phase claim: duplicate deliveries do not inflate the numbers."""
+def _count(job: DrainJob, result: Result, duration: float) -> None:
+    """The result's metric (outcome.RULES), counted by the execution holding the phase claim: duplicate
+    deliveries do not inflate the numbers."""
     cluster, kind = job.cluster, job.event.kind
-    if result in SUCCESS:
-        metric("NodesDrained", cluster=cluster, kind=kind)
+    name = rule(result).metric
+    if name == "Errors":
+        metric("Errors", reason="drain-failed")  # a literal: the runbook test scans the reasons
+    elif name is not None:
+        metric(name, cluster=cluster, kind=kind)
+    if rule(result).success:
         metric("DrainDurationSeconds", duration, SECONDS, cluster=cluster, kind=kind)
-    elif result == "failed":
-        metric("Errors", reason="drain-failed")
-    elif result in LIFECYCLE_RESULTS:
-        return  # an operator's decision, not a missed deadline
-    else:
-        metric("DrainDeadlineMissed", cluster=cluster, kind=kind)

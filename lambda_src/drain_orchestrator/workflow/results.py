@@ -8,7 +8,7 @@ or the failure path) and the execution never fails before its verdict.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Self, TypeVar
 
 from aws_durable_execution_sdk_python.serdes import SerDes, SerDesContext
@@ -17,9 +17,6 @@ from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.ownership import Decision
 
 T = TypeVar("T", bound="Checkpointed")
-
-# the results after which the instance may go: the lifecycle action is completed CONTINUE, the gates apply
-SUCCESS = ("drained", "node-gone")
 
 
 class Checkpointed:
@@ -225,8 +222,3 @@ class ReadyCheck(Checkpointed):
     hook_done: bool = False
     fault: StepFault | None = None
     heartbeat_interval: int | None = None
-
-
-def as_plain(value: Any) -> Any:
-    """A result as plain JSON data (for summaries)."""
-    return value.to_dict() if hasattr(value, "to_dict") else asdict(value)
