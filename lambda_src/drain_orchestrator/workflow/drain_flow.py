@@ -29,6 +29,7 @@ from drain_orchestrator.workflow import gates, runtime
 from drain_orchestrator.workflow.approval import LIFECYCLE_RESULTS, RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
+from drain_orchestrator.workflow.hold_pace import HoldPace
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.one_drain import CLAIM_LOST, one_drain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
@@ -114,6 +115,7 @@ def _drain_passes(
     report: DrainReport | None = None
     n = ok_passes = faults = 0
     watch = HeldWatch(ws.held_notify_seconds)
+    holds = HoldPace(ws)
     approval: Approval | None = None
     while True:
         chosen = approval.look(ctx, pace, n) if approval is not None else None
@@ -125,7 +127,9 @@ def _drain_passes(
             if choice is Choice.FORCE:
                 job = replace(job, force_now=True)
         out: PassOutcome = ctx.step(
-            pass_step(job, n, pace.last_beat), name=f"drain-pass-{n}", config=step_config(PassOutcome)
+            pass_step(job, n, pace.last_beat, holds.after_held),
+            name=f"drain-pass-{n}",
+            config=step_config(PassOutcome),
         )
         pace.absorb(out)
         if out.gone:
@@ -160,7 +164,8 @@ def _drain_passes(
                 return "dry-run", report, None
             if pace.now >= deadline:
                 return "deadline-missed", report, None
-            want = float(deadlines.recheck_delay(ok_passes, ws))
+            held_wait = holds.after(out, pace.now, watch)
+            want = float(deadlines.recheck_delay(ok_passes, ws)) if held_wait is None else held_wait
             ok_passes += 1
         pace.wait(want, f"recheck-{n}", deadline)
         n += 1

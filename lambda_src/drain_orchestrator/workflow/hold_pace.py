@@ -1,0 +1,36 @@
+"""The waits of a held drain: after a pass that ended because every pod left was held (kube/held_pass.py), the
+flow waits durably — no compute billed — longer each time (pacing.held_recheck, up to HELD_RECHECK_MAX_SECONDS),
+cut at the deadline policy's force time, a drain policy's release and the held notification (and, in Pace.wait, at
+the next heartbeat and the deadline). A pass that evicts or deletes a pod starts the waits over.
+
+Fed by checkpointed step results only, so a replay takes the same decisions.
+"""
+
+from __future__ import annotations
+
+from drain_orchestrator import pacing
+from drain_orchestrator.workflow.held import HeldWatch
+from drain_orchestrator.workflow.results import PassOutcome
+from drain_orchestrator.workflow_settings import WorkflowSettings
+
+
+class HoldPace:
+    def __init__(self, ws: WorkflowSettings) -> None:
+        self.ws = ws
+        self.held_passes = 0  # passes ended held since the last progress
+        self.after_held = False  # the last pass ended held: the next one ends at its first look
+
+    def after(self, out: PassOutcome, now: float, watch: HeldWatch) -> float | None:
+        """The wait after this pass if it ended held, else None (the drain's usual recheck)."""
+        report = out.report
+        if report is not None and (report.evicted or report.forced):
+            self.held_passes = 0
+        self.after_held = out.held
+        if not out.held:
+            return None
+        due = [out.wake_at] if out.wake_at is not None else []
+        if watch.since is not None and not watch.said:
+            due.append(watch.since + watch.notify_after)
+        want = pacing.held_recheck(self.held_passes, now, self.ws, due)
+        self.held_passes += 1
+        return want
