@@ -107,10 +107,19 @@ class Bound:
     path: str  # "passes", "held passes" or "gate checks"
 
 
-def _loop(horizon: float, step_seconds: float, steps: int, delay: Callable[[int], int], interval: int | None) -> int:
+def _loop(
+    horizon: float,
+    step_seconds: float,
+    steps: int,
+    delay: Callable[[int], int],
+    interval: int | None,
+    *,
+    through_beats: bool = False,
+) -> int:
     """Operations of one paced loop run until ``horizon``: ``steps`` steps of ``step_seconds`` each, a durable
-    wait of ``delay(k)`` cut at the next heartbeat (a heartbeat step follows when due), as in workflow/pace.py.
-    Stops counting once past MAX_DURABLE_OPERATIONS."""
+    wait of ``delay(k)`` cut at the next heartbeat (a heartbeat step follows when due), as in workflow/pace.py;
+    ``through_beats``: the wait goes on after the heartbeat (workflow/hold_pace.py). Stops counting once past
+    MAX_DURABLE_OPERATIONS."""
     now = last_beat = 0.0
     ops = k = 0
     while ops <= MAX_DURABLE_OPERATIONS:
@@ -120,13 +129,17 @@ def _loop(horizon: float, step_seconds: float, steps: int, delay: Callable[[int]
             last_beat += interval
         if now >= horizon:
             break
-        next_beat = last_beat + interval if interval else None
-        now += wait_seconds(now, float(delay(k)), horizon, next_beat)
-        ops += 1
+        end = min(horizon, now + delay(k))
         k += 1
-        if next_beat is not None and now >= next_beat - 0.5:
+        while True:
+            next_beat = last_beat + interval if interval else None
+            now += wait_seconds(now, end - now, horizon, next_beat)
             ops += 1
-            last_beat = now
+            if next_beat is not None and now >= next_beat - 0.5:
+                ops += 1
+                last_beat = now
+            if not through_beats or now >= end - 0.5:
+                break
     return ops
 
 
@@ -146,7 +159,7 @@ def worst_case(ws: WorkflowSettings, heartbeat_timeout: int | None) -> Bound:
         interval = heartbeat_interval(heartbeat_timeout)
     paths = {
         "passes": _loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval),
-        "held passes": _loop(horizon, 0.0, 1, lambda k: held_wait(k, ws), interval),
+        "held passes": _loop(horizon, 0.0, 1, lambda k: held_wait(k, ws), interval, through_beats=True),
         "gate checks": _loop(horizon, 0.0, 2, lambda k: gate_recheck_delay(k, ws), interval),
     }
     path = max(paths, key=lambda p: paths[p])

@@ -66,7 +66,7 @@ class WorkflowSettings:
     drain_pass_seconds: int = 120  # one durable step's drain budget; keep well under the Lambda timeout
     recheck_min_seconds: int = 5
     recheck_max_seconds: int = 120
-    held_recheck_max_seconds: int = 600  # the wait after a pass that ended held grows to this (no compute billed)
+    held_recheck_max_seconds: int = 900  # the wait after a pass that ended held grows to this (no compute billed)
     held_notify_seconds: int = 600  # a drain held this long by PDBs or failing evictions is notified ("held")
     held_approval: bool = False  # the "held" notification carries an approval id an operator answers (approve)
     dry_run: bool = False

@@ -11,14 +11,14 @@ from drain_orchestrator.workflow_settings import WorkflowSettings
 
 def test_held_waits_double_from_the_recheck_minimum_to_their_own_cap() -> None:
     ws = WorkflowSettings()
-    assert [pacing.held_wait(k, ws) for k in range(10)] == [5, 10, 20, 40, 80, 160, 320, 600, 600, 600]
+    assert [pacing.held_wait(k, ws) for k in range(10)] == [5, 10, 20, 40, 80, 160, 320, 640, 900, 900]
 
 
 def test_a_held_wait_is_cut_at_the_first_thing_due_ahead_only() -> None:
     ws = WorkflowSettings()
-    assert pacing.held_recheck(9, 1000.0, ws, []) == 600
+    assert pacing.held_recheck(9, 1000.0, ws, []) == 900
     assert pacing.held_recheck(9, 1000.0, ws, [1100.0, 1300.0]) == 100  # e.g. the deadline policy's force time
-    assert pacing.held_recheck(9, 1000.0, ws, [900.0]) == 600  # already past: not a reason to wake
+    assert pacing.held_recheck(9, 1000.0, ws, [900.0]) == 900  # already past: not a reason to wake
     assert pacing.held_recheck(0, 1000.0, ws, [1000.2]) == 1.0
 
 
@@ -39,8 +39,12 @@ def test_default_settings_stay_under_the_operation_and_checkpoint_limits_for_any
 
 def test_a_held_loop_of_48_h_costs_a_few_hundred_operations() -> None:
     ws = WorkflowSettings()
-    held = pacing._loop(48 * 3600, 0.0, 1, lambda k: pacing.held_wait(k, ws), pacing.heartbeat_interval(3600))
-    assert 500 <= held <= 800  # 288 waits of 10 min, their passes, 144 heartbeats
+    beat = pacing.heartbeat_interval(3600)
+    held = pacing._loop(48 * 3600, 0.0, 1, lambda k: pacing.held_wait(k, ws), beat, through_beats=True)
+    # ~192 passes, their waits of 15 min, 144 heartbeats and the waits they cut in two
+    assert 600 <= held <= 750
+    # a heartbeat no longer brings a pass with it
+    assert held < pacing._loop(48 * 3600, 0.0, 1, lambda k: pacing.held_wait(k, ws), beat)
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from drain_orchestrator.workflow import gates, runtime
 from drain_orchestrator.workflow.approval import LIFECYCLE_RESULTS, RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
-from drain_orchestrator.workflow.hold_pace import HoldPace
+from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.one_drain import CLAIM_LOST, one_drain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
@@ -138,6 +138,7 @@ def _drain_passes(
             return CLAIM_LOST, report, None
         if out.deadline is not None:  # another execution waiting on this drain has an earlier deadline
             deadline = min(deadline, out.deadline)
+        held_wait: float | None = None
         if out.fault is not None:
             policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
             if policy.gives_up_after(faults) or pace.now >= deadline:
@@ -167,7 +168,10 @@ def _drain_passes(
             held_wait = holds.after(out, pace.now, watch)
             want = float(deadlines.recheck_delay(ok_passes, ws)) if held_wait is None else held_wait
             ok_passes += 1
-        pace.wait(want, f"recheck-{n}", deadline)
+        if held_wait is None:
+            pace.wait(want, f"recheck-{n}", deadline)
+        else:  # no pass before the held wait is over: heartbeats fall inside it
+            wait_held(pace, want, f"recheck-{n}", deadline)
         n += 1
 
 

@@ -1,7 +1,8 @@
 """The waits of a held drain: after a pass that ended because every pod left was held (kube/held_pass.py), the
 flow waits durably — no compute billed — longer each time (pacing.held_recheck, up to HELD_RECHECK_MAX_SECONDS),
 cut at the deadline policy's force time, a drain policy's release and the held notification (and, in Pace.wait, at
-the next heartbeat and the deadline). A pass that evicts or deletes a pod starts the waits over.
+the deadline). A heartbeat due during the wait is sent and the wait goes on: a held drain looks at the node once
+per wait, not once per heartbeat. A pass that evicts or deletes a pod starts the waits over.
 
 Fed by checkpointed step results only, so a replay takes the same decisions.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from drain_orchestrator import pacing
 from drain_orchestrator.workflow.held import HeldWatch
+from drain_orchestrator.workflow.pace import Pace
 from drain_orchestrator.workflow.results import PassOutcome
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
@@ -34,3 +36,14 @@ class HoldPace:
         want = pacing.held_recheck(self.held_passes, now, self.ws, due)
         self.held_passes += 1
         return want
+
+
+def wait_held(pace: Pace, seconds: float, name: str, until: float) -> None:
+    """Wait ``seconds`` (by ``until``) durably, in pieces cut at each heartbeat due (Pace.wait sends it)."""
+    end = min(pace.now + seconds, until)
+    piece = 0
+    while True:
+        pace.wait(end - pace.now, name if piece == 0 else f"{name}-{piece}", until)
+        if pace.now >= end - 0.5:
+            return
+        piece += 1

@@ -1,0 +1,60 @@
+"""A drain held by a PodDisruptionBudget that never allows, through the Lambda on the real bed with real waits: its
+passes end early once every pod is held, the waits between them grow, and the Kubernetes requests stay few (counted
+from the apiserver's audit log)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.integration.audit_support import at, audit_offset, by_verb_and_resource, function_requests
+from tests.integration.lambda_support import LambdaHarness
+from tests.integration.scenario_support import blue_asg_node, hold_with_pdb, instance_summary, terminate_event
+from tests.testbed.aws_seed import AwsSeed
+from tests.testbed.bed import Testbed
+from tests.testbed.kube import KubeScenario
+
+pytestmark = pytest.mark.integration
+
+HOLD_SECONDS = 90
+
+
+def test_a_held_drain_ends_its_passes_early_and_polls_rarely(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    lam.configure(
+        "blue",
+        DEADLINE_ASG_TERMINATE_SECONDS=str(HOLD_SECONDS),
+        FORCE_DELETE_ON_DEADLINE="false",
+        RECHECK_MIN_SECONDS="2",
+        HELD_RECHECK_MAX_SECONDS="30",
+    )
+    offset = audit_offset(testbed)
+    started = time.time()
+    run = lam.run(terminate_event(aws, iid), timeout=HOLD_SECONDS + 120, skip_time=False)
+    ended = time.time()
+    inst = instance_summary(run)
+    assert inst["result"] == "deadline-missed", inst
+    passes = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{") and '"drain pass"' in line]
+    # a pass budget is 120 s, the hold 90 s: without ending early there would be a single pass
+    assert len(passes) >= 4, passes
+    assert all(p["held_early"] for p in passes[:-1]), passes
+    waits = [op for op in run.operations if str(getattr(op, "name", "")).startswith("recheck-")]
+    assert len(waits) == len(passes) - 1
+
+    requests = function_requests(testbed, offset)
+    assert requests, "the audit log recorded none of the function's requests"
+    # the first pass watches the budget for 30 s after its evictions were refused, then ends: no watch after it
+    first_end = started + 40
+    later = [e for e in requests if first_end <= at(e) <= ended]
+    counted = dict(by_verb_and_resource(later))
+    assert not any(k.startswith("watch") for k in counted), counted
+    quick = len(passes) - 1  # the passes after the first end at their first look
+    assert len(later) <= 12 * quick + 8, (quick, counted)  # each a few requests, then the verdict's
+    # one pass polling through the whole hold asked about once a second
+    per_minute = len(later) / ((ended - first_end) / 60)
+    assert per_minute <= 30, (per_minute, counted)
