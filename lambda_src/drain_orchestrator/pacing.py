@@ -107,7 +107,20 @@ class Bound:
     path: str  # "passes", "held passes" or "gate checks"
 
 
-def _loop(
+@dataclass
+class Loop:
+    """The durable operations of one paced loop: its steps (drain passes, gate checks), waits and heartbeats."""
+
+    steps: int = 0
+    waits: int = 0
+    heartbeats: int = 0
+
+    @property
+    def operations(self) -> int:
+        return self.steps + self.waits + self.heartbeats
+
+
+def paced_loop(
     horizon: float,
     step_seconds: float,
     steps: int,
@@ -116,14 +129,14 @@ def _loop(
     *,
     through_beats: bool = False,
 ) -> int:
-    """Operations of one paced loop run until ``horizon``: ``steps`` steps of ``step_seconds`` each, a durable
-    wait of ``delay(k)`` cut at the next heartbeat (a heartbeat step follows when due), as in workflow/pace.py;
+    """One paced loop run until ``horizon``: ``steps`` steps of ``step_seconds`` each, a durable wait of
+    ``delay(k)`` cut at the next heartbeat (a heartbeat step follows when due), as in workflow/pace.py;
     ``through_beats``: the wait goes on after the heartbeat (workflow/hold_pace.py). Stops counting once past
     MAX_DURABLE_OPERATIONS."""
     now = last_beat = 0.0
-    ops = k = 0
-    while ops <= MAX_DURABLE_OPERATIONS:
-        ops += steps
+    out, k = Loop(), 0
+    while out.operations <= MAX_DURABLE_OPERATIONS:
+        out.steps += steps
         now = min(horizon, now + step_seconds)
         while interval and last_beat + interval <= now:  # beats inside a step are the step's own thread
             last_beat += interval
@@ -134,13 +147,13 @@ def _loop(
         while True:
             next_beat = last_beat + interval if interval else None
             now += wait_seconds(now, end - now, horizon, next_beat)
-            ops += 1
+            out.waits += 1
             if next_beat is not None and now >= next_beat - 0.5:
-                ops += 1
+                out.heartbeats += 1
                 last_beat = now
             if not through_beats or now >= end - 0.5:
                 break
-    return ops
+    return out
 
 
 def worst_case(ws: WorkflowSettings, heartbeat_timeout: int | None) -> Bound:
@@ -158,12 +171,12 @@ def worst_case(ws: WorkflowSettings, heartbeat_timeout: int | None) -> Bound:
             horizon = min(horizon, float(ws.deadline_asg_terminate))
         interval = heartbeat_interval(heartbeat_timeout)
     paths = {
-        "passes": _loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval),
-        "held passes": _loop(horizon, 0.0, 1, lambda k: held_wait(k, ws), interval, through_beats=True),
-        "gate checks": _loop(horizon, 0.0, 2, lambda k: gate_recheck_delay(k, ws), interval),
+        "passes": paced_loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval),
+        "held passes": paced_loop(horizon, 0.0, 1, lambda k: held_wait(k, ws), interval, through_beats=True),
+        "gate checks": paced_loop(horizon, 0.0, 2, lambda k: gate_recheck_delay(k, ws), interval),
     }
-    path = max(paths, key=lambda p: paths[p])
-    ops = FIXED_OPERATIONS + paths[path] + 3 * GATE_FAST_CHECKS
+    path = max(paths, key=lambda p: paths[p].operations)
+    ops = FIXED_OPERATIONS + paths[path].operations + 3 * GATE_FAST_CHECKS
     return Bound(ops, ops * CHECKPOINT_BYTES_PER_OPERATION, int(horizon), heartbeat_timeout, path)
 
 

@@ -40,11 +40,11 @@ def test_default_settings_stay_under_the_operation_and_checkpoint_limits_for_any
 def test_a_held_loop_of_48_h_costs_a_few_hundred_operations() -> None:
     ws = WorkflowSettings()
     beat = pacing.heartbeat_interval(3600)
-    held = pacing._loop(48 * 3600, 0.0, 1, lambda k: pacing.held_wait(k, ws), beat, through_beats=True)
+    held = pacing.paced_loop(48 * 3600, 0.0, 1, lambda k: pacing.held_wait(k, ws), beat, through_beats=True)
     # ~192 passes, their waits of 15 min, 144 heartbeats and the waits they cut in two
-    assert 600 <= held <= 750
+    assert 600 <= held.operations <= 750
     # a heartbeat no longer brings a pass with it
-    assert held < pacing._loop(48 * 3600, 0.0, 1, lambda k: pacing.held_wait(k, ws), beat)
+    assert held.operations < pacing.paced_loop(48 * 3600, 0.0, 1, lambda k: pacing.held_wait(k, ws), beat).operations
 
 
 @pytest.mark.parametrize(
