@@ -128,7 +128,7 @@ def paced_loop(
     interval: int | None,
     *,
     through_beats: bool = False,
-) -> int:
+) -> Loop:
     """One paced loop run until ``horizon``: ``steps`` steps of ``step_seconds`` each, a durable wait of
     ``delay(k)`` cut at the next heartbeat (a heartbeat step follows when due), as in workflow/pace.py;
     ``through_beats``: the wait goes on after the heartbeat (workflow/hold_pace.py). Stops counting once past
