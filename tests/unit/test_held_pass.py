@@ -66,3 +66,11 @@ def test_a_held_wait_ends_at_the_force_time_and_the_held_notification() -> None:
     assert pace.after(PassOutcome(now=0, report=report, held=True, wake_at=1120.0), 1000.0, HeldWatch(600)) == 120
     watch = HeldWatch(600, since=900.0)
     assert pace.after(PassOutcome(now=0, report=report, held=True), 1000.0, watch) == 500
+
+
+def test_an_open_approval_keeps_held_waits_within_the_recheck_maximum() -> None:
+    ws = WorkflowSettings()
+    pace = HoldPace(ws)
+    pace.held_passes = 8
+    out = PassOutcome(now=0, report=DrainReport(node="n", remaining=["ns/a"]), held=True)
+    assert pace.after(out, 0.0, HeldWatch(10), asking=True) == ws.recheck_max_seconds

@@ -165,7 +165,7 @@ def _drain_passes(
                 return "dry-run", report, None
             if pace.now >= deadline:
                 return "deadline-missed", report, None
-            held_wait = holds.after(out, pace.now, watch)
+            held_wait = holds.after(out, pace.now, watch, asking=approval is not None)
             want = float(deadlines.recheck_delay(ok_passes, ws)) if held_wait is None else held_wait
             ok_passes += 1
         if held_wait is None:

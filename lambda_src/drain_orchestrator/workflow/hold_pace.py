@@ -22,8 +22,9 @@ class HoldPace:
         self.held_passes = 0  # passes ended held since the last progress
         self.after_held = False  # the last pass ended held: the next one ends at its first look
 
-    def after(self, out: PassOutcome, now: float, watch: HeldWatch) -> float | None:
-        """The wait after this pass if it ended held, else None (the drain's usual recheck)."""
+    def after(self, out: PassOutcome, now: float, watch: HeldWatch, *, asking: bool = False) -> float | None:
+        """The wait after this pass if it ended held, else None (the drain's usual recheck). ``asking``: an
+        approval is open, and its answer is read between passes: no wait longer than RECHECK_MAX_SECONDS."""
         report = out.report
         if report is not None and (report.evicted or report.forced):
             self.held_passes = 0
@@ -35,7 +36,7 @@ class HoldPace:
             due.append(watch.since + watch.notify_after)
         want = pacing.held_recheck(self.held_passes, now, self.ws, due)
         self.held_passes += 1
-        return want
+        return min(want, float(self.ws.recheck_max_seconds)) if asking else want
 
 
 def wait_held(pace: Pace, seconds: float, name: str, until: float) -> None:
