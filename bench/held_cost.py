@@ -98,12 +98,12 @@ def polling_model(hold: float, ws: WorkflowSettings, heartbeat_timeout: int | No
     return Cost(loop.steps, loop.waits, loop.heartbeats, round(loop.steps * budget * per_second), loop.steps * budget)
 
 
-def _at(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def _epoch(ts: Any) -> float | None:
-    return ts.timestamp() if isinstance(ts, datetime) else None
+def _logged(stamp: str) -> float:
+    """Epoch seconds of a log line's or an audit event's time."""
+    text = stamp.replace("Z", "+00:00").replace(",", ".").replace(" ", "T", 1)
+    if text.endswith("+0000"):
+        text = text[:-5] + "+00:00"
+    return datetime.fromisoformat(text).timestamp()
 
 
 def measure(hold: int, heartbeat_timeout: int) -> dict[str, Any]:
@@ -139,9 +139,12 @@ def measure(hold: int, heartbeat_timeout: int) -> dict[str, Any]:
         runtime.reset_config()
         offset = bed.audit_log.stat().st_size
         t = time.monotonic()
-        with DurableFunctionTestRunner(handler=handler, skip_time=False) as runner:
+        log = REPO / ".local" / "bench-held" / "handler.log"
+        with harness.stdout_into(log), DurableFunctionTestRunner(handler=handler, skip_time=False) as runner:
             res = runner.run(input=json.dumps(fleet.event(ids[0])), execution_timeout=hold + 300)
             ops = list(res.get_all_operations())
+        lines = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
+        passes = [x for x in lines if x.get("message") == "drain pass"]
         seconds = time.monotonic() - t
         with bed.audit_log.open("rb") as f:
             f.seek(offset)
@@ -160,23 +163,21 @@ def measure(hold: int, heartbeat_timeout: int) -> dict[str, Any]:
             f"{e['verb']} {ref.get('resource', '?')}{'/' + ref['subresource'] if ref.get('subresource') else ''}"
         ] += 1
     names = [str(getattr(op, "name", "")) for op in ops]
-    steps = [op for op in ops if getattr(op.operation_type, "name", "") == "STEP"]
-    spans = {str(op.name): (_epoch(op.start_timestamp), _epoch(op.end_timestamp)) for op in steps}
-    passes = [(n, spans[n]) for n in names if n.startswith("drain-pass-") and n in spans]
-
-    def within(span: tuple[float | None, float | None]) -> int:
-        a, b = span
-        return (
-            0
-            if a is None or b is None
-            else sum(a - 0.05 <= _at(e["requestReceivedTimestamp"]) <= b + 0.05 for e in audit)
-        )
-
-    def length(span: tuple[float | None, float | None]) -> float:
-        a, b = span
-        return 0.0 if a is None or b is None else b - a
-
+    # per pass: the audited requests up to the end of the first pass (with locate and cordon before it), then
+    # those between its end and the last pass's end (nothing asks during the waits) shared by the later passes;
+    # how long each ran, as it logs it
+    ends = [_logged(x["timestamp"]) for x in passes]
+    stamps = [_logged(e["requestReceivedTimestamp"]) for e in audit]
     later = passes[1:]
+    first = PassCost(sum(t <= ends[0] for t in stamps), passes[0]["seconds"]) if passes else None
+    held = (
+        PassCost(
+            round(sum(ends[0] < t <= ends[-1] + 0.05 for t in stamps) / len(later), 1),
+            round(sum(x["seconds"] for x in later) / len(later), 2),
+        )
+        if later
+        else None
+    )
     return {
         "status": getattr(res.status, "name", str(res.status)),
         "seconds": round(seconds, 1),
@@ -186,16 +187,10 @@ def measure(hold: int, heartbeat_timeout: int) -> dict[str, Any]:
         "heartbeats": sum(n.startswith("heartbeat-") for n in names),
         "requests": len(audit),
         "requests_by_kind": dict(by_kind.most_common()),
-        "step_seconds": round(sum(length(s) for s in spans.values()), 2),
-        "first_pass": asdict(PassCost(within(passes[0][1]), round(length(passes[0][1]), 2))) if passes else None,
-        "later_pass": asdict(
-            PassCost(
-                round(sum(within(s) for _, s in later) / len(later), 1),
-                round(sum(length(s) for _, s in later) / len(later), 2),
-            )
-        )
-        if later
-        else None,
+        "pass_seconds": round(sum(x["seconds"] for x in passes), 2),
+        "ended_early": sum(bool(x.get("held_early")) for x in passes),
+        "first_pass": asdict(first) if first else None,
+        "later_pass": asdict(held) if held else None,
     }
 
 

@@ -172,6 +172,7 @@ def pass_step(
             "held": [f"{h.pod}: {h.reason} ({h.status}) {', '.join(h.pdbs)} {h.message[:200]}" for h in rep.held[:20]],
             "drained": rep.drained,
             "api_calls": rep.api_calls,
+            "seconds": round(rep.elapsed, 2),
             "held_early": hold.ended,
         },
     )
