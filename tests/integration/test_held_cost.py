@@ -1,6 +1,7 @@
 """A drain held by a PodDisruptionBudget that never allows, through the Lambda on the real bed with real waits: its
 passes end early once every pod is held, the waits between them grow, and the Kubernetes requests stay few (counted
-from the apiserver's audit log)."""
+from the apiserver's audit log); a budget watch cut by an apiserver restart does not keep it from seeing the budget
+lift."""
 
 from __future__ import annotations
 
@@ -11,9 +12,18 @@ import pytest
 
 from tests.integration.audit_support import at, audit_offset, by_verb_and_resource, function_requests
 from tests.integration.lambda_support import LambdaHarness
-from tests.integration.scenario_support import blue_asg_node, hold_with_pdb, instance_summary, terminate_event
+from tests.integration.scenario_support import (
+    Background,
+    blue_asg_node,
+    hold_with_pdb,
+    instance_summary,
+    pods_on,
+    terminate_event,
+    wait_cordoned,
+)
 from tests.testbed.aws_seed import AwsSeed
 from tests.testbed.bed import Testbed
+from tests.testbed.faults import BedFaults
 from tests.testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
@@ -58,3 +68,27 @@ def test_a_held_drain_ends_its_passes_early_and_polls_rarely(
     # between passes nothing asks: the requests come in one burst per pass (polling asked about once a second)
     busy_seconds = {int(at(e)) for e in later}
     assert len(busy_seconds) <= 2 * quick + 3, (sorted(s - int(started) for s in busy_seconds), quick)
+
+
+def test_a_held_drain_whose_watch_the_apiserver_cuts_still_sees_the_budget_lift_and_drains(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, bed_faults: BedFaults
+) -> None:
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    held = sorted(p.metadata.name for p in pods_on(k8s, node))
+    lam.configure("blue", DEADLINE_ASG_TERMINATE_SECONDS="180", FORCE_DELETE_ON_DEADLINE="false")
+
+    def fault() -> None:
+        wait_cordoned(k8s, node)
+        time.sleep(8)  # the first pass is watching the budget
+        bed_faults.stop("kube-apiserver")
+        bed_faults.restart("kube-apiserver")
+        k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+
+    background = Background(fault)
+    run = lam.run(terminate_event(aws, iid), timeout=300, skip_time=False)
+    background.outcome(timeout=120)
+    inst = instance_summary(run)
+    assert inst["result"] == "drained", inst
+    assert inst["report"]["evicted"] == len(held) and inst["report"]["forced"] == []
+    assert pods_on(k8s, node) == []
