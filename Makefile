@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-storm bench-nth build-nth clean \
+        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-hold bench-storm bench-nth build-nth clean \
         prune-versions
 
 help:
@@ -35,6 +35,7 @@ help:
 	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
 	@echo "make release       versioned artefacts in dist/: construct and CLI wheels, Lambda code asset zip, RBAC, SHA256SUMS"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
+	@echo "make bench-hold    a drain held by a PDB: 4 min on the bed, then the model for 48 h (results: docs/cost.md)"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 	@echo "make soak          an hour of random events and faults on the bed, then every invariant checked (SOAK_MINUTES, SOAK_SEED)"
 	@echo "make bench-nth     side by side with aws-node-termination-handler, 20 nodes each (builds NTH once, ~9 min)"
@@ -140,6 +141,10 @@ build-nth:
 	@bash build/build-nth.sh >/dev/null
 
 # 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
+# a drain held by a PDB: a real hold of 4 min on the bed (audit log, runner), the model for 48 h fed with its costs
+bench-hold: setup-python setup-bins
+	nice -n 19 $(PY) -m bench.held_cost --measure 240
+
 bench-storm: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.bench_storm --nodes 50 --pods-per-node 20 --json .local/bench-storm.json
 

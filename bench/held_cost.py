@@ -1,12 +1,15 @@
-"""Durable operations of a drain held by a PodDisruptionBudget that never allows a disruption, until its deadline.
+"""What a drain held by a PodDisruptionBudget that never allows costs until its deadline: Kubernetes requests, billed
+compute, durable operations.
 
-A 48 h hold cannot be run on the real clock, and the local runner's time skipping only skips durable waits (a drain
-pass still runs for its real budget). So the count comes from the workflow's own pacing functions (deadlines.py: pass
-budget, recheck delays, waits cut at the next heartbeat), checked against a real run of the handler on the bed with
-a short deadline: the passes, rechecks and heartbeat steps it records must be the ones this model predicts.
+A 48 h hold cannot be run on the real clock, so the long hold comes from the workflow's own pacing functions
+(lambda_src/drain_orchestrator/pacing.py: held waits, waits cut at heartbeats and going on after them), fed with
+what one pass costs as measured on the bed: a real run of the handler held for a few minutes, its Kubernetes
+requests counted from the apiserver's audit log by verb and resource, the billed seconds of its steps from the
+durable runner, its operations. The same model is then checked against that run (passes, waits, heartbeats).
 
-    python -m bench.held_cost                      # the model: a 48 h hold with default settings
-    python -m bench.held_cost --measure 90         # + a real run held 90 s, compared with the model
+    python -m bench.held_cost                      # the model: a 48 h hold with default settings (costs of the last
+                                                   #   measurement recorded in docs/benchmarks.md)
+    python -m bench.held_cost --measure 240        # + a real run held 240 s, and the model fed with its costs
 """
 
 from __future__ import annotations
@@ -18,57 +21,101 @@ import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from drain_orchestrator import deadlines
+from drain_orchestrator import pacing
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
 REPO = Path(__file__).resolve().parents[1]
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
+P_GBS = 0.0000133334  # arm64 $/GB-second (docs/cost.md)
+GB = 0.5  # 512 MB
+
+
+@dataclass(frozen=True)
+class PassCost:
+    requests: float  # Kubernetes requests of one pass
+    seconds: float  # billed seconds of one pass (the step's run time)
+
+
+# measured with --measure 240 (docs/benchmarks.md "A held drain"): the first pass watches the budget for 30 s
+FIRST_PASS = PassCost(requests=52, seconds=30.43)  # with the locate and cordon steps before it
+HELD_PASS = PassCost(requests=10.3, seconds=0.08)
+# the previous loop: one pass polled through its whole 120 s budget (137 requests), then a recheck wait
+POLLING_PASS = PassCost(requests=137, seconds=120.0)
 
 
 @dataclass
-class Loop:
-    passes: int = 0
-    rechecks: int = 0
-    heartbeats: int = 0  # durable heartbeat steps; beats during a pass are the pass's own (no operation)
+class Cost:
+    passes: int
+    waits: int
+    heartbeats: int
+    requests: int
+    compute_seconds: float
 
     @property
-    def operations(self) -> int:
-        return self.passes + self.rechecks + self.heartbeats
+    def loop_operations(self) -> int:
+        return self.passes + self.waits + self.heartbeats
+
+    def row(self, hold: float, fixed_ops: int) -> dict[str, Any]:
+        minutes = hold / 60
+        return {
+            "requests": self.requests,
+            "requests/min": round(self.requests / minutes, 2),
+            "compute s": round(self.compute_seconds, 1),
+            "compute % of hold": round(100 * self.compute_seconds / hold, 3),
+            "compute $": round(self.compute_seconds * GB * P_GBS, 5),
+            "durable operations": self.loop_operations + fixed_ops,
+        }
 
 
-def model(hold: float, ws: WorkflowSettings, heartbeat_timeout: int | None) -> Loop:
-    """The drain loop of workflow/drain_flow.py with every pass blocked for its whole budget, from the first pass
-    (t=0, the hook fired just before) until the deadline ``hold`` seconds later."""
-    interval = deadlines.heartbeat_interval(heartbeat_timeout) if heartbeat_timeout else None
-    now, last_beat, ok, out = 0.0, 0.0, 0, Loop()
-    while True:
-        out.passes += 1
-        end = now + deadlines.pass_budget(now, hold, ws)
-        while interval and last_beat + interval <= end:  # the pass's heartbeat thread
-            last_beat += interval
-        now = end
-        if now >= hold:
-            return out
-        next_beat = last_beat + interval if interval else None
-        now += deadlines.wait_seconds(now, float(deadlines.recheck_delay(ok, ws)), hold, next_beat)
-        ok += 1
-        out.rechecks += 1
-        if next_beat is not None and now >= next_beat - 0.5:
-            out.heartbeats += 1
-            last_beat = now
+def held_model(
+    hold: float, ws: WorkflowSettings, heartbeat_timeout: int | None, first: PassCost, later: PassCost
+) -> Cost:
+    """The held drain of workflow/drain_flow.py: a first pass that lingers, then passes that end at their first
+    look, each followed by pacing.held_wait (going on through heartbeats), until the deadline ``hold`` s away."""
+    interval = pacing.heartbeat_interval(heartbeat_timeout) if heartbeat_timeout else None
+    # the first pass lasts first.seconds, the others later.seconds: shift the horizon by the difference
+    horizon = hold - first.seconds + later.seconds
+    loop = pacing.paced_loop(horizon, later.seconds, 1, lambda k: pacing.held_wait(k, ws), interval, through_beats=True)
+    return Cost(
+        passes=loop.steps,
+        waits=loop.waits,
+        heartbeats=loop.heartbeats,
+        requests=round(first.requests + (loop.steps - 1) * later.requests),
+        compute_seconds=first.seconds + (loop.steps - 1) * later.seconds,
+    )
 
 
-def measure(hold: int, settings: dict[str, str], heartbeat_timeout: int) -> dict[str, Any]:
-    """One real execution of the handler (real clock) on a node whose only pod a PDB never lets go."""
+def polling_model(hold: float, ws: WorkflowSettings, heartbeat_timeout: int | None) -> Cost:
+    """The previous loop for comparison: every pass polls for its whole budget, then the recheck wait."""
+    interval = pacing.heartbeat_interval(heartbeat_timeout) if heartbeat_timeout else None
+    budget = float(ws.drain_pass_seconds)
+    loop = pacing.paced_loop(hold, budget, 1, lambda k: pacing.recheck_delay(k, ws), interval)
+    per_second = POLLING_PASS.requests / POLLING_PASS.seconds
+    return Cost(loop.steps, loop.waits, loop.heartbeats, round(loop.steps * budget * per_second), loop.steps * budget)
+
+
+def _logged(stamp: str) -> float:
+    """Epoch seconds of a log line's or an audit event's time."""
+    text = stamp.replace("Z", "+00:00").replace(",", ".").replace(" ", "T", 1)
+    if text.endswith("+0000"):
+        text = text[:-5] + "+00:00"
+    return datetime.fromisoformat(text).timestamp()
+
+
+def measure(hold: int, heartbeat_timeout: int) -> dict[str, Any]:
+    """One real execution of the handler (real clock, default pacing) on a node whose only pod a PDB never lets
+    go, until a deadline ``hold`` seconds after the event."""
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
 
     from bench import harness, storm
     from drain_orchestrator.handler import handler
     from drain_orchestrator.workflow import runtime
     from testbed.aws_seed import AwsSeed
+    from testbed.bed import AUDIT_GROUP
     from testbed.kube import KubeScenario
 
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-held")
@@ -88,54 +135,94 @@ def measure(hold: int, settings: dict[str, str], heartbeat_timeout: int) -> dict
         k8s.wait_pdb("web", disruptions_allowed=0)
         fleet.start_actions(aws)
         env, _ = aws.lambda_env("blue")
-        os.environ.update({**env, **settings, "DEADLINE_ASG_TERMINATE_SECONDS": str(hold)})
+        os.environ.update({**env, "DEADLINE_ASG_TERMINATE_SECONDS": str(hold), "FORCE_DELETE_ON_DEADLINE": "false"})
         runtime.reset_config()
+        offset = bed.audit_log.stat().st_size
         t = time.monotonic()
-        with DurableFunctionTestRunner(handler=handler, skip_time=False) as runner:
+        log = REPO / ".local" / "bench-held" / "handler.log"
+        with harness.stdout_into(log), DurableFunctionTestRunner(handler=handler, skip_time=False) as runner:
             res = runner.run(input=json.dumps(fleet.event(ids[0])), execution_timeout=hold + 300)
             ops = list(res.get_all_operations())
-        names = [str(getattr(op, "name", "")) for op in ops]
-        kinds = Counter(getattr(op.operation_type, "name", str(op.operation_type)) for op in ops)
-        return {
-            "status": getattr(res.status, "name", str(res.status)),
-            "seconds": time.monotonic() - t,
-            "operations": len(ops),
-            "by_type": dict(kinds),
-            "passes": sum(n.startswith("drain-pass-") for n in names),
-            "rechecks": sum(n.startswith("recheck-") for n in names),
-            "heartbeats": sum(n.startswith("heartbeat-") for n in names),
-            "result": (res.result or "")[:400] if isinstance(res.result, str) else str(res.result)[:400],
-        }
+        lines = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
+        passes = [x for x in lines if x.get("message") == "drain pass"]
+        seconds = time.monotonic() - t
+        with bed.audit_log.open("rb") as f:
+            f.seek(offset)
+            audit = [json.loads(line) for line in f.read().decode().splitlines() if line.strip()]
+        audit = [e for e in audit if AUDIT_GROUP in e.get("user", {}).get("groups", [])]
     finally:
         runtime.reset_config()
         k8s.cleanup()
         api.close()
         if owned:
             bed.stop()
+    by_kind: Counter[str] = Counter()
+    for e in audit:
+        ref = e.get("objectRef") or {}
+        by_kind[
+            f"{e['verb']} {ref.get('resource', '?')}{'/' + ref['subresource'] if ref.get('subresource') else ''}"
+        ] += 1
+    names = [str(getattr(op, "name", "")) for op in ops]
+    # per pass: the audited requests up to the end of the first pass (with locate and cordon before it), then
+    # those between its end and the last pass's end (nothing asks during the waits) shared by the later passes;
+    # how long each ran, as it logs it
+    ends = [_logged(x["timestamp"]) for x in passes]
+    stamps = [_logged(e["requestReceivedTimestamp"]) for e in audit]
+    later = passes[1:]
+    first = PassCost(sum(t <= ends[0] for t in stamps), passes[0]["seconds"]) if passes else None
+    held = (
+        PassCost(
+            round(sum(ends[0] < t <= ends[-1] + 0.05 for t in stamps) / len(later), 1),
+            round(sum(x["seconds"] for x in later) / len(later), 2),
+        )
+        if later
+        else None
+    )
+    return {
+        "status": getattr(res.status, "name", str(res.status)),
+        "seconds": round(seconds, 1),
+        "operations": len(ops),
+        "passes": len(passes),
+        "waits": sum(n.startswith("recheck-") for n in names),
+        "heartbeats": sum(n.startswith("heartbeat-") for n in names),
+        "requests": len(audit),
+        "requests_by_kind": dict(by_kind.most_common()),
+        "pass_seconds": round(sum(x["seconds"] for x in passes), 2),
+        "ended_early": sum(bool(x.get("held_early")) for x in passes),
+        "first_pass": asdict(first) if first else None,
+        "later_pass": asdict(held) if held else None,
+    }
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description="durable operations of a PDB-held drain until its deadline")
+    p = argparse.ArgumentParser(description="what a PDB-held drain costs until its deadline")
     p.add_argument("--hold-hours", type=float, default=48.0)
     p.add_argument("--heartbeat-timeout", type=int, default=3600, help="the hook's HeartbeatTimeout (AWS default)")
     p.add_argument("--measure", type=int, metavar="SECONDS", help="also run the handler held this long, and compare")
     a = p.parse_args()
     ws = WorkflowSettings()
-    long = model(a.hold_hours * 3600, ws, a.heartbeat_timeout)
-    print(
-        f"model, {a.hold_hours:g} h hold, default settings, heartbeat timeout {a.heartbeat_timeout} s: {asdict(long)}"
-    )
-    print(f"  loop operations: {long.operations}")
+    hold = a.hold_hours * 3600
+    first, later = FIRST_PASS, HELD_PASS
+    fixed_ops = 15  # a drain's operations outside its loop (docs/benchmarks.md "Cost of a drain")
     if a.measure:
-        short = {"DRAIN_PASS_SECONDS": "20", "RECHECK_MIN_SECONDS": "5", "RECHECK_MAX_SECONDS": "20"}
-        hb = 30
-        got = measure(a.measure, short, hb)
-        ws_short = WorkflowSettings(drain_pass_seconds=20, recheck_min_seconds=5, recheck_max_seconds=20)
-        # the real loop starts after the first steps (decide, cordon, ...), a second or two after the event
-        predicted = model(a.measure - 2, ws_short, hb)
-        print(f"measured, held {a.measure} s ({short}, heartbeat timeout {hb} s): {got}")
-        print(f"model for the same: {asdict(predicted)}; outside the loop: {got['operations'] - predicted.operations}")
-        print(f"=> {a.hold_hours:g} h: {long.operations + got['operations'] - predicted.operations} operations")
+        hb = 60
+        got = measure(a.measure, hb)
+        print(f"measured, held {a.measure} s (default pacing, heartbeat timeout {hb} s): {json.dumps(got, indent=1)}")
+        if got["first_pass"] and got["later_pass"]:
+            first, later = PassCost(**got["first_pass"]), PassCost(**got["later_pass"])
+        same = held_model(a.measure - 2, ws, hb, first, later)  # the loop starts a second or two after the event
+        print(f"model for the same hold: {asdict(same)}")
+        fixed_ops = got["operations"] - same.loop_operations
+        print(f"outside the loop: {fixed_ops} operations")
+    now = held_model(hold, ws, a.heartbeat_timeout, first, later)
+    before = polling_model(hold, ws, a.heartbeat_timeout)
+    print(f"\n{a.hold_hours:g} h hold, default settings, heartbeat timeout {a.heartbeat_timeout} s")
+    print(f"per pass: first {asdict(first)}, later {asdict(later)}")
+    print(f"| | {' | '.join(now.row(hold, fixed_ops))} |")
+    print(f"|---|{'---|' * len(now.row(hold, fixed_ops))}")
+    print(f"| before (polling passes) | {' | '.join(str(v) for v in before.row(hold, fixed_ops).values())} |")
+    print(f"| now (held passes end early) | {' | '.join(str(v) for v in now.row(hold, fixed_ops).values())} |")
+    print(f"loop now: {asdict(now)}; before: {asdict(before)}")
     return 0
 
 

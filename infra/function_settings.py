@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from .bundle import PACKAGE_NAME, SOURCE_ROOT
 
 # in dependency order: each one only imports those before it
-PURE_MODULES = ("clip", "settings", "workflow_settings")
+PURE_MODULES = ("clip", "settings", "pacing", "workflow_settings")
 
 
 class ImpureSettingsModule(RuntimeError):

@@ -6,37 +6,45 @@ what the Lambda uses.
 
 from __future__ import annotations
 
-import math
-
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kinds import DeadlineRule, rule_of
+from drain_orchestrator.pacing import (
+    GATE_RECHECK_MAX_SECONDS,
+    GLOBAL_TIMEOUT_HEARTBEATS,
+    HEARTBEAT_FALLBACK_INTERVAL,
+    LIFECYCLE_GLOBAL_TIMEOUT_MAX,
+    gate_recheck_delay,
+    heartbeat_interval,
+    held_wait,
+    hook_global_timeout,
+    pass_budget,
+    recheck_delay,
+    wait_seconds,
+)
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
-LIFECYCLE_GLOBAL_TIMEOUT_MAX = 48 * 3600  # AWS: a lifecycle action lasts at most 48 h ...
-GLOBAL_TIMEOUT_HEARTBEATS = 100  # ... or 100 x its heartbeat timeout, whichever is smaller
+__all__ = [
+    "GATE_RECHECK_MAX_SECONDS",
+    "GLOBAL_TIMEOUT_HEARTBEATS",
+    "HEARTBEAT_FALLBACK_INTERVAL",
+    "LIFECYCLE_GLOBAL_TIMEOUT_MAX",
+    "completion_deadline",
+    "decide_deadline",
+    "drain_deadline",
+    "gate_recheck_delay",
+    "heartbeat_interval",
+    "held_wait",
+    "hook_global_timeout",
+    "pass_budget",
+    "recheck_delay",
+    "wait_seconds",
+]
+
 MIN_HEARTBEAT_TIMEOUT = 30  # the smallest HeartbeatTimeout AWS accepts, and the smallest we keep alive
-HEARTBEAT_FALLBACK_INTERVAL = 10  # beat this often while the hook's own timeout is unknown
 COMPLETION_GRACE_SECONDS = 120  # completing the hook is retried this long past the deadline (below the expiry)
-GATE_RECHECK_MAX_SECONDS = 15  # a gate (load-balancer deregistration, volume detach) is checked at least this often
 # An interruptible capacity reservation's warning comes two minutes before EC2 terminates the instance; the event's
 # instance-termination-time says when exactly, and this notice stands in when it is missing.
 CAPACITY_RESERVATION_NOTICE_SECONDS = 120
-
-
-def hook_global_timeout(heartbeat_timeout: int, reported: int | None) -> int:
-    """A lifecycle action's lifetime: AWS's rule applied rather than the reported field alone (emulators
-    report 48 h regardless)."""
-    candidates = [LIFECYCLE_GLOBAL_TIMEOUT_MAX, GLOBAL_TIMEOUT_HEARTBEATS * heartbeat_timeout]
-    if reported:
-        candidates.append(reported)
-    return min(candidates)
-
-
-def heartbeat_interval(heartbeat_timeout: int | None) -> int:
-    """Beat at a third of the timeout: a failed or late beat still leaves time for two more tries."""
-    if heartbeat_timeout is None:
-        return HEARTBEAT_FALLBACK_INTERVAL
-    return max(5, heartbeat_timeout // 3)
 
 
 def drain_deadline(
@@ -77,24 +85,6 @@ def completion_deadline(deadline: float, event: Interruption, hook_lifetime: int
     return max(end, deadline)
 
 
-def recheck_delay(attempt: int, ws: WorkflowSettings) -> int:
-    """The durable wait after drain pass ``attempt`` (0-based): doubling from RECHECK_MIN to RECHECK_MAX."""
-    return int(min(ws.recheck_max_seconds, ws.recheck_min_seconds * 2 ** min(attempt, 16)))
-
-
-def pass_budget(now: float, deadline: float, ws: WorkflowSettings) -> float:
-    """Seconds one drain pass may run: DRAIN_PASS_SECONDS, never past the deadline."""
-    return max(1.0, min(float(ws.drain_pass_seconds), deadline - now))
-
-
-def wait_seconds(now: float, want: float, deadline: float, next_beat: float | None) -> int:
-    """A durable wait of ``want`` seconds, shortened so it ends by the deadline and by the next heartbeat due."""
-    end = min(now + want, deadline)
-    if next_beat is not None:
-        end = min(end, next_beat)
-    return max(1, math.ceil(end - now))
-
-
 DECIDE_RETRY_MAX_SECONDS = 3600
 
 
@@ -106,9 +96,3 @@ def decide_deadline(event: Interruption, ws: WorkflowSettings) -> float:
     else:
         until = drain_deadline(event, ws)
     return min(until, event.event_time + DECIDE_RETRY_MAX_SECONDS)
-
-
-def gate_recheck_delay(attempt: int, ws: WorkflowSettings) -> int:
-    """The durable wait between two checks of a gate: like drain rechecks, but at most GATE_RECHECK_MAX_SECONDS
-    (a target group's deregistration delay is known to the second; waiting much past it holds the instance)."""
-    return min(GATE_RECHECK_MAX_SECONDS, recheck_delay(attempt, ws))

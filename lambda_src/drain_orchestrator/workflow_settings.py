@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from drain_orchestrator import pacing
 from drain_orchestrator.clip import clip
 from drain_orchestrator.settings import SettingsError
 
@@ -65,6 +66,7 @@ class WorkflowSettings:
     drain_pass_seconds: int = 120  # one durable step's drain budget; keep well under the Lambda timeout
     recheck_min_seconds: int = 5
     recheck_max_seconds: int = 120
+    held_recheck_max_seconds: int = 900  # the wait after a pass that ended held grows to this (no compute billed)
     held_notify_seconds: int = 600  # a drain held this long by PDBs or failing evictions is notified ("held")
     held_approval: bool = False  # the "held" notification carries an approval id an operator answers (approve)
     dry_run: bool = False
@@ -107,6 +109,9 @@ class WorkflowSettings:
             drain_pass_seconds=_int(env, "DRAIN_PASS_SECONDS", d.drain_pass_seconds, 5, 840),
             recheck_min_seconds=_int(env, "RECHECK_MIN_SECONDS", d.recheck_min_seconds, 1, MAX_RECHECK_SECONDS),
             recheck_max_seconds=_int(env, "RECHECK_MAX_SECONDS", d.recheck_max_seconds, 1, MAX_RECHECK_SECONDS),
+            held_recheck_max_seconds=_int(
+                env, "HELD_RECHECK_MAX_SECONDS", d.held_recheck_max_seconds, 1, MAX_RECHECK_SECONDS
+            ),
             held_notify_seconds=_int(env, "HELD_NOTIFY_SECONDS", d.held_notify_seconds, 1),
             held_approval=_on_off(env, "HELD_APPROVAL", d.held_approval),
             dry_run=_bool(env, "DRY_RUN", d.dry_run),
@@ -118,8 +123,42 @@ class WorkflowSettings:
         )
         if s.recheck_max_seconds < s.recheck_min_seconds:
             raise SettingsError("RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")
+        if s.held_recheck_max_seconds < s.recheck_min_seconds:
+            raise SettingsError("HELD_RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")
+        check_bound(s)
         check_log_level(env)
         return s
+
+
+# the variables that set how often a drain's durable loop steps, and until when
+PACING_VARIABLES = (
+    "DRAIN_PASS_SECONDS",
+    "RECHECK_MIN_SECONDS",
+    "RECHECK_MAX_SECONDS",
+    "HELD_RECHECK_MAX_SECONDS",
+)
+HORIZON_VARIABLES = (
+    "DEADLINE_ASG_TERMINATE_SECONDS",
+    "DEADLINE_REBALANCE_SECONDS",
+    "DEADLINE_STATE_CHANGE_SECONDS",
+    "SCHEDULED_CHANGE_LEAD_SECONDS",
+)
+
+
+def check_bound(s: WorkflowSettings) -> None:
+    """Refuse settings under which one drain could exceed MAX_DURABLE_OPERATIONS or MAX_CHECKPOINT_BYTES in the
+    worst case the pacing allows (pacing.worst_case_any_hook), naming the variables that set it."""
+    b = pacing.worst_case_any_hook(s)
+    if b.operations <= pacing.MAX_DURABLE_OPERATIONS and b.checkpoint_bytes <= pacing.MAX_CHECKPOINT_BYTES:
+        return
+    hook = f"a hook with HeartbeatTimeout {b.heartbeat_timeout} s" if b.heartbeat_timeout else "an event without hook"
+    raise SettingsError(
+        "DRAIN_PASS_SECONDS",
+        f"a drain could use {b.operations} durable operations ({b.checkpoint_bytes // 2**20} MB of checkpoints) "
+        f"over {b.horizon} s ({hook}, {b.path}); at most {pacing.MAX_DURABLE_OPERATIONS} operations and "
+        f"{pacing.MAX_CHECKPOINT_BYTES // 2**20} MB are allowed: raise {', '.join(PACING_VARIABLES)} "
+        f"or shorten {', '.join(HORIZON_VARIABLES)}",
+    )
 
 
 def _raw(env: Mapping[str, str], name: str) -> str | None:

@@ -121,6 +121,8 @@ def test_cdk_json_style_values() -> None:
         ({"drainSettings": '{"DRAIN_FORCE": [1]}'}, "drainSettings"),
         ({"drainSettings": '{"WAIT_FOR_DEREGISTRATION": "nevr"}'}, "drainSettings"),
         ({"drainSettings": '{"RECHECK_MIN_SECONDS": 60, "RECHECK_MAX_SECONDS": 30}'}, "drainSettings"),
+        ({"drainSettings": '{"DRAIN_PASS_SECONDS": 5, "RECHECK_MIN_SECONDS": 1, "RECHECK_MAX_SECONDS": 5}'},
+         "drainSettings"),
         ({"timeoutSeconds": "120"}, "timeoutSeconds"),
         ({"timeoutSeconds": "300", "drainSettings": '{"DRAIN_PASS_SECONDS": 600}'}, "timeoutSeconds"),
     ],

@@ -181,3 +181,19 @@ def test_all_lists_every_export() -> None:
     import infra
 
     assert sorted(infra.__all__) == sorted(infra._EXPORTS)
+
+
+def test_drain_settings_that_could_exceed_the_durable_limits_are_refused_as_props() -> None:
+    from infra import ConfigError, OrchestratorConfig
+
+    fast = {"DRAIN_PASS_SECONDS": "5", "RECHECK_MIN_SECONDS": "1", "RECHECK_MAX_SECONDS": "5"}
+    with pytest.raises(ConfigError) as raised:
+        OrchestratorConfig(clusters=("p",), drain_settings=fast)
+    assert raised.value.key == "drain_settings"
+    for text in ("DRAIN_PASS_SECONDS", "HELD_RECHECK_MAX_SECONDS", "3000 operations", "durable operations"):
+        assert text in str(raised.value)
+    # the same pacing with a lifecycle cap of an hour stays within the limits
+    OrchestratorConfig(
+        clusters=("p",),
+        drain_settings={**fast, "DEADLINE_ASG_TERMINATE_SECONDS": "3600", "DEADLINE_REBALANCE_SECONDS": "600"},
+    )

@@ -96,7 +96,10 @@ class LambdaHarness:
     def configure(self, clusters: str = "blue", **env: str) -> None:
         """Served clusters, the Lambda's identity and access entries, a notification topic read through SQS."""
         values, self.queue_url = self.aws.lambda_env(clusters, ROLE)
-        for k, v in {**values, "RECHECK_MIN_SECONDS": "1", **env}.items():
+        # lifecycle drains capped at an hour: with the tests' short passes a 48 h hook could cost more durable
+        # operations than a drain may (pacing.MAX_DURABLE_OPERATIONS), and the function would refuse the settings
+        cap = {"DEADLINE_ASG_TERMINATE_SECONDS": "3600"}
+        for k, v in {**values, "RECHECK_MIN_SECONDS": "1", **cap, **env}.items():
             self.monkeypatch.setenv(k, v)
         self._reset()
 

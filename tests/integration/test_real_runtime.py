@@ -52,7 +52,7 @@ def test_asg_terminate_drains_across_a_durable_wait_and_a_replay(
     iid, node, spare = _asg_node(aws, k8s)
     _held_by_pdb(k8s, node, spare)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
-    runtime = real_lambda(DRAIN_PASS_SECONDS="5", RECHECK_MIN_SECONDS="2")
+    runtime = real_lambda(DRAIN_PASS_SECONDS="5", RECHECK_MIN_SECONDS="2", DEADLINE_ASG_TERMINATE_SECONDS="3600")
 
     arn = runtime.start_execution(_event(iid, token), "asg-terminate-wait")
     # the budget refuses the first pass: the execution waits durably (the invocation ends) before the next

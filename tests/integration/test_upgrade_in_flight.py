@@ -41,7 +41,10 @@ def versioned(
     function = FunctionConfig.from_template(template, {topic: env.pop("NOTIFICATION_TOPIC_ARN")})
     for name in ("CLUSTER_NAMES", "POWERTOOLS_SERVICE_NAME"):  # the template's own values stay
         env.pop(name, None)
-    env.update(DRAIN_PASS_SECONDS="5", RECHECK_MIN_SECONDS="2", RECHECK_MAX_SECONDS="2")
+    # short passes are only accepted with a short lifecycle cap (the durable-operation bound, pacing.py)
+    env.update(
+        DRAIN_PASS_SECONDS="5", RECHECK_MIN_SECONDS="2", RECHECK_MAX_SECONDS="2", DEADLINE_ASG_TERMINATE_SECONDS="3600"
+    )
     trust = {
         "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]
     }

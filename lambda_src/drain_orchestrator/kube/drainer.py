@@ -38,6 +38,7 @@ from drain_orchestrator.kube.drain_pacing import (
 )
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
+from drain_orchestrator.kube.held_pass import HoldCheck
 from drain_orchestrator.kube.held_pods import budgets_selecting, park_until_deadline_policy, record_hold, report_waiting
 from drain_orchestrator.kube.owners import classify_node
 from drain_orchestrator.kube.pods import list_node_pods
@@ -332,9 +333,11 @@ def drain_node(
     timeout: float | None = None,
     *,
     progress: Progress | None = None,
+    hold: HoldCheck | None = None,
 ) -> DrainReport:
     """Repeat passes until the node is drained, the timeout/deadline passes, a refusal (kubectl "cannot
-    delete …") stops it, or the API-call cap is reached. Dry run: a single pass."""
+    delete …") stops it, or the API-call cap is reached. Dry run: a single pass. With ``hold``, also when every
+    pod left is held (kube/held_pass.py): ``hold.ended`` says so."""
     say = progress or _quiet
     kube = kube if isinstance(kube, Kube) else Kube(kube, pool_size=options.concurrency)
     start = time.monotonic()
@@ -343,9 +346,11 @@ def drain_node(
         end = min(end, start + (options.deadline - time.time()))
     state = DrainState()
     calls0 = kube.calls
-    total = drain_pass(kube, node, options, state=state, progress=say)
+    total = last = drain_pass(kube, node, options, state=state, progress=say)
     interval = options.poll_min
     while not (total.refused or options.dry_run):
+        if hold is not None and hold.ends(state, last):
+            break
         mono = time.monotonic()
         if total.drained:
             settle = settle_wait(state, options)
@@ -366,7 +371,7 @@ def drain_node(
             break
         wait_between_passes(kube, state, options, interval, end)
         interval = min(options.poll_max, interval * 1.5)
-        later = drain_pass(kube, node, options, state=state, progress=say)
+        later = last = drain_pass(kube, node, options, state=state, progress=say)
         if later.evicted or later.forced:
             interval = options.poll_min
         total.absorb(later)

@@ -18,7 +18,8 @@ from drain_orchestrator.workflow.step_guard import fault_of
 
 def ttl() -> float:
     ws = runtime.wsettings()
-    return claim_ttl(ws.drain_pass_seconds, ws.recheck_max_seconds)
+    # a held drain waits up to HELD_RECHECK_MAX_SECONDS between passes (workflow/hold_pace.py)
+    return claim_ttl(ws.drain_pass_seconds, max(ws.recheck_max_seconds, ws.held_recheck_max_seconds))
 
 
 @durable_step

@@ -31,6 +31,7 @@ from drain_orchestrator.workflow import gates, runtime
 from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
+from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.one_drain import one_drain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
@@ -115,6 +116,7 @@ def _drain_passes(
     report: DrainReport | None = None
     n = ok_passes = faults = 0
     watch = HeldWatch(ws.held_notify_seconds)
+    holds = HoldPace(ws)
     approval: Approval | None = None
     while True:
         chosen = approval.look(ctx, pace, n) if approval is not None else None
@@ -126,7 +128,9 @@ def _drain_passes(
             if choice is Choice.FORCE:
                 job = replace(job, force_now=True)
         out: PassOutcome = ctx.step(
-            pass_step(job, n, pace.last_beat), name=f"drain-pass-{n}", config=step_config(PassOutcome)
+            pass_step(job, n, pace.last_beat, holds.after_held),
+            name=f"drain-pass-{n}",
+            config=step_config(PassOutcome),
         )
         pace.absorb(out)
         if out.gone:
@@ -135,6 +139,7 @@ def _drain_passes(
             return Result.CLAIM_LOST, report, None
         if out.deadline is not None:  # another execution waiting on this drain has an earlier deadline
             deadline = min(deadline, out.deadline)
+        held_wait: float | None = None
         if out.fault is not None:
             policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
             if policy.gives_up_after(faults) or pace.now >= deadline:
@@ -161,9 +166,13 @@ def _drain_passes(
                 return Result.DRY_RUN, report, None
             if pace.now >= deadline:
                 return Result.DEADLINE_MISSED, report, None
-            want = float(deadlines.recheck_delay(ok_passes, ws))
+            held_wait = holds.after(out, pace.now, watch, asking=approval is not None)
+            want = float(deadlines.recheck_delay(ok_passes, ws)) if held_wait is None else held_wait
             ok_passes += 1
-        pace.wait(want, f"recheck-{n}", deadline)
+        if held_wait is None:
+            pace.wait(want, f"recheck-{n}", deadline)
+        else:  # no pass before the held wait is over: heartbeats fall inside it
+            wait_held(pace, want, f"recheck-{n}", deadline)
         n += 1
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
-from drain_orchestrator import deadlines
+from drain_orchestrator import deadlines, pacing
 from drain_orchestrator.decide import Assessment
 from drain_orchestrator.failures import ApiError
 from drain_orchestrator.interruption import Interruption
@@ -119,8 +119,13 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
 
 
 @durable_step
-def pass_step(step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | None) -> PassOutcome:
+def pass_step(
+    step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | None, after_held: bool = False
+) -> PassOutcome:
+    """One drain pass of at most DRAIN_PASS_SECONDS; it ends early when every pod left is held (at its first look
+    when the pass before ended held too, ``after_held``)."""
     from drain_orchestrator.kube.drainer import drain_node  # noqa: PLC0415
+    from drain_orchestrator.kube.held_pass import HoldCheck  # noqa: PLC0415
     from drain_orchestrator.kube.node_claim import renew_claim  # noqa: PLC0415
     from drain_orchestrator.workflow.claim_steps import ttl  # noqa: PLC0415
 
@@ -138,7 +143,8 @@ def pass_step(step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | N
                 deadline = min(deadline, claim.earliest)
             budget = deadlines.pass_budget(time.time(), deadline, ws)
             opts = replace(job.drain_options(), deadline=deadline)
-            rep = drain_node(runtime.kube(job.cluster), job.node, opts, timeout=budget)
+            hold = HoldCheck(linger=pacing.HELD_LINGER_SECONDS, quick=after_held)
+            rep = drain_node(runtime.kube(job.cluster), job.node, opts, timeout=budget, hold=hold)
         except NodeGone:
             # the Node object is gone (instance terminated, node deleted): nothing left to drain
             logger.info("node gone while draining", extra={"node": job.node})
@@ -163,6 +169,16 @@ def pass_step(step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | N
             "held": [f"{h.pod}: {h.reason} ({h.status}) {', '.join(h.pdbs)} {h.message[:200]}" for h in rep.held[:20]],
             "drained": rep.drained,
             "api_calls": rep.api_calls,
+            "seconds": round(rep.elapsed, 2),
+            "held_early": hold.ended,
         },
     )
-    return PassOutcome(now=time.time(), report=rep, last_beat=hb.last_beat, hook_done=hb.hook_done, deadline=deadline)
+    return PassOutcome(
+        now=time.time(),
+        report=rep,
+        last_beat=hb.last_beat,
+        hook_done=hb.hook_done,
+        deadline=deadline,
+        held=hold.ended,
+        wake_at=hold.wake_at,
+    )

@@ -1,0 +1,68 @@
+"""Ending a drain pass that cannot progress, so that a held drain waits durably instead of polling.
+
+A pass is held when every pod still on the node is refused by a PodDisruptionBudget that allows nothing (or parked
+until the deadline policy), or let finish by its drain policy, and no pod is on its way out. Only something outside
+the drain changes that (a replacement becoming Ready, an operator), so the pass watches the budgets for
+HELD_LINGER_SECONDS after its last progress, then ends; the workflow waits durably, longer each time
+(pacing.held_recheck), and looks again. A pass that starts held after a held pass ends at its first look.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.kube.drain_pacing import DrainState
+
+
+@dataclass
+class HoldCheck:
+    """Given to ``drain_node``: when to end a held pass, and what it found."""
+
+    linger: float  # seconds a held pass keeps watching after its last progress
+    quick: bool = False  # the last pass ended held: end at the first look unless this one progresses
+    ended: bool = False  # this pass ended because it was held
+    wake_at: float | None = None  # epoch: the first time the drain's own clock acts (force-delete, a release)
+    _since: float | None = None  # monotonic: held since
+    _progressed: bool = False
+
+    def ends(self, state: DrainState, last: DrainReport) -> bool:
+        """Fold the latest pass in; True when the pass should end here, held."""
+        mono = time.monotonic()
+        if last.evicted or last.forced:
+            self._progressed = True
+        if not held(state, last):
+            self._since = None
+            return False
+        if self._since is None:
+            self._since = mono
+        if (self.quick and not self._progressed) or mono - self._since >= self.linger:
+            self.ended = True
+            self.wake_at = _wake_at(state, mono)
+            return True
+        return False
+
+
+def held(state: DrainState, last: DrainReport) -> bool:
+    """Every pod left is held by a budget, by the deadline policy's parking or by its drain policy, none is going."""
+    if not last.remaining or last.refused or last.drained:
+        return False
+    if state.sent or state.deletion_times or state.expected_gone or last.terminating or last.throttled or last.failed:
+        return False
+    waiting = {ident.rsplit("@", 1)[0] for ident in state.waiting_on}
+    parked = {  # refused by several budgets: not retried before the deadline policy (kube/held_pods.py)
+        ident.rsplit("@", 1)[0]
+        for ident, t in state.not_before.items()
+        if ident not in state.waiting_on and (t == float("inf") or t == state.force_at.get(ident))
+    }
+    by_policy = {p.pod for p in last.held_by_policy}
+    blocked = {b.pod for b in last.blocked}
+    return all(pod in by_policy or (pod in blocked and pod in waiting | parked) for pod in last.remaining)
+
+
+def _wake_at(state: DrainState, mono: float) -> float | None:
+    times = [*state.force_at.values(), *state.held_until.values()]
+    times += [t for ident, t in state.not_before.items() if ident not in state.waiting_on and t != float("inf")]
+    first = min(times, default=None)
+    return None if first is None else time.time() + max(0.0, first - mono)

@@ -1,0 +1,50 @@
+"""The waits of a held drain: after a pass that ended because every pod left was held (kube/held_pass.py), the
+flow waits durably — no compute billed — longer each time (pacing.held_recheck, up to HELD_RECHECK_MAX_SECONDS),
+cut at the deadline policy's force time, a drain policy's release and the held notification (and, in Pace.wait, at
+the deadline). A heartbeat due during the wait is sent and the wait goes on: a held drain looks at the node once
+per wait, not once per heartbeat. A pass that evicts or deletes a pod starts the waits over.
+
+Fed by checkpointed step results only, so a replay takes the same decisions.
+"""
+
+from __future__ import annotations
+
+from drain_orchestrator import pacing
+from drain_orchestrator.workflow.held import HeldWatch
+from drain_orchestrator.workflow.pace import Pace
+from drain_orchestrator.workflow.results import PassOutcome
+from drain_orchestrator.workflow_settings import WorkflowSettings
+
+
+class HoldPace:
+    def __init__(self, ws: WorkflowSettings) -> None:
+        self.ws = ws
+        self.held_passes = 0  # passes ended held since the last progress
+        self.after_held = False  # the last pass ended held: the next one ends at its first look
+
+    def after(self, out: PassOutcome, now: float, watch: HeldWatch, *, asking: bool = False) -> float | None:
+        """The wait after this pass if it ended held, else None (the drain's usual recheck). ``asking``: an
+        approval is open, and its answer is read between passes: no wait longer than RECHECK_MAX_SECONDS."""
+        report = out.report
+        if report is not None and (report.evicted or report.forced):
+            self.held_passes = 0
+        self.after_held = out.held
+        if not out.held:
+            return None
+        due = [out.wake_at] if out.wake_at is not None else []
+        if watch.since is not None and not watch.said:
+            due.append(watch.since + watch.notify_after)
+        want = pacing.held_recheck(self.held_passes, now, self.ws, due)
+        self.held_passes += 1
+        return min(want, float(self.ws.recheck_max_seconds)) if asking else want
+
+
+def wait_held(pace: Pace, seconds: float, name: str, until: float) -> None:
+    """Wait ``seconds`` (by ``until``) durably, in pieces cut at each heartbeat due (Pace.wait sends it)."""
+    end = min(pace.now + seconds, until)
+    piece = 0
+    while True:
+        pace.wait(end - pace.now, name if piece == 0 else f"{name}-{piece}", until)
+        if pace.now >= end - 0.5:
+            return
+        piece += 1

@@ -1,0 +1,76 @@
+"""When a drain pass counts as held (it then ends early), and the waits that follow it (pure)."""
+
+from __future__ import annotations
+
+from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason
+from drain_orchestrator.kube.drain_pacing import DrainState
+from drain_orchestrator.kube.held_pass import HoldCheck, held
+from drain_orchestrator.workflow.held import HeldWatch
+from drain_orchestrator.workflow.hold_pace import HoldPace
+from drain_orchestrator.workflow.results import PassOutcome
+from drain_orchestrator.workflow_settings import WorkflowSettings
+
+
+def _blocked(*pods: str) -> tuple[DrainState, DrainReport]:
+    state = DrainState(waiting_on={f"{p}@uid-{p}": [("ns", "web")] for p in pods})
+    report = DrainReport(node="n", remaining=list(pods), blocked=[BlockedPod(p, ["web"], "429") for p in pods])
+    return state, report
+
+
+def test_pods_refused_by_budgets_or_let_finish_make_a_held_pass() -> None:
+    state, report = _blocked("ns/a", "ns/b")
+    assert held(state, report)
+    report.remaining.append("ns/job")
+    report.held_by_policy.append(PodReason("ns/job", "wait-for-completion"))
+    assert held(state, report)
+
+
+def test_a_pod_on_its_way_out_or_a_failing_eviction_keeps_the_pass_going() -> None:
+    state, report = _blocked("ns/a")
+    state.sent["ns/b"] = "uid-b"
+    assert not held(state, report)
+    state, report = _blocked("ns/a")
+    report.terminating.append("ns/c")
+    assert not held(state, report)
+    state, report = _blocked("ns/a")
+    report.remaining.append("ns/w")
+    report.failed.append(PodReason("ns/w", "HTTP 500: webhook down"))
+    assert not held(state, report)
+    assert not held(DrainState(), DrainReport(node="n", drained=True))
+
+
+def test_a_quick_check_ends_at_first_look_unless_the_pass_progressed() -> None:
+    state, report = _blocked("ns/a")
+    assert HoldCheck(linger=30, quick=True).ends(state, report)
+    check = HoldCheck(linger=30, quick=True)
+    moved = DrainReport(node="n", evicted=["ns/x"], remaining=["ns/a"], blocked=report.blocked)
+    assert not check.ends(state, moved)  # it evicted: lingers like a first pass
+    assert HoldCheck(linger=0, quick=False).ends(state, report)
+
+
+def test_held_waits_grow_and_start_over_when_a_pass_evicts() -> None:
+    ws = WorkflowSettings()
+    pace, watch = HoldPace(ws), HeldWatch(10_000)
+    report = DrainReport(node="n", remaining=["ns/a"])
+    waits = [pace.after(PassOutcome(now=0, report=report, held=True), 0.0, watch) for _ in range(4)]
+    assert waits == [5, 10, 20, 40] and pace.after_held
+    moved = DrainReport(node="n", evicted=["ns/b"], remaining=["ns/a"])
+    assert pace.after(PassOutcome(now=0, report=moved, held=True), 0.0, watch) == 5
+    assert pace.after(PassOutcome(now=0, report=report), 0.0, watch) is None and not pace.after_held
+
+
+def test_a_held_wait_ends_at_the_force_time_and_the_held_notification() -> None:
+    pace = HoldPace(WorkflowSettings())
+    pace.held_passes = 8
+    report = DrainReport(node="n", remaining=["ns/a"])
+    assert pace.after(PassOutcome(now=0, report=report, held=True, wake_at=1120.0), 1000.0, HeldWatch(600)) == 120
+    watch = HeldWatch(600, since=900.0)
+    assert pace.after(PassOutcome(now=0, report=report, held=True), 1000.0, watch) == 500
+
+
+def test_an_open_approval_keeps_held_waits_within_the_recheck_maximum() -> None:
+    ws = WorkflowSettings()
+    pace = HoldPace(ws)
+    pace.held_passes = 8
+    out = PassOutcome(now=0, report=DrainReport(node="n", remaining=["ns/a"]), held=True)
+    assert pace.after(out, 0.0, HeldWatch(10), asking=True) == ws.recheck_max_seconds
