@@ -130,9 +130,10 @@ def _notifications(soak: Soak, notes: list[dict[str, Any]]) -> list[Violation]:
 
 def _evictions(soak: Soak, evicted: list[str]) -> list[Violation]:
     drained = soak.expect.drained_nodes
+    scheduled = soak.scheduled_nodes() if evicted else {}
 
     def node_of(pod: str) -> str | None:
-        return soak.pod_nodes.get(pod) or soak.pods_at_start.get(pod)
+        return soak.pod_nodes.get(pod) or scheduled.get(pod) or soak.pods_at_start.get(pod)
 
     return [
         Violation("no pod evicted from a node nobody was draining", f"{pod} (on {node_of(pod)})")
