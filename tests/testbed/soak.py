@@ -50,6 +50,7 @@ STRAYS = ("other-cluster-hook", "unknown-instance", "malformed", "karpenter-node
 FAULTS = ("apiserver-restart", "etcd-restart", "access-revoked", "aws-throttle", "aws-5xx", "sns-down",
           "lambda-killed", "node-deleted")  # fmt: skip
 INVOCATION_TIMEOUT = 20  # the local runner re-invokes an invocation that ran this long: a killed Lambda's retry
+HOOK_HEARTBEAT_TIMEOUT = 60
 KILL_POINT = "pass-"  # runtime.inject_fault's name for the start of a drain pass (pass-0, pass-1, ...)
 
 
@@ -147,7 +148,9 @@ class Soak:
         self.aws.reset()
         self.aws.eks_cluster(SERVED)
         self.aws.eks_cluster(OTHER)
-        hooks = [{"name": HOOK, "transition": TERMINATING, "heartbeat_timeout": 30}]
+        # a killed invocation is silent for INVOCATION_TIMEOUT before its retry, up to a third of the timeout after
+        # its last beat, and its retry replays first: 60 s outlasts that on a loaded machine (30 s did not)
+        hooks = [{"name": HOOK, "transition": TERMINATING, "heartbeat_timeout": HOOK_HEARTBEAT_TIMEOUT}]
         ours = [*hooks, {"name": FOREIGN_HOOK, "transition": TERMINATING, "heartbeat_timeout": 600}]
         owned = self.aws.asg(ASG, size=self.fleet, tags={f"kubernetes.io/cluster/{SERVED}": "owned"}, hooks=ours)
         others = self.aws.asg(OTHER_ASG, size=2, tags={f"kubernetes.io/cluster/{OTHER}": "owned"}, hooks=hooks)
@@ -355,7 +358,10 @@ class Soak:
     def _strike_all(self, faults: list[Planned], t0: float) -> None:
         for p in faults:
             time.sleep(max(0.0, t0 + p.at - time.time()))
-            self.strike(p.what)
+            try:
+                self.strike(p.what)
+            except Exception as exc:  # a fault tool that failed: a finding, and the rest of the plan still strikes
+                self.harness_errors.append(f"fault injection ({p.what}): {type(exc).__name__}: {exc}"[:300])
         for proc in self.bed.state.procs:  # whatever a fault stopped is running again for the verdicts
             if not self.faults.running(proc.name):
                 self.faults.restart(proc.name)
