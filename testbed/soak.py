@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -50,6 +51,8 @@ STRAYS = ("other-cluster-hook", "unknown-instance", "malformed", "karpenter-node
 FAULTS = ("apiserver-restart", "etcd-restart", "access-revoked", "aws-throttle", "aws-5xx", "sns-down",
           "lambda-killed", "node-deleted")  # fmt: skip
 INVOCATION_TIMEOUT = 20  # the local runner re-invokes an invocation that ran this long: a killed Lambda's retry
+HOOK_HEARTBEAT_TIMEOUT = 60
+KILL_POINT = "pass-"  # runtime.inject_fault's name for the start of a drain pass (pass-0, pass-1, ...)
 
 
 @dataclass
@@ -83,6 +86,7 @@ class SoakReport:
     event_to_verdict_p50_s: float | None = None
     event_to_verdict_p99_s: float | None = None
     max_operations: int = 0
+    killed_invocations: int = 0
     duplicate_finals: dict[str, int] = field(default_factory=dict)
     wall_s: float = 0.0
     violations: list[Violation] = field(default_factory=list)
@@ -94,7 +98,7 @@ class SoakReport:
         lines = [
             f"soak seed={self.seed} minutes={self.minutes} wall={self.wall_s:.0f}s executions={self.executions}",
             f"  events:   {dict(sorted(self.events.items()))}",
-            f"  faults:   {dict(sorted(self.faults.items()))}",
+            f"  faults:   {dict(sorted(self.faults.items()))}; invocations killed mid-pass: {self.killed_invocations}",
             f"  verdicts: {dict(sorted(self.verdicts.items()))}; failed executions: {self.failed_executions}",
             f"  event -> verdict: p50 {self.event_to_verdict_p50_s}s, p99 {self.event_to_verdict_p99_s}s; "
             f"most durable operations in one execution: {self.max_operations}",
@@ -133,6 +137,7 @@ class Soak:
         self.fault_counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._crash_armed = threading.Event()
+        self.killed_invocations = 0  # lambda-killed faults that reached an invocation (armed ones wait for a pass)
         self._draining_nodes: list[str] = []
         self.harness_errors: list[str] = []
         self.duplicate_finals: dict[str, int] = {}  # nodes reported more than once where no claim could arbitrate
@@ -144,7 +149,9 @@ class Soak:
         self.aws.reset()
         self.aws.eks_cluster(SERVED)
         self.aws.eks_cluster(OTHER)
-        hooks = [{"name": HOOK, "transition": TERMINATING, "heartbeat_timeout": 30}]
+        # a killed invocation is silent for INVOCATION_TIMEOUT before its retry, up to a third of the timeout after
+        # its last beat, and its retry replays first: 60 s outlasts that on a loaded machine (30 s did not)
+        hooks = [{"name": HOOK, "transition": TERMINATING, "heartbeat_timeout": HOOK_HEARTBEAT_TIMEOUT}]
         ours = [*hooks, {"name": FOREIGN_HOOK, "transition": TERMINATING, "heartbeat_timeout": 600}]
         owned = self.aws.asg(ASG, size=self.fleet, tags={f"kubernetes.io/cluster/{SERVED}": "owned"}, hooks=ours)
         others = self.aws.asg(OTHER_ASG, size=2, tags={f"kubernetes.io/cluster/{OTHER}": "owned"}, hooks=hooks)
@@ -288,10 +295,16 @@ class Soak:
     def crash_point(self, point: str) -> None:
         """runtime.fault_injection: an armed crash kills the invocation that reaches a drain pass (its thread
         blocks until the runner has re-invoked, as a Lambda killed by its timeout never returns)."""
-        if point.startswith("drain-pass") and self._crash_armed.is_set():
+        if not point.startswith(KILL_POINT):
+            return
+        with self._lock:  # one armed crash kills one invocation, however many reach a pass at once
+            if not self._crash_armed.is_set():
+                return
             self._crash_armed.clear()
-            time.sleep(INVOCATION_TIMEOUT + 5)
-            raise SystemExit("killed invocation")
+            self.killed_invocations += 1
+        self.say(f"killed an invocation at {point}")
+        time.sleep(INVOCATION_TIMEOUT + 5)
+        raise SystemExit("killed invocation")
 
     # ---- the run ------------------------------------------------------------------------------------------------
     def run(self, env: Callable[[dict[str, str]], None]) -> SoakReport:
@@ -305,9 +318,7 @@ class Soak:
             runtime.fault_injection = self.crash_point
             events, faults = plan(self.seed, self.minutes, list(self.nodes), strays=max(3, self.fleet // 2))
             self.say(f"soak: {len(events)} deliveries and {len(faults)} faults over {self.minutes} min")
-            self._watching.set()
-            binder = threading.Thread(target=self._watch_bindings, daemon=True)
-            binder.start()
+            binder = self.start_watching_bindings()
             t0 = time.time()
             striker = threading.Thread(target=self._strike_guarded, args=(faults, t0), daemon=True)
             striker.start()
@@ -321,8 +332,7 @@ class Soak:
                     f.result()
             runtime.fault_injection = None
             self.proxy.clear()
-            self._watching.clear()
-            binder.join(60)
+            self.stop_watching_bindings(binder)
         report = SoakReport(seed=self.seed, minutes=self.minutes)
         report.events = dict(Counter(e.what for e in self.executions))
         report.executions = len(self.executions)
@@ -334,6 +344,7 @@ class Soak:
             report.event_to_verdict_p50_s = round(durations[len(durations) // 2], 1)
             report.event_to_verdict_p99_s = round(durations[min(len(durations) - 1, int(len(durations) * 0.99))], 1)
         report.max_operations = max((e.operations for e in self.executions), default=0)
+        report.killed_invocations = self.killed_invocations
         report.violations = check(self, audit_offset)
         report.duplicate_finals = dict(self.duplicate_finals)
         report.wall_s = time.time() - started
@@ -348,15 +359,31 @@ class Soak:
     def _strike_all(self, faults: list[Planned], t0: float) -> None:
         for p in faults:
             time.sleep(max(0.0, t0 + p.at - time.time()))
-            self.strike(p.what)
+            try:
+                self.strike(p.what)
+            except Exception as exc:  # a fault tool that failed: a finding, and the rest of the plan still strikes
+                self.harness_errors.append(f"fault injection ({p.what}): {type(exc).__name__}: {exc}"[:300])
         for proc in self.bed.state.procs:  # whatever a fault stopped is running again for the verdicts
             if not self.faults.running(proc.name):
                 self.faults.restart(proc.name)
 
+    def start_watching_bindings(self) -> threading.Thread:
+        self._watching.set()
+        binder = threading.Thread(target=self._watch_bindings, daemon=True)
+        binder.start()
+        return binder
+
+    def stop_watching_bindings(self, binder: threading.Thread) -> None:
+        self._watching.clear()
+        binder.join(60)
+
     def _watch_bindings(self) -> None:
         """Which node each pod of the run was bound to, replacements included: a pod bound to a node being drained
-        after its cordon (the scheduler had not seen it yet) is that drain's to evict. Survives apiserver restarts."""
+        after its cordon (the scheduler had not seen it yet) is that drain's to evict. Survives apiserver restarts:
+        an outage resumes the watch where it stopped; only an expired resourceVersion lists again (a pod bound and
+        gone in between is then found by scheduled_nodes)."""
         from kubernetes import client, watch
+        from kubernetes.client.exceptions import ApiException
 
         core = client.CoreV1Api(self.k8s.api_client)
         version = None
@@ -370,9 +397,33 @@ class Soak:
                         self.pod_nodes[pod.metadata.name] = pod.spec.node_name
                     if not self._watching.is_set():
                         return
-            except Exception:  # an outage or an expired resourceVersion: list again
-                version = None
+            except ApiException as exc:
+                if exc.status == 410:  # too old to resume from: list again
+                    version = None
                 time.sleep(1)
+            except Exception:  # the apiserver (or etcd) down: resume from the last version seen
+                time.sleep(1)
+
+    def scheduled_nodes(self) -> dict[str, str]:
+        """Pod -> node from the scheduler's own record, its Scheduled Events (kept an hour): the bindings a watch
+        cut by an apiserver restart could miss."""
+        nodes: dict[str, str] = {}
+        token = None
+
+        def page_after(after: str | None) -> Any:
+            return self.k8s.core.list_namespaced_event(
+                self.k8s.ns, field_selector="reason=Scheduled", limit=500, _continue=after
+            )
+
+        while True:
+            page = _retry(lambda: page_after(token))  # noqa: B023 - called at once, in this iteration
+            for ev in page.items:
+                m = SCHEDULED.match(ev.message or "")
+                if m is not None:
+                    nodes[m["pod"]] = m["node"]
+            token = page.metadata._continue
+            if not token:
+                return nodes
 
     def audit_evictions(self, offset: int) -> list[str]:
         """Names of the pods the product's identity evicted or deleted (accepted requests in the audit log)."""
@@ -393,6 +444,7 @@ class Soak:
 
 
 CONTINUE_RESULT = "CONTINUE"
+SCHEDULED = re.compile(r"Successfully assigned [^/\s]+/(?P<pod>\S+) to (?P<node>\S+)")  # the scheduler's Event
 
 
 def _verdict(e: Execution) -> str:

@@ -105,7 +105,10 @@ def _notifications(soak: Soak, notes: list[dict[str, Any]]) -> list[Violation]:
     finals: dict[str, int] = {}
     for n in notes:
         if n.get("phase") in ("completed", "failed"):
-            finals[str(n.get("node"))] = finals.get(str(n.get("node")), 0) + 1
+            # a drain that could not even locate its node (the apiserver unreachable until the deadline) reports
+            # node null: its instance says which node it was
+            node = str(n.get("node") or soak.nodes.get(str(n.get("instance_id")), "None"))
+            finals[node] = finals.get(node, 0) + 1
     by_node = {node: iid for iid, node in soak.nodes.items()}
     for node in sorted(soak.expect.drained_nodes):
         count = finals.pop(node, 0)
@@ -130,9 +133,10 @@ def _notifications(soak: Soak, notes: list[dict[str, Any]]) -> list[Violation]:
 
 def _evictions(soak: Soak, evicted: list[str]) -> list[Violation]:
     drained = soak.expect.drained_nodes
+    scheduled = soak.scheduled_nodes() if evicted else {}
 
     def node_of(pod: str) -> str | None:
-        return soak.pod_nodes.get(pod) or soak.pods_at_start.get(pod)
+        return soak.pod_nodes.get(pod) or scheduled.get(pod) or soak.pods_at_start.get(pod)
 
     return [
         Violation("no pod evicted from a node nobody was draining", f"{pod} (on {node_of(pod)})")
