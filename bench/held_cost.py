@@ -115,7 +115,7 @@ def measure(hold: int, heartbeat_timeout: int) -> dict[str, Any]:
     from drain_orchestrator.handler import handler
     from drain_orchestrator.workflow import runtime
     from testbed.aws_seed import AwsSeed
-    from testbed.bed import AUDIT_GROUP
+    from testbed.control_plane import AUDIT_GROUP
     from testbed.kube import KubeScenario
 
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-held")

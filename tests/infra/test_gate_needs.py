@@ -4,9 +4,9 @@ Pure, no jsii."""
 
 from __future__ import annotations
 
-from drain_orchestrator.rbac_cli import load_manifest
 from infra.permissions import ELBV2_DESCRIBE
 
+from drain_orchestrator.cli.rbac import load_manifest
 from drain_orchestrator.workflow.gate_defs import GATES, LoadBalancerGate, VolumeGate, configured
 from drain_orchestrator.workflow_settings import WorkflowSettings
 from testbed.control_plane import RBAC_FILE

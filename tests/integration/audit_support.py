@@ -1,4 +1,4 @@
-"""The function's Kubernetes requests, read from the bed's apiserver audit log (tests/testbed/bed.py audits every
+"""The function's Kubernetes requests, read from the bed's apiserver audit log (testbed/control_plane.py audits every
 request of the function's group, written before the response)."""
 
 from __future__ import annotations

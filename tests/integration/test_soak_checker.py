@@ -13,12 +13,12 @@ from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.kube.drainer import drain_node
 from drain_orchestrator.kube.evict import Outcome, evict_pod
 from drain_orchestrator.workflow import runtime
+from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
+from testbed.soak import Soak
+from testbed.soak_check import _evictions
 from tests.integration.drain_support import set_unschedulable
 from tests.integration.lambda_support import LambdaHarness
-from tests.testbed.aws_seed import AwsSeed
-from tests.testbed.bed import Testbed
-from tests.testbed.soak import Soak
-from tests.testbed.soak_check import _evictions
 
 pytestmark = pytest.mark.integration
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.testbed.soak import Execution
-from tests.testbed.soak_check import Expectation, _notifications
+from testbed.soak import Execution
+from testbed.soak_check import Expectation, _notifications
 
 
 @dataclass
