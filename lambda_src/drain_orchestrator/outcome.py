@@ -8,7 +8,7 @@ result, the phase claimed on the node, the final notification, the metric and th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -105,6 +105,8 @@ class InstanceOutcome:
     heartbeats: int | None = None
     duration_seconds: float | None = None
     notified: bool | None = None
+    # False while the flow has not looked for a node (a launch into the warm pool never does): `node` is left out
+    node_looked: bool = field(default=True, repr=False)
 
     IDENTITY: ClassVar[tuple[str, ...]] = ("instance_id", "cluster", "node", "decision", "action")
     # the fields of the final notification and of the "drain did not finish" log line, in this order
@@ -121,6 +123,8 @@ class InstanceOutcome:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
+            if f.name == "node_looked" or (f.name == "node" and self.node is None and not self.node_looked):
+                continue
             value = getattr(self, f.name)
             verdict_ran = f.name == "report" and self.duration_seconds is not None
             if f.name in self.IDENTITY or value is not None or verdict_ran:
@@ -130,6 +134,8 @@ class InstanceOutcome:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InstanceOutcome:
         values = dict(data)
+        if "node" not in values:
+            values["node"], values["node_looked"] = None, False
         if values.get("result") is not None:
             values["result"] = Result(values["result"])
         return cls(**values)

@@ -115,3 +115,11 @@ def test_the_outcome_json_has_the_identity_and_what_was_set() -> None:
     assert json.loads(json.dumps(data)) == data and InstanceOutcome.from_dict(data) == done
     assert done.reported() == {"result": "refused"}  # the notification's fields, None left out
     assert not done.failed and InstanceOutcome.from_dict({**data, "result": "failed"}).failed
+
+
+def test_an_outcome_that_never_looked_for_a_node_leaves_node_out_and_round_trips() -> None:
+    warm = InstanceOutcome("i-1", "blue", None, "owned-instance-tag", "complete-lifecycle", node_looked=False)
+    assert "node" not in warm.to_dict() and "node_looked" not in warm.to_dict()
+    assert InstanceOutcome.from_dict(warm.to_dict()).to_dict() == warm.to_dict()
+    unlocated = InstanceOutcome("i-2", "blue", None, "owned-instance-tag", "drain")  # looked, found none
+    assert unlocated.to_dict()["node"] is None

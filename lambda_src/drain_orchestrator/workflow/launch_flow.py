@@ -24,7 +24,9 @@ READY_RECHECK_SECONDS = 10
 def launch_instance(ctx: DurableContext, event: Interruption, assessment: Assessment) -> InstanceOutcome:
     ws = runtime.wsettings()
     decision = assessment.decision
-    summary = InstanceOutcome(decision.instance_id, decision.cluster, None, decision.reason.value, decision.action)
+    summary = InstanceOutcome(
+        decision.instance_id, decision.cluster, None, decision.reason.value, decision.action, node_looked=False
+    )
     first: ReadyCheck | None = None
     if decision.action != "complete-lifecycle":
         first = ctx.step(ready_step(event, assessment, None), name="ready-0", config=step_config(ReadyCheck))
@@ -51,7 +53,7 @@ def launch_instance(ctx: DurableContext, event: Interruption, assessment: Assess
             ready_step(event, assessment, pace.last_beat), name=f"ready-{n}", config=step_config(ReadyCheck)
         )
         pace.absorb(check)
-    summary.node = check.node
+    summary.node, summary.node_looked = check.node, True
     summary.result = result = Result.READY if check.ready else Result.TIMED_OUT
     if check.fault is not None and not check.ready:
         summary.error = check.fault.to_dict()
