@@ -76,9 +76,7 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
 @durable_step
 def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> Cordoned:
     from drain_orchestrator.kube.cordon import cordon  # noqa: PLC0415
-    from drain_orchestrator.kube.node_records import claim  # noqa: PLC0415
 
-    ws = runtime.wsettings()
     event, decision, node, now = job.event, job.decision, job.node, time.time()
     with HeartbeatKeeper(event.lifecycle, decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
         try:
@@ -94,12 +92,16 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
                 exclude_from_load_balancers=opts.exclude_from_load_balancers,
                 now=now,
                 dry_run=opts.dry_run,
+                # one execution announces each phase, however many events arrived for this node (claims taken in
+                # the cordon's write); the announcement is a step of its own (report_step.announce_step), so a
+                # crash here cannot announce twice. Only a drain announces itself: a cordon-only run (rebalance)
+                # must not take the "started" claim.
+                claims=dict.fromkeys(
+                    ("cordoned", "drain-started") if decision.action == "drain" else ("cordoned",), job.run_id
+                ),
             )
-            # one execution announces each phase, however many events arrived for this node; the announcement
-            # is a step of its own (report_step.announce_step), so a crash here cannot announce twice
-            cordon_claimed = claim(kube, node, "cordoned", job.run_id, dry_run=ws.dry_run)
-            # only a drain announces itself: a cordon-only run (rebalance) must not take the "started" claim
-            first = decision.action == "drain" and claim(kube, node, "drain-started", job.run_id, dry_run=ws.dry_run)
+            cordon_claimed = "cordoned" in res.claimed
+            first = "drain-started" in res.claimed
         except NodeGone:
             logger.info("node already gone", extra={"node": node})
             return Cordoned(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
