@@ -126,8 +126,8 @@ def pass_step(
 ) -> PassOutcome:
     """One drain pass of at most DRAIN_PASS_SECONDS; it ends early when every pod left is held (at its first look
     when the pass before ended held too, ``after_held``)."""
-    from drain_orchestrator.kube.drainer import drain_node  # noqa: PLC0415
-    from drain_orchestrator.kube.held_pass import HoldCheck  # noqa: PLC0415
+    from drain_orchestrator.engine.drainer import drain_node  # noqa: PLC0415
+    from drain_orchestrator.engine.held_pass import HoldCheck  # noqa: PLC0415
     from drain_orchestrator.kube.node_claim import renew_claim  # noqa: PLC0415
     from drain_orchestrator.workflow.claim_steps import ttl  # noqa: PLC0415
 
