@@ -59,7 +59,7 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
     from drain_orchestrator.decide import locate_node  # noqa: PLC0415 - only owned instances reach this
 
     event = job.event
-    with HeartbeatKeeper(event.lifecycle, job.decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+    with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             decision = locate_node(runtime.kube(job.cluster), assessment, event)
         except Exception as exc:
@@ -77,8 +77,8 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
 def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> Cordoned:
     from drain_orchestrator.kube.cordon import cordon  # noqa: PLC0415
 
-    event, decision, node, now = job.event, job.decision, job.node, time.time()
-    with HeartbeatKeeper(event.lifecycle, decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+    decision, node, now = job.decision, job.node, time.time()
+    with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             kube = runtime.kube(job.cluster)
             opts = job.drain_options()
@@ -132,9 +132,9 @@ def pass_step(
     from drain_orchestrator.workflow.claim_steps import ttl  # noqa: PLC0415
 
     ws = runtime.wsettings()
-    event, decision = job.event, job.decision
+    event = job.event
     runtime.inject_fault(f"pass-{n}")
-    with HeartbeatKeeper(event.lifecycle, decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+    with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             deadline = job.plan.deadline
             if job.claimed:  # renew the node's drain claim; drain to the earliest deadline of those waiting on it
