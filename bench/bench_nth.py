@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import bench_storm, harness, nth, nth_stray, storm
+from bench import audit_counts, bench_storm, harness, nth, nth_stray, storm
 from bench.bench_storm import Phase
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
@@ -131,6 +131,8 @@ def bench(
         warm_s = bench_storm.warm_up(aws, orch_k8s)
         orch_phase = bench_storm.run_phase(aws, orch_k8s, orch, orch.instance_ids, env["AWS_ACCESS_KEY_ID"])
         nth_phase, nth_dispatched = run_nth_phase(aws, nth_k8s, nthf, queue_url, proc, timeout)
+        orch_phase = bench_storm.with_requests(bed, orch_phase)  # both tools counted from the audit log
+        nth_phase = bench_storm.with_requests(bed, nth_phase, audit_counts.NTH)
         lines = proc.lines()
         evictions = sum(1 for ln in lines if str(ln.get("message", "")).startswith("evicting pod"))
         throttled = [float(m.group(1)) for ln in lines if (m := THROTTLED.match(str(ln.get("message", ""))))]
@@ -247,6 +249,9 @@ def main() -> int:
     if a.json:
         a.json.write_text(storm.dumps(res))
     print(render(res))
+    for name in ("orchestrator", "nth"):
+        phase = res[name]
+        print(f"\n{name}'s requests from the audit log:\n" + audit_counts.render(phase["requests"], phase["pods"]))
     return 0
 
 

@@ -21,11 +21,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import harness, storm
+from bench import audit_counts, harness, storm
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
@@ -54,6 +54,8 @@ class Phase:
     relanded: int = 0  # replacement pods scheduled onto one of these nodes after the event (moved twice)
     operations: list[dict[str, int]] = field(default_factory=list)  # per execution: operation type -> count
     errors: list[str] = field(default_factory=list)
+    t0: float = 0.0  # epoch the events were delivered
+    requests: dict[str, int] = field(default_factory=dict)  # the tool's requests from the audit log, by kind
 
     def per_pod(self) -> float:
         return self.kube_requests / self.pods if self.pods else 0.0
@@ -205,7 +207,14 @@ def build_phase(
         relanded=len(obs.relanded),
         operations=[r[1] for r in results if r],
         errors=sorted({r[2] for r in results if r and r[2]}),
+        t0=t0,
     )
+
+
+def with_requests(bed: Testbed, phase: Phase, who: str = audit_counts.ORCHESTRATOR) -> Phase:
+    """The phase with its requests counted from the bed's audit log, from the events to the last node done."""
+    end = max([*phase.hook_s, *phase.drained_s, 0.0]) + 2.0
+    return replace(phase, requests=audit_counts.read(bed.audit_log, who, phase.t0 - 1.0, phase.t0 + end))
 
 
 def warm_up(aws: AwsSeed, k8s: KubeScenario) -> float:
@@ -252,8 +261,8 @@ def bench(
         setup_s = time.monotonic() - t_setup
         warm_s = warm_up(aws, k8s)
         key = env["AWS_ACCESS_KEY_ID"]
-        solo = run_phase(aws, k8s, fleet, fleet.instance_ids[:1], key, processes=processes)
-        wave = run_phase(aws, k8s, fleet, fleet.instance_ids[1:], key, processes=processes)
+        solo = with_requests(bed, run_phase(aws, k8s, fleet, fleet.instance_ids[:1], key, processes=processes))
+        wave = with_requests(bed, run_phase(aws, k8s, fleet, fleet.instance_ids[1:], key, processes=processes))
         return {
             "setup_s": setup_s,
             "warm_up_s": warm_s,
@@ -351,6 +360,11 @@ def main() -> int:
     if a.json:
         a.json.write_text(storm.dumps(res))
     print(render(res))
+    for name in ("solo", "storm"):
+        print(
+            f"\nrequests of the {name} from the audit log:\n"
+            + audit_counts.render(res[name]["requests"], res[name]["pods"])
+        )
     return 0
 
 

@@ -71,6 +71,8 @@ omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
 - level: Metadata
   userGroups: ["{AUDIT_GROUP}"]
+- level: Metadata
+  users: ["system:serviceaccount:kube-system:aws-node-termination-handler"]
 - level: None
 """
 KWOK_STAGE_FILES = (

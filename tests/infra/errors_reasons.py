@@ -5,7 +5,9 @@ Three shapes are resolved:
 - a module-level string constant of the same file: ``REASON = "quota"`` … ``metric("Errors", reason=REASON)``;
 - an f-string over a parameter of an enclosing function: ``metric("Errors", reason=f"{step}-failed")`` inside
   ``def _errors_counted(step)``; the values are the literal arguments of every call of that function anywhere in
-  the scanned tree (``@_errors_counted("locate")`` → ``locate-failed``).
+  the scanned tree (``@_errors_counted("locate")`` → ``locate-failed``), or, when a call passes on a parameter of
+  its own enclosing function (``fault_of(step, exc)`` inside ``def faults_as(step, ...)``), the literal arguments
+  of that function's calls (``@faults_as("decide", ...)`` → ``decide-failed``).
 Anything else (a variable, a call) is returned as unresolved, so a test can fail on it instead of missing it.
 """
 
@@ -61,7 +63,7 @@ def _placeholders(node: ast.JoinedStr) -> list[str]:
 def scan(root: Path) -> Scan:
     result = Scan()
     templates: list[_Template] = []
-    calls: dict[str, list[ast.Call]] = {}
+    calls: dict[str, list[_Call]] = {}
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         constants = _module_constants(tree)
@@ -69,7 +71,7 @@ def scan(root: Path) -> Scan:
             if not isinstance(node, ast.Call):
                 continue
             if isinstance(node.func, ast.Name):
-                calls.setdefault(node.func.id, []).append(node)
+                calls.setdefault(node.func.id, []).append(_Call(node, tuple(functions)))
             if not _is_errors_metric(node):
                 continue
             where = f"{path.relative_to(root)}:{node.lineno}"
@@ -96,21 +98,60 @@ def scan(root: Path) -> Scan:
     for template in templates:
         found = False
         for call in calls.get(template.owner, []):
-            bound: dict[str, ast.expr] = dict(zip(template.params, call.args, strict=False))
-            bound.update({k.arg: k.value for k in call.keywords if k.arg})
-            values: dict[str, str] = {}
-            for name in _placeholders(template.node):
-                arg = bound.get(name)
-                if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-                    result.unresolved.append(f"{template.where}: {template.owner}(...) called with {name} not literal")
-                    break
-                values[name] = arg.value
-            else:
-                result.reasons.add(_render(template.node, values))
-                found = True
+            bound: dict[str, ast.expr] = dict(zip(template.params, call.node.args, strict=False))
+            bound.update({k.arg: k.value for k in call.node.keywords if k.arg})
+            names = _placeholders(template.node)
+            if len(set(names)) != 1:  # several placeholders: each must be a literal at the call
+                values: dict[str, str] = {}
+                for name in names:
+                    arg = bound.get(name)
+                    if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                        result.unresolved.append(
+                            f"{template.where}: {template.owner}(...) called with {name} not literal"
+                        )
+                        break
+                    values[name] = arg.value
+                else:
+                    result.reasons.add(_render(template.node, values))
+                    found = True
+                continue
+            literals = _literals(bound.get(names[0]), call, calls, depth=2)
+            if literals is None:
+                result.unresolved.append(f"{template.where}: {template.owner}(...) called with {names[0]} not literal")
+                continue
+            result.reasons.update(_render(template.node, {names[0]: v}) for v in literals)
+            found = found or bool(literals)
         if not found:
             result.unresolved.append(f"{template.where}: no literal call of {template.owner}")
     return result
+
+
+@dataclass(frozen=True)
+class _Call:
+    node: ast.Call
+    functions: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]  # the functions it is written in, outermost first
+
+
+def _literals(arg: ast.expr | None, call: _Call, calls: dict[str, list[_Call]], depth: int) -> list[str] | None:
+    """The strings ``arg`` can be at ``call``: a literal, or a parameter of the function the call is written in,
+    followed to that function's own calls (``depth`` levels); None when some value is not a literal."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value]
+    if not isinstance(arg, ast.Name) or depth == 0:
+        return None
+    owner = next((f for f in reversed(call.functions) if arg.id in {a.arg for a in f.args.args}), None)
+    if owner is None:
+        return None
+    params = [a.arg for a in owner.args.args]
+    out: list[str] = []
+    for outer in calls.get(owner.name, []):
+        bound: dict[str, ast.expr] = dict(zip(params, outer.node.args, strict=False))
+        bound.update({k.arg: k.value for k in outer.node.keywords if k.arg})
+        values = _literals(bound.get(arg.id), outer, calls, depth - 1)
+        if values is None:
+            return None
+        out.extend(values)
+    return out
 
 
 def _module_constants(tree: ast.Module) -> dict[str, str]:

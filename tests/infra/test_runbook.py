@@ -48,6 +48,17 @@ def test_scan_resolves_literals_and_step_templates(tmp_path: Path) -> None:
             def notify(): ...
 
             counted(step="publish")(print)
+
+            def fault(step, exc):
+                metric("Errors", reason=f"{step}-failed")
+
+            def guard(step, result):
+                def wrap(fn):
+                    return fault(step, None)
+                return wrap
+
+            @guard("decide", dict)
+            def decide(): ...
             """
         )
     )
@@ -57,7 +68,7 @@ def test_scan_resolves_literals_and_step_templates(tmp_path: Path) -> None:
 
     found = scan(tmp_path)
 
-    assert found.reasons == {"notify-failed", "publish-failed", "quota"}
+    assert found.reasons == {"notify-failed", "publish-failed", "decide-failed", "quota"}
     assert found.unresolved == ["pkg/other.py:4: why"]
 
 

@@ -13,7 +13,7 @@ from kubernetes.client.exceptions import NotFoundException
 
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.report import DrainReport
-from drain_orchestrator.kube.drainer import drain_node
+from drain_orchestrator.engine.drainer import drain_node
 from drain_orchestrator.kube.rest import Kube
 
 DRAIN_USER = "drain-test"

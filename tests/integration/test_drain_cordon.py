@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -62,3 +63,39 @@ def test_dry_run_cordon_changes_nothing(testbed: Any, k8s: Any) -> None:
     node = k8s.core.read_node(a)
     assert not node.spec.unschedulable
     assert "drain-orchestrator.io/reason" not in (node.metadata.annotations or {})
+
+
+def test_cordon_takes_the_phase_claims_in_its_own_write_and_of_racing_drains_one_holds_each(
+    testbed: Any, k8s: Any
+) -> None:
+    (a,) = k8s.add_nodes(1)
+    with drainer(testbed) as kube:
+        calls0 = kube.calls
+        first = cordon(kube, a, now=1_899_999_880.0, claims={"cordoned": "run-1", "drain-started": "run-1"})
+        assert kube.calls - calls0 == 2  # one GET, one PATCH: cordon and both claims together
+        again = cordon(kube, a, now=1_899_999_990.0, claims={"cordoned": "run-1", "drain-started": "run-1"})
+        other = cordon(kube, a, now=1_899_999_999.0, claims={"cordoned": "run-2", "drain-started": "run-2"})
+    assert first.changed and first.claimed == {"cordoned", "drain-started"}
+    assert not again.changed and again.claimed == {"cordoned", "drain-started"}  # a replay of the holder holds them
+    assert not other.changed and other.claimed == frozenset()
+    ann = k8s.core.read_node(a).metadata.annotations
+    assert ann["drain-orchestrator.io/cordoned"] == ann["drain-orchestrator.io/drain-started"] == "run-1"
+
+    (b,) = k8s.add_nodes(1)
+    results: dict[str, Any] = {}
+    gate = threading.Barrier(4)
+
+    def run(owner: str) -> None:
+        with drainer(testbed) as kube:
+            gate.wait()
+            results[owner] = cordon(kube, b, now=1_899_999_880.0, claims={"cordoned": owner, "drain-started": owner})
+
+    threads = [threading.Thread(target=run, args=(f"run-{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    holders = [o for o, r in results.items() if r.claimed]
+    assert len(results) == 4 and len(holders) == 1, results  # the resourceVersion makes one writer win
+    assert results[holders[0]].claimed == {"cordoned", "drain-started"}
+    assert k8s.core.read_node(b).metadata.annotations["drain-orchestrator.io/cordoned"] == holders[0]

@@ -19,7 +19,7 @@ from drain_orchestrator.drain.classify import (
     MSG_UNREPLICATED,
 )
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.kube.drainer import DrainState, drain_pass
+from drain_orchestrator.engine.drainer import DrainState, drain_pass
 from drain_orchestrator.kube.evict import Outcome, evict_pod
 from tests.integration.drain_support import (
     Lines,

@@ -14,7 +14,7 @@ import pytest
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.policy import DO_NOT_DISRUPT, ORDER_ANNOTATION, POLICY_ANNOTATION
 from drain_orchestrator.drain.report import DrainReport
-from drain_orchestrator.kube.drainer import DrainState, drain_node, drain_pass
+from drain_orchestrator.engine.drainer import DrainState, drain_node, drain_pass
 from tests.integration.drain_support import drain, drainer, hold, pods_on, release
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.kube.drainer import drain_node
+from drain_orchestrator.engine.drainer import drain_node
 from drain_orchestrator.kube.evict import Outcome, evict_pod
 from drain_orchestrator.workflow import runtime
 from testbed.aws_seed import AwsSeed

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from drain_orchestrator.drain.surge import HOLDERS, NODE_RECORD
-from drain_orchestrator.kube.surge import restore_node
+from drain_orchestrator.engine.surge import restore_node
 from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed

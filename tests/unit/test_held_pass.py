@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason
-from drain_orchestrator.kube.drain_pacing import DrainState
-from drain_orchestrator.kube.held_pass import HoldCheck, held
+from drain_orchestrator.engine.held_pass import HoldCheck, held
+from drain_orchestrator.engine.pass_state import DrainState
 from drain_orchestrator.workflow.held import HeldWatch
 from drain_orchestrator.workflow.hold_pace import HoldPace
 from drain_orchestrator.workflow.results import PassOutcome

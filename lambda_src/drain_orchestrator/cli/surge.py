@@ -38,7 +38,7 @@ def add_surge_parser(subparsers: Any) -> None:
 
 
 def run_surge_restore(args: argparse.Namespace) -> int:
-    from drain_orchestrator.kube.surge_sweep import find_left_behind, restore_left_behind  # noqa: PLC0415
+    from drain_orchestrator.engine.surge_sweep import find_left_behind, restore_left_behind  # noqa: PLC0415
 
     bad = [n for n in args.node if not n.strip()]
     if bad:

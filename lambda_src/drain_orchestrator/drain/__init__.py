@@ -1,4 +1,5 @@
 """Pure drain logic: options, pod classification (kubectl semantics), planning and the drain report.
 
-Nothing in this package performs I/O; the Kubernetes side lives in ``drain_orchestrator.kube``.
+Nothing in this package performs I/O; the drain loop that acts on it is ``drain_orchestrator.engine``, the API calls
+are in ``drain_orchestrator.kube``.
 """

@@ -7,6 +7,7 @@ annotations under ``drain-orchestrator.io/`` that record why and since when the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +31,7 @@ class CordonResult:
     changed: bool  # False: already in the desired state (kubectl: "already cordoned")
     dry_run: bool = False
     cordoned_at: float | None = None  # epoch: now, or the first cordon's started-at annotation (None: unknown)
+    claimed: frozenset[str] = frozenset()  # the phase claims asked for that the owner holds (kube/node_records.py)
 
 
 def _iso(epoch: float) -> str:
@@ -51,12 +53,16 @@ def cordon(
     exclude_from_load_balancers: bool = False,
     now: float | None = None,
     dry_run: bool = False,
+    claims: Mapping[str, str] | None = None,
 ) -> CordonResult:
     """Make ``node`` unschedulable (+ optional taint/label/annotations). Existing annotations are kept, so
-    two drains of one node agree on the first started-at and reason."""
+    two drains of one node agree on the first started-at and reason.
+
+    ``claims`` (phase → owner): phase claims taken in the same write (set only if absent, under the node's
+    resourceVersion, as kube/node_records.py ``claim`` does), so a drain's start costs one GET and one PATCH."""
     for _ in range(CONFLICT_RETRIES):
         current = _get_node(kube, node)
-        patch = _cordon_patch(
+        own = _cordon_patch(
             current.body,
             reason=reason,
             event_id=event_id,
@@ -65,13 +71,33 @@ def cordon(
             exclude_lb=exclude_from_load_balancers,
             now=now,
         )
+        meta = current.body.get("metadata") or {}
+        holders = meta.get("annotations") or {}
+        asked = {ANNOTATION_PREFIX + phase: (phase, owner) for phase, owner in (claims or {}).items()}
+        absent = {k: owner for k, (_, owner) in asked.items() if k not in holders}
+        held = {phase for k, (phase, owner) in asked.items() if holders.get(k) == owner}
+        patch = _with_claims(own, absent, meta.get("resourceVersion"))
         if patch is None:
-            return CordonResult(node, changed=False, dry_run=dry_run, cordoned_at=_started_at(current.body))
+            at = _started_at(current.body)
+            return CordonResult(node, changed=False, dry_run=dry_run, cordoned_at=at, claimed=frozenset(held))
         if _apply(kube, node, patch, dry_run):
             before = None if not (current.body.get("spec") or {}).get("unschedulable") else _started_at(current.body)
             at = before if before is not None else now
-            return CordonResult(node, changed=True, dry_run=dry_run, cordoned_at=at)
+            claimed = frozenset(held | {asked[k][0] for k in absent})
+            return CordonResult(node, changed=own is not None, dry_run=dry_run, cordoned_at=at, claimed=claimed)
     raise KubeError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries", 409)
+
+
+def _with_claims(patch: dict[str, Any] | None, absent: dict[str, str], rv: str | None) -> dict[str, Any] | None:
+    """The cordon's patch plus the claims still absent, under the resourceVersion (a claim is set only if absent)."""
+    if not absent:
+        return patch
+    out = dict(patch or {})
+    meta = dict(out.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), **absent}
+    meta["resourceVersion"] = rv
+    out["metadata"] = meta
+    return out
 
 
 def _started_at(node: dict[str, Any]) -> float | None:

@@ -1,6 +1,6 @@
 """policy/v1 Eviction (and the forced DELETE) of one pod, with every apiserver answer mapped to an outcome.
 
-No decisions here: the caller chooses what to do with BLOCKED, THROTTLED, … (see kube/drainer.py).
+No decisions here: the caller chooses what to do with BLOCKED, THROTTLED, … (see engine/drainer.py).
 """
 
 from __future__ import annotations

@@ -26,8 +26,7 @@ def ttl() -> float:
 def claim_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> ClaimCheck:
     from drain_orchestrator.kube.node_claim import look_at  # noqa: PLC0415
 
-    event = job.event
-    with HeartbeatKeeper(event.lifecycle, job.decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+    with HeartbeatKeeper.of(job, last_beat) as hb:
         now = time.time()
         try:
             seen = look_at(runtime.kube(job.cluster), job.node, job.run_id, job.plan.deadline, now, ttl())

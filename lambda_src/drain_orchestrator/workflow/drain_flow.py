@@ -215,7 +215,7 @@ SURGE_RESTORE_RETRY_SECONDS = 600
 
 
 def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summary: InstanceOutcome) -> None:
-    """Whatever ended the drain, workloads surged for this node get their figures back (kube/surge.py)."""
+    """Whatever ended the drain, workloads surged for this node get their figures back (engine/surge.py)."""
     surged = sorted({n.workload.split(" ", 1)[1] for n in (report.surge if report else []) if n.via})
     until = pace.now + SURGE_RESTORE_RETRY_SECONDS
     out = pace.retrying("surge-restore", lambda _lb: surge_restore_step(job, surged), SurgeRestored, until)

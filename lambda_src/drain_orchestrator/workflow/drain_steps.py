@@ -59,7 +59,7 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
     from drain_orchestrator.decide import locate_node  # noqa: PLC0415 - only owned instances reach this
 
     event = job.event
-    with HeartbeatKeeper(event.lifecycle, job.decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+    with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             decision = locate_node(runtime.kube(job.cluster), assessment, event)
         except Exception as exc:
@@ -76,11 +76,9 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
 @durable_step
 def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> Cordoned:
     from drain_orchestrator.kube.cordon import cordon  # noqa: PLC0415
-    from drain_orchestrator.kube.node_records import claim  # noqa: PLC0415
 
-    ws = runtime.wsettings()
-    event, decision, node, now = job.event, job.decision, job.node, time.time()
-    with HeartbeatKeeper(event.lifecycle, decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+    decision, node, now = job.decision, job.node, time.time()
+    with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             kube = runtime.kube(job.cluster)
             opts = job.drain_options()
@@ -94,12 +92,16 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
                 exclude_from_load_balancers=opts.exclude_from_load_balancers,
                 now=now,
                 dry_run=opts.dry_run,
+                # one execution announces each phase, however many events arrived for this node (claims taken in
+                # the cordon's write); the announcement is a step of its own (report_step.announce_step), so a
+                # crash here cannot announce twice. Only a drain announces itself: a cordon-only run (rebalance)
+                # must not take the "started" claim.
+                claims=dict.fromkeys(
+                    ("cordoned", "drain-started") if decision.action == "drain" else ("cordoned",), job.run_id
+                ),
             )
-            # one execution announces each phase, however many events arrived for this node; the announcement
-            # is a step of its own (report_step.announce_step), so a crash here cannot announce twice
-            cordon_claimed = claim(kube, node, "cordoned", job.run_id, dry_run=ws.dry_run)
-            # only a drain announces itself: a cordon-only run (rebalance) must not take the "started" claim
-            first = decision.action == "drain" and claim(kube, node, "drain-started", job.run_id, dry_run=ws.dry_run)
+            cordon_claimed = "cordoned" in res.claimed
+            first = "drain-started" in res.claimed
         except NodeGone:
             logger.info("node already gone", extra={"node": node})
             return Cordoned(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
@@ -124,15 +126,15 @@ def pass_step(
 ) -> PassOutcome:
     """One drain pass of at most DRAIN_PASS_SECONDS; it ends early when every pod left is held (at its first look
     when the pass before ended held too, ``after_held``)."""
-    from drain_orchestrator.kube.drainer import drain_node  # noqa: PLC0415
-    from drain_orchestrator.kube.held_pass import HoldCheck  # noqa: PLC0415
+    from drain_orchestrator.engine.drainer import drain_node  # noqa: PLC0415
+    from drain_orchestrator.engine.held_pass import HoldCheck  # noqa: PLC0415
     from drain_orchestrator.kube.node_claim import renew_claim  # noqa: PLC0415
     from drain_orchestrator.workflow.claim_steps import ttl  # noqa: PLC0415
 
     ws = runtime.wsettings()
-    event, decision = job.event, job.decision
+    event = job.event
     runtime.inject_fault(f"pass-{n}")
-    with HeartbeatKeeper(event.lifecycle, decision.instance_id, job.plan.heartbeat_interval, last_beat) as hb:
+    with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             deadline = job.plan.deadline
             if job.claimed:  # renew the node's drain claim; drain to the earliest deadline of those waiting on it

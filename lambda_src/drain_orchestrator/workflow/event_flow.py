@@ -36,7 +36,7 @@ from drain_orchestrator.workflow.drain_flow import drain_instance
 from drain_orchestrator.workflow.launch_flow import launch_instance
 from drain_orchestrator.workflow.pace import step_config
 from drain_orchestrator.workflow.results import Checkpointed, RunSettings, StepFault
-from drain_orchestrator.workflow.step_guard import fault_of
+from drain_orchestrator.workflow.step_guard import faults_as
 
 # A step's result is one checkpoint (256 KB at most): decide in chunks whose assessments stay far below it
 # (about 80 KB for 200 instances), so a Health event naming thousands of instances still checkpoints.
@@ -221,11 +221,9 @@ def parse_step(step_ctx: StepContext, raw_event: Any) -> Parsed:
 
 
 @durable_step
+@faults_as("decide", Decided)
 def decide_step(step_ctx: StepContext, event: Interruption) -> Decided:
-    try:
-        assessments = decide_event(event, runtime.settings(), BotoFacts(runtime.ec2(), runtime.autoscaling()))
-    except Exception as exc:
-        return Decided(now=time.time(), fault=fault_of("decide", exc))
+    assessments = decide_event(event, runtime.settings(), BotoFacts(runtime.ec2(), runtime.autoscaling()))
     # not ours (or nothing to do) is a decision, never an error or a retry loop: one metric and one line per
     # reason, however many instances share it
     by_reason: dict[str, list[Assessment]] = {}

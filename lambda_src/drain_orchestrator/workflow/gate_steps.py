@@ -20,19 +20,17 @@ from drain_orchestrator.observability import SECONDS, logger, metric
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.results import PodAddresses, Tainted, TargetsCheck, VolumesCheck
-from drain_orchestrator.workflow.step_guard import fault_of
+from drain_orchestrator.workflow.step_guard import fault_of, faults_as
 
 OUT_OF_SERVICE_TAINT = {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}
 
 
 @durable_step
+@faults_as("gate-pod-ips", PodAddresses)
 def pod_ips_step(step_ctx: StepContext, job: DrainJob) -> PodAddresses:
     from drain_orchestrator.kube.pods import list_node_pods  # noqa: PLC0415
 
-    try:
-        pods = list_node_pods(runtime.kube(job.cluster), job.node)
-    except Exception as exc:
-        return PodAddresses(now=time.time(), fault=fault_of("gate-pod-ips", exc))
+    pods = list_node_pods(runtime.kube(job.cluster), job.node)
     ips = {
         ip["ip"]
         for p in pods
@@ -95,19 +93,18 @@ def targets_step(
 
 
 @durable_step
+@faults_as("gate-volumes", VolumesCheck)
 def volumes_step(step_ctx: StepContext, job: DrainJob) -> VolumesCheck:
     from drain_orchestrator.kube.volumes import node_attachments  # noqa: PLC0415
 
-    try:
-        found = node_attachments(runtime.kube(job.cluster), job.node, job.drain_options())
-    except Exception as exc:
-        return VolumesCheck(now=time.time(), fault=fault_of("gate-volumes", exc))
+    found = node_attachments(runtime.kube(job.cluster), job.node, job.drain_options())
     if found.ignored:
         logger.info("volumes of pods left on the node do not hold the gate", extra={"ignored": found.ignored})
     return VolumesCheck(now=time.time(), attached=found.holding, ignored=found.ignored)
 
 
 @durable_step
+@faults_as("out-of-service", Tainted)
 def out_of_service_step(step_ctx: StepContext, job: DrainJob) -> Tainted:
     """Non-graceful node shutdown: with this taint the pod GC deletes the node's pods at once and the attach/detach
     controller detaches their volumes without waiting for the kubelet (which is gone with the instance)."""
@@ -116,10 +113,8 @@ def out_of_service_step(step_ctx: StepContext, job: DrainJob) -> Tainted:
 
     try:
         changed = add_taint(runtime.kube(job.cluster), job.node, OUT_OF_SERVICE_TAINT)
-    except NodeGone:
+    except NodeGone:  # no node left to taint: nothing to wait for either
         return Tainted(now=time.time())
-    except Exception as exc:
-        return Tainted(now=time.time(), fault=fault_of("out-of-service", exc))
     if changed:
         metric("NodesTaintedOutOfService", cluster=job.cluster, kind=job.event.kind)
         logger.info("out-of-service taint added", extra={"node": job.node})

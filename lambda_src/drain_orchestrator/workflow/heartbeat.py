@@ -10,11 +10,15 @@ from __future__ import annotations
 import threading
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from drain_orchestrator.failures import ApiError
 from drain_orchestrator.interruption import LifecycleRef
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.workflow import runtime
+
+if TYPE_CHECKING:
+    from drain_orchestrator.workflow.job import DrainJob
 
 RETRY_AFTER_FAILED_BEAT = 2.0
 
@@ -40,6 +44,11 @@ class HeartbeatKeeper:
         self.hook_done = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @classmethod
+    def of(cls, job: DrainJob, last_beat: float | None) -> HeartbeatKeeper:
+        """The keeper of a drain's step: its lifecycle action, at the pace planned for the drain."""
+        return cls(job.event.lifecycle, job.decision.instance_id, job.plan.heartbeat_interval, last_beat)
 
     def __enter__(self) -> HeartbeatKeeper:
         if self.ref is not None and self.interval and not runtime.wsettings().dry_run:

@@ -1,4 +1,4 @@
-"""The waits of a held drain: after a pass that ended because every pod left was held (kube/held_pass.py), the
+"""The waits of a held drain: after a pass that ended because every pod left was held (engine/held_pass.py), the
 flow waits durably — no compute billed — longer each time (pacing.held_recheck, up to HELD_RECHECK_MAX_SECONDS),
 cut at the deadline policy's force time, a drain policy's release and the held notification (and, in Pace.wait, at
 the deadline). A heartbeat due during the wait is sent and the wait goes on: a held drain looks at the node once

@@ -14,19 +14,17 @@ from drain_orchestrator.ownership import Decision
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper, beat
 from drain_orchestrator.workflow.results import BeatOutcome, Completion, ReadyCheck
-from drain_orchestrator.workflow.step_guard import fault_of
+from drain_orchestrator.workflow.step_guard import fault_of, faults_as
 
 
 @durable_step
+@faults_as("heartbeat", BeatOutcome, outcome="failed")
 def heartbeat_step(step_ctx: StepContext, event: Interruption, instance_id: str) -> BeatOutcome:
     ref = event.lifecycle
     assert ref is not None
     if runtime.wsettings().dry_run:
         return BeatOutcome("dry-run", time.time())
-    try:
-        outcome = beat(ref, instance_id)
-    except Exception as exc:
-        return BeatOutcome("failed", time.time(), fault_of("heartbeat", exc))
+    outcome = beat(ref, instance_id)
     logger.info("lifecycle heartbeat", extra={"outcome": outcome})
     return BeatOutcome(outcome, time.time())
 

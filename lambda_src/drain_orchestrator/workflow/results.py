@@ -112,7 +112,7 @@ class PassOutcome(Checkpointed):
     fault: StepFault | None = None
     deadline: float | None = None  # the earliest deadline of the executions waiting on this drain (node claim)
     claim_lost: bool = False  # another execution took the node's drain claim over: this one waits for it
-    held: bool = False  # the pass ended early: every pod left was held (kube/held_pass.py)
+    held: bool = False  # the pass ended early: every pod left was held (engine/held_pass.py)
     wake_at: float | None = None  # epoch: when the drain's own clock acts next (force-delete, a policy's release)
 
 

@@ -4,7 +4,7 @@ A step of its own, run once the lifecycle action is settled and before the repor
 (drained, deadline, a fault, the node gone), the Deployments and HPAs this node surged get their original figures
 back. Idempotent against the cluster (each workload records this node's entry), so a replay repeats it harmlessly.
 The same step takes back surges other drains left behind (their execution lost before its verdict: expired, or
-their node gone; kube/surge_sweep.py); a failure there is logged and left to the next drain's verdict.
+their node gone; engine/surge_sweep.py); a failure there is logged and left to the next drain's verdict.
 """
 
 from __future__ import annotations
@@ -17,19 +17,17 @@ from drain_orchestrator.observability import logger
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.results import SurgeRestored
-from drain_orchestrator.workflow.step_guard import fault_of
+from drain_orchestrator.workflow.step_guard import faults_as
 
 
 @durable_step
+@faults_as("surge-restore", SurgeRestored)
 def surge_restore_step(step_ctx: StepContext, job: DrainJob, workloads: list[str]) -> SurgeRestored:
-    from drain_orchestrator.kube.surge import restore_node  # noqa: PLC0415
-    from drain_orchestrator.kube.surge_sweep import restore_left_behind  # noqa: PLC0415
+    from drain_orchestrator.engine.surge import restore_node  # noqa: PLC0415
+    from drain_orchestrator.engine.surge_sweep import restore_left_behind  # noqa: PLC0415
 
     kube = runtime.kube(job.cluster)
-    try:
-        notes = restore_node(kube, job.node, workloads)
-    except Exception as exc:
-        return SurgeRestored(now=time.time(), fault=fault_of("surge-restore", exc))
+    notes = restore_node(kube, job.node, workloads)
     try:
         notes += restore_left_behind(kube, time.time())
     except Exception as exc:  # not this drain's surge: the next verdict (or `surge restore`) looks again

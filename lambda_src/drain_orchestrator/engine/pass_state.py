@@ -39,7 +39,7 @@ class DrainState:
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
     force_at: dict[str, float] = field(default_factory=dict)  # monotonic time the deadline policy acts
     expected_gone: dict[str, float] = field(default_factory=dict)  # sent pods: epoch when their grace ends
-    surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (kube/surge.py)
+    surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (engine/surge.py)
     last_hold: dict[str, HeldPod] = field(default_factory=dict)  # refused or failed pods: the last reason
     # drain policies (drain/policy.py): controllers looked up once per drain, held pods' release (monotonic)
     owners: dict[OwnerKey, Owner] = field(default_factory=dict)

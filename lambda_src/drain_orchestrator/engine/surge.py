@@ -183,7 +183,7 @@ def restore_node(
 
 def restore_entry(kube: Kube, node: str, key: str, why: str) -> SurgeNote | None:
     """Take back one node's surge of Deployment ``key`` ("ns/name"), whatever drain made it (surges left behind,
-    kube/surge_sweep.py). None: nothing of that node's was in place, or the Deployment is gone."""
+    engine/surge_sweep.py). None: nothing of that node's was in place, or the Deployment is gone."""
     ns, name = key.split("/", 1)
     got = kube.request("GET", _deployment_path(ns, name))
     if got.status == 404:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from drain_orchestrator.drain.classify import PodVerdict
 from drain_orchestrator.drain.report import DrainReport, HeldPod
 from drain_orchestrator.drain.selector import selecting
-from drain_orchestrator.kube.drain_pacing import DrainState, ident_of
+from drain_orchestrator.engine.pass_state import DrainState, ident_of
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason
 from drain_orchestrator.kube.rest import Kube
 

@@ -24,9 +24,10 @@ from drain_orchestrator.drain.plan import (
     to_evict_now,
 )
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
-from drain_orchestrator.kube.cordon import cordon
-from drain_orchestrator.kube.drain_edges import name_late_pods, note_problems, redelete_stuck, settle_wait
-from drain_orchestrator.kube.drain_pacing import (
+from drain_orchestrator.engine.edges import name_late_pods, note_problems, redelete_stuck, settle_wait
+from drain_orchestrator.engine.held import budgets_selecting, park_until_deadline_policy, record_hold, report_waiting
+from drain_orchestrator.engine.held_pass import HoldCheck
+from drain_orchestrator.engine.pass_state import (
     DrainState,
     due,
     forget,
@@ -36,14 +37,13 @@ from drain_orchestrator.kube.drain_pacing import (
     retry_later,
     wait_between_passes,
 )
+from drain_orchestrator.engine.surge import surge_pass
+from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
-from drain_orchestrator.kube.held_pass import HoldCheck
-from drain_orchestrator.kube.held_pods import budgets_selecting, park_until_deadline_policy, record_hold, report_waiting
 from drain_orchestrator.kube.owners import classify_node
 from drain_orchestrator.kube.pods import list_node_pods
 from drain_orchestrator.kube.rest import Kube
-from drain_orchestrator.kube.surge import surge_pass
 
 __all__ = ["DrainState", "drain_node", "drain_pass"]
 
@@ -114,7 +114,7 @@ def drain_pass(
         if v not in batch:
             report_waiting(report, state, ident)
     if options.surge != "never" and not options.dry_run and not report.refused:
-        surge_pass(kube, node, report, verdicts, state.surge, options)  # replacements first (kube/surge.py)
+        surge_pass(kube, node, report, verdicts, state.surge, options)  # replacements first (engine/surge.py)
 
     if options.force_delete_on_deadline and not report.refused:
         _shorten_past_deadline(kube, report, state, verdicts, options, say)
@@ -240,7 +240,7 @@ def _apply_outcome(
         report.terminating.append(pod.key)  # the namespace controller deletes it; wait like kubectl
     elif res.outcome is Outcome.BLOCKED:
         multiple = res.reason is HoldReason.MULTIPLE_PDBS
-        if multiple:  # the answer names no budget: look them up; no retry can help (kube/held_pods.py)
+        if multiple:  # the answer names no budget: look them up; no retry can help (engine/held.py)
             res = replace(res, pdbs=budgets_selecting(kube, state, v))
         if res.pdbs:
             state.pdbs_of[ident] = res.pdbs
@@ -337,7 +337,7 @@ def drain_node(
 ) -> DrainReport:
     """Repeat passes until the node is drained, the timeout/deadline passes, a refusal (kubectl "cannot
     delete …") stops it, or the API-call cap is reached. Dry run: a single pass. With ``hold``, also when every
-    pod left is held (kube/held_pass.py): ``hold.ended`` says so."""
+    pod left is held (engine/held_pass.py): ``hold.ended`` says so."""
     say = progress or _quiet
     kube = kube if isinstance(kube, Kube) else Kube(kube, pool_size=options.concurrency)
     start = time.monotonic()

@@ -1,5 +1,5 @@
 """Surges left behind by a drain that never reached its verdict, found and taken back (drain/surge_expiry.py says
-which entries; kube/surge.py restores each one as a verdict would).
+which entries; engine/surge.py restores each one as a verdict would).
 
 Surged Deployments and HPAs carry the label ``drain-orchestrator.io/surge-held`` while any entry is in place, so the
 Lambda's look (at each drain's verdict) is one filtered LIST of each, answered from the apiserver's cache. The
@@ -15,8 +15,8 @@ from typing import Any
 from drain_orchestrator.drain.report import SurgeNote
 from drain_orchestrator.drain.surge import HELD_LABEL, HOLDERS, parse_holders
 from drain_orchestrator.drain.surge_expiry import LeftBehind, left_behind
+from drain_orchestrator.engine.surge import restore_entry
 from drain_orchestrator.kube.rest import Kube
-from drain_orchestrator.kube.surge import restore_entry
 
 LISTS = {"deployment": "/apis/apps/v1/deployments", "hpa": "/apis/autoscaling/v2/horizontalpodautoscalers"}
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from drain_orchestrator.drain.report import DrainReport
-from drain_orchestrator.kube.drain_pacing import DrainState
+from drain_orchestrator.engine.pass_state import DrainState
 
 
 @dataclass
@@ -51,7 +51,7 @@ def held(state: DrainState, last: DrainReport) -> bool:
     if state.sent or state.deletion_times or state.expected_gone or last.terminating or last.throttled or last.failed:
         return False
     waiting = {ident.rsplit("@", 1)[0] for ident in state.waiting_on}
-    parked = {  # refused by several budgets: not retried before the deadline policy (kube/held_pods.py)
+    parked = {  # refused by several budgets: not retried before the deadline policy (engine/held.py)
         ident.rsplit("@", 1)[0]
         for ident, t in state.not_before.items()
         if ident not in state.waiting_on and (t == float("inf") or t == state.force_at.get(ident))

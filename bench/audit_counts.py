@@ -1,0 +1,64 @@
+"""API requests counted from the bed's audit log, by verb and resource (not the tools' own counters).
+
+The bed audits, at Metadata level, every request of the drain-orchestrator group and of the
+aws-node-termination-handler ServiceAccount (tests/testbed/bed.py AUDIT_POLICY); one event per request at
+ResponseComplete. An eviction is counted with its answer (201 evicted, 429 refused)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ORCHESTRATOR = "group:drain-orchestrator"
+NTH = "user:system:serviceaccount:kube-system:aws-node-termination-handler"
+
+
+def _epoch(ts: str) -> float:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def _who(event: dict[str, Any]) -> set[str]:
+    user = event.get("user") or {}
+    return {f"user:{user.get('username', '')}", *(f"group:{g}" for g in user.get("groups") or [])}
+
+
+def kind_of(event: dict[str, Any]) -> str:
+    """``verb resource[/subresource]``, an eviction with its HTTP code: ``create pods/eviction 429``."""
+    ref = event.get("objectRef") or {}
+    resource = str(ref.get("resource", "?")) + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+    out = f"{event.get('verb', '?')} {resource}"
+    if ref.get("subresource") == "eviction":
+        out += f" {(event.get('responseStatus') or {}).get('code', '?')}"
+    return out
+
+
+def tally(lines: Iterable[bytes | str], who: str, since: float, until: float) -> Counter[str]:
+    """Requests of ``who`` (ORCHESTRATOR, NTH) received in [since, until], by kind."""
+    out: Counter[str] = Counter()
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a line being written as we read
+        if event.get("stage") != "ResponseComplete" or who not in _who(event):
+            continue
+        if since <= _epoch(str(event.get("requestReceivedTimestamp", "1970-01-01T00:00:00Z"))) <= until:
+            out[kind_of(event)] += 1
+    return out
+
+
+def read(path: Path, who: str, since: float, until: float) -> dict[str, int]:
+    with path.open("rb") as f:
+        return dict(tally(f, who, since, until).most_common())
+
+
+def render(counts: dict[str, int], pods: int) -> str:
+    total = sum(counts.values())
+    rows = [f"| {k} | {n} | {n / max(1, pods):.2f} |" for k, n in counts.items()]
+    return "\n".join(
+        ["| request | count | per pod |", "|---|---|---|", *rows, f"| **all** | {total} | {total / max(1, pods):.2f} |"]
+    )
