@@ -12,117 +12,39 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from testbed import samples
 from testbed.aws_seed import TERMINATING, AwsSeed
 from testbed.bed import Testbed
-from testbed.control_plane import AUDIT_GROUP
 from testbed.faultproxy import FaultProxy
 from testbed.faults import BedFaults
 from testbed.kube import KubeScenario
-from testbed.soak_check import Expectation, Violation, check
-
-SERVED, OTHER = "blue", "green"
-ROLE = "drain-orchestrator"
-ASG, OTHER_ASG, HOOK = "soak-blue", "soak-green", "drain"
-FOREIGN_HOOK = "other-tool"  # another tool's terminate hook on our ASG: never ours to heartbeat or complete
-UNKNOWN = "i-0000000000000dead"
-# settings the soak runs the function with: short deadlines so every verdict falls inside the run
-SETTINGS = {
-    "LIFECYCLE_HOOK_NAMES": HOOK,
-    "DEADLINE_ASG_TERMINATE_SECONDS": "90",
-    "DEADLINE_STATE_CHANGE_SECONDS": "60",
-    "SCHEDULED_CHANGE_LEAD_SECONDS": "30",
-    "DRAIN_PASS_SECONDS": "5",
-    "RECHECK_MIN_SECONDS": "1",
-    "RECHECK_MAX_SECONDS": "10",
-}
-EPISODES = ("asg-terminate", "asg-terminate-duplicate", "three-at-once", "spot", "state-change", "rebalance",
-            "scheduled-change", "capacity-reservation")  # fmt: skip
-STRAYS = ("other-cluster-hook", "unknown-instance", "malformed", "karpenter-node")
-FAULTS = ("apiserver-restart", "etcd-restart", "access-revoked", "aws-throttle", "aws-5xx", "sns-down",
-          "lambda-killed", "node-deleted")  # fmt: skip
-INVOCATION_TIMEOUT = 20  # the local runner re-invokes an invocation that ran this long: a killed Lambda's retry
-HOOK_HEARTBEAT_TIMEOUT = 60
-KILL_POINT = "pass-"  # runtime.inject_fault's name for the start of a drain pass (pass-0, pass-1, ...)
-
-
-@dataclass
-class Planned:
-    at: float  # seconds after the start
-    what: str
-    instance: str | None = None
-
-
-@dataclass
-class Execution:
-    what: str
-    instance: str | None
-    sent_at: float
-    status: str = "RUNNING"
-    result: dict[str, Any] | None = None
-    error: str | None = None
-    operations: int = 0
-    ended_at: float | None = None
-
-
-@dataclass
-class SoakReport:
-    seed: int
-    minutes: float
-    events: dict[str, int] = field(default_factory=dict)
-    executions: int = 0
-    faults: dict[str, int] = field(default_factory=dict)
-    verdicts: dict[str, int] = field(default_factory=dict)
-    failed_executions: int = 0  # to the dead-letter queue with their event: malformed ones, and drains that failed
-    event_to_verdict_p50_s: float | None = None
-    event_to_verdict_p99_s: float | None = None
-    max_operations: int = 0
-    killed_invocations: int = 0
-    duplicate_finals: dict[str, int] = field(default_factory=dict)
-    wall_s: float = 0.0
-    violations: list[Violation] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def text(self) -> str:
-        lines = [
-            f"soak seed={self.seed} minutes={self.minutes} wall={self.wall_s:.0f}s executions={self.executions}",
-            f"  events:   {dict(sorted(self.events.items()))}",
-            f"  faults:   {dict(sorted(self.faults.items()))}; invocations killed mid-pass: {self.killed_invocations}",
-            f"  verdicts: {dict(sorted(self.verdicts.items()))}; failed executions: {self.failed_executions}",
-            f"  event -> verdict: p50 {self.event_to_verdict_p50_s}s, p99 {self.event_to_verdict_p99_s}s; "
-            f"most durable operations in one execution: {self.max_operations}",
-            f"  final notifications sent twice where no claim could arbitrate (node deleted, apiserver down): "
-            f"{self.duplicate_finals or 'none'}",
-            f"  invariant violations: {len(self.violations)}",
-        ]
-        lines += [f"    - {v.invariant}: {v.detail} (replay: --seed {self.seed})" for v in self.violations]
-        return "\n".join(lines)
-
-
-def plan(seed: int, minutes: float, instances: list[str], strays: int) -> tuple[list[Planned], list[Planned]]:
-    """Which instance gets which episode and when, and when which fault strikes: a pure function of the seed."""
-    rng = random.Random(seed)
-    window = max(30.0, minutes * 60 - 120)  # the last two minutes are for verdicts (deadlines are <= 120 s)
-    events = [Planned(rng.uniform(0, window), rng.choice(EPISODES), iid) for iid in instances]
-    events += [Planned(rng.uniform(0, window), STRAYS[i % len(STRAYS)]) for i in range(strays)]
-    # a fault every 8-25 s in short runs, every 15-40 s in long ones (they overlap the executions they hit)
-    gap = (8.0, 25.0) if minutes < 10 else (15.0, 40.0)
-    faults, t = [], rng.uniform(3, gap[0])
-    while t < window:
-        faults.append(Planned(t, rng.choice(FAULTS)))
-        t += rng.uniform(*gap)
-    return sorted(events, key=lambda p: p.at), faults
+from testbed.soak_check import Expectation, check
+from testbed.soak_plan import (
+    ASG,
+    FOREIGN_HOOK,
+    HOOK,
+    HOOK_HEARTBEAT_TIMEOUT,
+    INVOCATION_TIMEOUT,
+    KILL_POINT,
+    OTHER,
+    OTHER_ASG,
+    ROLE,
+    SERVED,
+    SETTINGS,
+    UNKNOWN,
+    Execution,
+    Planned,
+    SoakReport,
+    plan,
+)
+from testbed.soak_records import audit_evictions, retry, scheduled_nodes
 
 
 class Soak:
@@ -290,7 +212,7 @@ class Soak:
             if candidates:
                 node = self.rng.choice(candidates)
                 self.expect.deleted_nodes.add(node)
-                _retry(lambda: self.k8s.core.delete_node(node))
+                retry(lambda: self.k8s.core.delete_node(node))
 
     def crash_point(self, point: str) -> None:
         """runtime.fault_injection: an armed crash kills the invocation that reaches a drain pass (its thread
@@ -405,46 +327,13 @@ class Soak:
                 time.sleep(1)
 
     def scheduled_nodes(self) -> dict[str, str]:
-        """Pod -> node from the scheduler's own record, its Scheduled Events (kept an hour): the bindings a watch
-        cut by an apiserver restart could miss."""
-        nodes: dict[str, str] = {}
-        token = None
-
-        def page_after(after: str | None) -> Any:
-            return self.k8s.core.list_namespaced_event(
-                self.k8s.ns, field_selector="reason=Scheduled", limit=500, _continue=after
-            )
-
-        while True:
-            page = _retry(lambda: page_after(token))  # noqa: B023 - called at once, in this iteration
-            for ev in page.items:
-                m = SCHEDULED.match(ev.message or "")
-                if m is not None:
-                    nodes[m["pod"]] = m["node"]
-            token = page.metadata._continue
-            if not token:
-                return nodes
+        return scheduled_nodes(self.k8s)
 
     def audit_evictions(self, offset: int) -> list[str]:
-        """Names of the pods the product's identity evicted or deleted (accepted requests in the audit log)."""
-        with self.bed.audit_log.open("rb") as f:
-            f.seek(offset)
-            lines = f.read().decode().splitlines()
-        names = []
-        for line in lines:
-            e = json.loads(line) if line.strip() else {}
-            ref = e.get("objectRef", {})
-            ours = AUDIT_GROUP in e.get("user", {}).get("groups", [])
-            accepted = e.get("responseStatus", {}).get("code", 500) < 300
-            evicted = ref.get("subresource") == "eviction" and e.get("verb") == "create"
-            deleted = ref.get("resource") == "pods" and not ref.get("subresource") and e.get("verb") == "delete"
-            if ours and accepted and (evicted or deleted):
-                names.append(ref.get("name", ""))
-        return names
+        return audit_evictions(self.bed.audit_log, offset)
 
 
 CONTINUE_RESULT = "CONTINUE"
-SCHEDULED = re.compile(r"Successfully assigned [^/\s]+/(?P<pod>\S+) to (?P<node>\S+)")  # the scheduler's Event
 
 
 def _verdict(e: Execution) -> str:
@@ -452,17 +341,6 @@ def _verdict(e: Execution) -> str:
         return e.status.lower()
     results = [str(i.get("result")) for i in e.result.get("instances", [])]
     return ",".join(results) or "no-instance"
-
-
-def _retry(fn: Callable[[], Any], attempts: int = 20) -> Any:
-    for i in range(attempts):
-        try:
-            return fn()
-        except Exception:
-            if i == attempts - 1:
-                raise
-            time.sleep(1)
-    return None
 
 
 def main(argv: list[str] | None = None) -> int:
