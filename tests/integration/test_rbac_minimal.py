@@ -96,7 +96,12 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     k8s.bare_pod("batch-x1", node=node, metadata_extra={"labels": {"app": "batch"}, "ownerReferences": [owner]})
     # generous: under two test workers kwok's ready stage has lagged past the default 90 s
     k8s.wait_pods_ready("app=db", 1, timeout=240)
-    k8s.wait_pods_ready("app=batch", 1, timeout=240)
+    # kwok completes a Job's pod as soon as it runs: Running and Ready last only an instant, so wait for the end
+    k8s.wait_for(
+        lambda: [p for p in k8s.pods("app=batch") if p.status.phase == "Succeeded"],
+        timeout=240,
+        what="the Job's pod to complete",
+    )
     mirror = {"annotations": {"kubernetes.io/config.mirror": "x"}}
     bound_claim(k8s, "static-data", f"pv-static-{k8s.run_id}")
     k8s.bare_pod("static", node=node, metadata_extra=mirror, spec_extra=claim_volume("static-data"))
