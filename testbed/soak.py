@@ -47,6 +47,10 @@ from testbed.soak_plan import (
 from testbed.soak_records import audit_evictions, retry, scheduled_nodes
 
 
+class Killed(BaseException):
+    """A Lambda process dying mid-step (the lambda-killed fault): a BaseException, so nothing catches it on the way."""
+
+
 class Soak:
     def __init__(self, bed: Testbed, *, seed: int, minutes: float, fleet: int, log: Callable[[str], None]) -> None:
         self.bed, self.seed, self.minutes, self.fleet, self.say = bed, seed, minutes, fleet, log
@@ -71,8 +75,8 @@ class Soak:
         self.aws.reset()
         self.aws.eks_cluster(SERVED)
         self.aws.eks_cluster(OTHER)
-        # a killed invocation is silent for INVOCATION_TIMEOUT before its retry, up to a third of the timeout after
-        # its last beat, and its retry replays first: 60 s outlasts that on a loaded machine (30 s did not)
+        # a killed invocation is retried after the runner's backoff (5 s), up to a third of the timeout after its last
+        # beat, and its retry replays first (and may meet an apiserver outage): 60 s outlasts that on a loaded machine
         hooks = [{"name": HOOK, "transition": TERMINATING, "heartbeat_timeout": HOOK_HEARTBEAT_TIMEOUT}]
         ours = [*hooks, {"name": FOREIGN_HOOK, "transition": TERMINATING, "heartbeat_timeout": 600}]
         owned = self.aws.asg(ASG, size=self.fleet, tags={f"kubernetes.io/cluster/{SERVED}": "owned"}, hooks=ours)
@@ -174,8 +178,14 @@ class Soak:
 
         from drain_orchestrator.handler import handler
 
+        def invocation(event: Any, context: Any) -> Any:
+            try:
+                return handler(event, context)
+            except Killed as killed:  # the process died: Lambda reports an invocation error and the service retries
+                raise RuntimeError(f"Runtime.ExitError: {killed}") from None
+
         try:
-            with DurableFunctionTestRunner(handler=handler, invocation_timeout=INVOCATION_TIMEOUT) as runner:
+            with DurableFunctionTestRunner(handler=invocation, invocation_timeout=INVOCATION_TIMEOUT) as runner:
                 res = runner.run(input=json.dumps(event), execution_timeout=600)
                 ex.operations = len(list(res.get_all_operations()))
             ex.status = getattr(res.status, "name", str(res.status))
@@ -215,8 +225,9 @@ class Soak:
                 retry(lambda: self.k8s.core.delete_node(node))
 
     def crash_point(self, point: str) -> None:
-        """runtime.fault_injection: an armed crash kills the invocation that reaches a drain pass (its thread
-        blocks until the runner has re-invoked, as a Lambda killed by its timeout never returns)."""
+        """runtime.fault_injection: an armed crash kills the invocation that reaches a drain pass. ``Killed`` is no
+        ``Exception``, so neither the step nor the SDK catches it: nothing after this point runs or is checkpointed,
+        as when a Lambda's process dies, and the invocation ends in an error the runner retries."""
         if not point.startswith(KILL_POINT):
             return
         with self._lock:  # one armed crash kills one invocation, however many reach a pass at once
@@ -225,8 +236,7 @@ class Soak:
             self._crash_armed.clear()
             self.killed_invocations += 1
         self.say(f"killed an invocation at {point}")
-        time.sleep(INVOCATION_TIMEOUT + 5)
-        raise SystemExit("killed invocation")
+        raise Killed(f"killed at {point}")
 
     # ---- the run ------------------------------------------------------------------------------------------------
     def run(self, env: Callable[[dict[str, str]], None]) -> SoakReport:

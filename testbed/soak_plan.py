@@ -29,7 +29,10 @@ EPISODES = ("asg-terminate", "asg-terminate-duplicate", "three-at-once", "spot",
 STRAYS = ("other-cluster-hook", "unknown-instance", "malformed", "karpenter-node")
 FAULTS = ("apiserver-restart", "etcd-restart", "access-revoked", "aws-throttle", "aws-5xx", "sns-down",
           "lambda-killed", "node-deleted")  # fmt: skip
-INVOCATION_TIMEOUT = 20  # the local runner re-invokes an invocation that ran this long: a killed Lambda's retry
+# the function's timeout for the local runner, which re-invokes an invocation that ran this long but cannot stop
+# its thread (Lambda stops the sandbox): far above any live invocation, so no two invocations of one execution
+# ever run at once; a killed invocation is an invocation error instead, retried after the runner's backoff
+INVOCATION_TIMEOUT = 300
 HOOK_HEARTBEAT_TIMEOUT = 60
 KILL_POINT = "pass-"  # runtime.inject_fault's name for the start of a drain pass (pass-0, pass-1, ...)
 
