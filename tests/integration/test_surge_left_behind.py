@@ -96,6 +96,8 @@ def test_an_expired_surge_is_taken_back_by_the_next_drains_verdict_and_surge_res
     # not expired, its node there: nothing is left behind yet
     proc = cli(testbed, "surge", "restore", "--dry-run")
     assert (proc.returncode, proc.stdout.strip()) == (0, "no surge left behind"), proc.stdout + proc.stderr
+    status = json.loads(cli(testbed, "status", "--cluster", "blue", "--no-aws", "--json").stdout)
+    assert status["surges_left_behind"] == []
 
     # the margin has passed: moved to the past, as the clock would
     past = iso_utc(time.time() - 60)
@@ -104,9 +106,21 @@ def test_an_expired_surge_is_taken_back_by_the_next_drains_verdict_and_surge_res
     proc = cli(testbed, "surge", "restore", "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["restored"] == [] and out["left_behind"] == [
-        {"deployment": f"{k8s.ns}/orphan", "node": lost, "count": 1, "via": "deployment", "why": f"expired at {past}"}
-    ]
+    left = {
+        "deployment": f"{k8s.ns}/orphan",
+        "node": lost,
+        "count": 1,
+        "via": "deployment",
+        "why": f"expired at {past}",
+    }
+    assert out["restored"] == [] and out["left_behind"] == [left]
+    # status says so too, beside the drains
+    proc = cli(testbed, "status", "--cluster", "blue", "--no-aws", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["surges_left_behind"] == [{"cluster": "blue", **left}]
+    table = cli(testbed, "status", "--cluster", "blue", "--no-aws").stdout.splitlines()
+    at = table.index("surges left behind (no drain will take them back: drain-orchestrator surge restore):")
+    assert table[at + 2].split() == ["blue", f"{k8s.ns}/orphan", lost, "+1", "(deployment)", "expired", "at", past]
     assert k8s.apps.read_namespaced_deployment("orphan", k8s.ns).spec.replicas == 2  # a dry run changed nothing
 
     # another node's drain through the Lambda: its verdict takes the expired surge back

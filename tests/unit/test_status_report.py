@@ -3,7 +3,14 @@ the drains; the version first."""
 
 from __future__ import annotations
 
-from drain_orchestrator.cli.status import ClusterRead, NodeStatus, Retained, StatusReport, render_report
+from drain_orchestrator.cli.status_report import (
+    ClusterRead,
+    LeftSurge,
+    NodeStatus,
+    Retained,
+    StatusReport,
+    render_report,
+)
 
 
 def _report(clusters: list[ClusterRead], drains: list[NodeStatus], retained: list[Retained]) -> StatusReport:
@@ -51,7 +58,20 @@ def test_json_carries_every_cluster_read_state() -> None:
     doc = _report([ClusterRead("green", False, error="boom")], [], []).to_json()
     assert doc == {
         "version": "9.8.7",
-        "clusters": [{"cluster": "green", "reachable": False, "error": "boom", "retained_error": None}],
+        "clusters": [
+            {"cluster": "green", "reachable": False, "error": "boom", "retained_error": None, "surges_error": None}
+        ],
         "drains": [],
         "retained_instances": [],
+        "surges_left_behind": [],
     }
+
+
+def test_surges_left_behind_follow_the_drains_with_what_takes_them_back() -> None:
+    report = _report([ClusterRead("blue", True), ClusterRead("red", True, surges_error="Forbidden")], [_drain()], [])
+    report.left_surges = [LeftSurge("blue", "shop/web", "n2", 1, "hpa", "node gone")]
+    out = render_report(report).splitlines()
+    assert out[3] == "surges left behind (no drain will take them back: drain-orchestrator surge restore):"
+    assert out[4].split() == ["CLUSTER", "DEPLOYMENT", "NODE", "SURGE", "WHY"]
+    assert out[5].split() == ["blue", "shop/web", "n2", "+1", "(hpa)", "node", "gone"]
+    assert out[6] == "warning: cluster red: surges left behind unknown: Forbidden"

@@ -5,8 +5,9 @@ Lambda) or the cluster of a kubeconfig, the nodes carrying ``drain-orchestrator.
 deadline and time left, and what holds the drain: pods a PodDisruptionBudget allows no disruption of, load-balancer
 targets of the instance still registered or draining, VolumeAttachments left. Also the instances of the clusters'
 Auto Scaling groups kept in ``Terminating:Retained`` (a terminate hook abandoned under an instance lifecycle policy
-that retains). A table, or ``--json``; a cluster that could not be read is said so on stdout and stderr, and the
-exit status is 1: an unreachable cluster is never shown as "no drains".
+that retains), and the surges no drain will take back (``surge restore`` takes them back). A table, or ``--json``
+(cli/status_report.py); a cluster that could not be read is said so on stdout and stderr, and the exit status is 1:
+an unreachable cluster is never shown as "no drains".
 """
 
 from __future__ import annotations
@@ -17,96 +18,25 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from drain_orchestrator import __version__
+from drain_orchestrator.cli.status_report import (
+    ClusterRead,
+    LeftSurge,
+    NodeStatus,
+    Retained,
+    StatusReport,
+    render_report,
+)
 from drain_orchestrator.drain.selector import selects
 from drain_orchestrator.kube.connect import connect
 from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON, ANNOTATION_PREFIX
 from drain_orchestrator.kube.rest import Kube
 
-RETAINED_STATE = "Terminating:Retained"
 PHASES = ("drain-completed", "drain-failed", "drain-held", "drain-started", "cordoned")  # latest first
 ANN_HELD = ANNOTATION_PREFIX + "held"
 ANN_DRAINER = ANNOTATION_PREFIX + "drainer"
-
-
-@dataclass
-class NodeStatus:
-    cluster: str
-    node: str
-    instance_id: str | None
-    phase: str
-    kind: str | None
-    deadline: str | None
-    seconds_left: int | None
-    blocked_pods: list[str] = field(default_factory=list)  # "ns/pod (PDB ns/name)"
-    pods_left: int = 0
-    targets: list[str] = field(default_factory=list)  # "<target group> (<id>): <state>"
-    volumes: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    held_since: str | None = None  # the drain's "held" notice: since when PDBs (or failing evictions) hold it
-    held_by: list[str] = field(default_factory=list)  # the PDBs named then
-    held_reasons: list[str] = field(default_factory=list)  # pdb, multiple-pdbs, webhook-failed, …
-    at_deadline: str | None = None  # force-delete | continue | abandon | stop
-    drained_by: str | None = None  # run id of the execution holding the node's drain claim
-    waiting: int = 0  # other executions waiting for its verdict
-
-    @property
-    def holds(self) -> list[str]:
-        out = []
-        if self.held_since:
-            by = ", ".join(self.held_by) or ", ".join(self.held_reasons)
-            out.append(
-                f"held since {self.held_since} by {by} ({', '.join(self.held_reasons)}; at the deadline: "
-                f"{self.at_deadline})"
-            )
-        out += [f"pod {p} blocked by PDB" for p in self.blocked_pods]
-        out += [f"target {t}" for t in self.targets]
-        out += [f"volume {v}" for v in self.volumes]
-        return out or ([f"{self.pods_left} pods left"] if self.pods_left else [])
-
-
-@dataclass
-class ClusterRead:
-    """Whether a cluster could be read at all: an unreadable one is reported, never shown as "no drains"."""
-
-    cluster: str
-    reachable: bool
-    error: str | None = None
-    retained_error: str | None = None  # the Auto Scaling lookup failed: retained instances unknown
-
-
-@dataclass
-class Retained:
-    cluster: str
-    asg_name: str
-    instance_id: str
-    availability_zone: str
-    health_status: str
-    node: str | None  # the instance's node, when it carries the orchestrator's marks
-
-
-@dataclass
-class StatusReport:
-    version: str
-    clusters: list[ClusterRead]
-    drains: list[NodeStatus]
-    retained: list[Retained]
-
-    @property
-    def unreadable(self) -> list[ClusterRead]:
-        return [c for c in self.clusters if not c.reachable]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "clusters": [asdict(c) for c in self.clusters],
-            "drains": [{**asdict(s), "holds": s.holds} for s in self.drains],
-            "retained_instances": [asdict(r) for r in self.retained],
-        }
 
 
 def add_status_parser(subparsers: Any) -> None:
@@ -138,6 +68,12 @@ def run_status(args: argparse.Namespace) -> int:
         except Exception as exc:  # one line per cluster, not a traceback
             read.reachable, read.error = False, _one_line(exc)
             print(f"error: cluster {name}: could not be read: {read.error}", file=sys.stderr)
+        if read.reachable:
+            try:
+                report.left_surges.extend(_left_surges(kube, name, time.time()))
+            except Exception as exc:
+                read.surges_error = _one_line(exc)
+                print(f"warning: cluster {name}: surges left behind unknown: {read.surges_error}", file=sys.stderr)
         if autoscaling is not None and named:
             try:
                 report.retained.extend(_retained(autoscaling, name, report.drains))
@@ -199,6 +135,12 @@ def _retained(autoscaling: Any, cluster: str, drains: list[NodeStatus]) -> list[
         )
         for r in retained_instances(autoscaling, cluster)
     ]
+
+
+def _left_surges(kube: Kube, cluster: str, now: float) -> list[LeftSurge]:
+    from drain_orchestrator.engine.surge_sweep import find_left_behind  # noqa: PLC0415
+
+    return [LeftSurge(cluster, s.deployment, s.node, s.count, s.via, s.why) for s in find_left_behind(kube, now)]
 
 
 def _elbv2() -> Any:
@@ -325,58 +267,3 @@ def blocked(pods: list[dict[str, Any]], pdbs: list[dict[str, Any]]) -> list[str]
             if selects((pdb.get("spec") or {}).get("selector"), labels):
                 out.append(f"{ns}/{meta.get('name')} (PDB {ns}/{pmeta.get('name')})")
     return sorted(out)
-
-
-def render_report(report: StatusReport) -> str:
-    """A title line with the version and what was read, the drains' table, retained instances, unreadable clusters."""
-    read = [c.cluster for c in report.clusters if c.reachable]
-    unreadable = report.unreadable
-    title = f"drain-orchestrator {report.version}: read {len(read)} of {len(report.clusters)} clusters"
-    out = [title + (f" ({', '.join(read)})" if read else "")]
-    if report.drains or not unreadable:
-        out.append(render(report.drains))
-    elif read:
-        out.append("no drains in the clusters read: no node carries drain-orchestrator.io/ annotations")
-    if report.retained:
-        out.append(f"retained instances ({RETAINED_STATE}: inspect, then terminate):")
-        out.append(
-            _table(
-                ("CLUSTER", "ASG", "INSTANCE", "ZONE", "HEALTH", "NODE"),
-                [
-                    (
-                        r.cluster,
-                        r.asg_name,
-                        r.instance_id,
-                        r.availability_zone or "-",
-                        r.health_status or "-",
-                        r.node or "-",
-                    )
-                    for r in report.retained
-                ],
-            )
-        )
-    out += [
-        f"warning: cluster {c.cluster}: retained instances unknown: {c.retained_error}"
-        for c in report.clusters
-        if c.retained_error
-    ]
-    out += [f"error: cluster {c.cluster} could not be read, its drains are unknown: {c.error}" for c in unreadable]
-    return "\n".join(out)
-
-
-def render(rows: list[NodeStatus]) -> str:
-    if not rows:
-        return "no drains: no node carries drain-orchestrator.io/ annotations"
-    table = []
-    for s in rows:
-        left = "-" if s.seconds_left is None else (f"{s.seconds_left}s" if s.seconds_left > 0 else "passed")
-        holds = "; ".join(s.holds + [f"error: {e}" for e in s.errors]) or "-"
-        table.append((s.cluster, s.node, s.phase, s.kind or "-", s.deadline or "-", left, holds))
-    return _table(("CLUSTER", "NODE", "PHASE", "KIND", "DEADLINE", "LEFT", "HOLDS"), table)
-
-
-def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
-    """Columns padded to their widest cell; the last one is left ragged."""
-    table = [head, *rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(head) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in table)
