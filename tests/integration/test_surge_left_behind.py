@@ -1,8 +1,8 @@
 """Surges no drain will take back, on the bed's real controllers: ``drain-orchestrator uncordon`` takes back the
-node's surges, a drain lost before its verdict leaves a surge that expires (its deadline plus a margin) and is then
-taken back by the next Lambda drain's verdict or by ``drain-orchestrator surge restore``, and a surge whose node is
-gone is left behind at once. Each replacement here is pinned to its cordoned node, so it stays Pending and the
-surge stays in place until something takes it back."""
+node's surges (and, when the apiserver refuses that, leaves the node cordoned), a drain lost before its verdict
+leaves a surge that expires (its deadline plus a margin) and is then taken back by the next Lambda drain's verdict or
+by ``drain-orchestrator surge restore``, and a surge whose node is gone is left behind at once. Each replacement here
+is pinned to its cordoned node, so it stays Pending and the surge stays in place until something takes it back."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import time
 from typing import Any
 
 import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from drain_orchestrator.drain.surge import HELD_LABEL, HOLDERS, NODE_RECORD
 from drain_orchestrator.timefmt import iso_utc
@@ -170,3 +172,76 @@ def test_an_hpa_surge_whose_node_is_gone_is_left_behind_and_restored(testbed: Te
     h = read_hpa(k8s, "api")
     assert (h.spec.min_replicas, h.spec.max_replicas) == (1, 1) and surge_annotations(h) == {}
     assert HELD_LABEL not in (h.metadata.labels or {})
+
+
+def _freeze_replicas(k8s: KubeScenario) -> str:
+    """A ValidatingAdmissionPolicy (the apiserver's own CEL admission) that denies any change of a Deployment's
+    replicas in the test's namespace, in force once a probe Deployment cannot be scaled; returns its name."""
+    name = f"freeze-{k8s.run_id}"
+    admission = client.AdmissionregistrationV1Api(k8s.api_client)
+    rules = [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["deployments"]}]
+    admission.create_validating_admission_policy(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": rules},
+                "validations": [
+                    {"expression": "object.spec.replicas == oldObject.spec.replicas", "message": "replicas frozen"}
+                ],
+            },
+        }
+    )
+    selector = {"matchLabels": {"kubernetes.io/metadata.name": k8s.ns}}
+    admission.create_validating_admission_policy_binding(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": selector},
+            },
+        }
+    )
+    k8s.deployment("probe", 0)
+
+    def denied() -> bool:
+        replicas = k8s.apps.read_namespaced_deployment("probe", k8s.ns).spec.replicas
+        try:
+            k8s.apps.patch_namespaced_deployment("probe", k8s.ns, {"spec": {"replicas": 1 - replicas}})
+        except ApiException as exc:
+            return "replicas frozen" in str(exc.body)
+        return False
+
+    k8s.wait_for(denied, what="the admission policy in force")
+    return name
+
+
+def _thaw(k8s: KubeScenario, name: str) -> None:
+    admission = client.AdmissionregistrationV1Api(k8s.api_client)
+    admission.delete_validating_admission_policy_binding(name)
+    admission.delete_validating_admission_policy(name)
+
+
+def test_uncordon_that_cannot_take_the_surge_back_leaves_the_node_cordoned(testbed: Testbed, k8s: KubeScenario) -> None:
+    (node,) = k8s.add_nodes(1)
+    _pinned(k8s, "stuck", node)
+    _surge_and_leave(testbed, k8s, "stuck", node)
+    frozen = _freeze_replicas(k8s)
+    try:
+        proc = cli(testbed, "uncordon", node)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f"error: node {node!r} left cordoned, its surges could not be taken back" in proc.stderr
+        assert "replicas frozen" in proc.stderr  # the apiserver's reason, passed on
+        assert k8s.core.read_node(node).spec.unschedulable  # not uncordoned with a surge still in place
+        dep = k8s.apps.read_namespaced_deployment("stuck", k8s.ns)
+        assert dep.spec.replicas == 2 and dep.metadata.labels[HELD_LABEL] == "true"
+        assert NODE_RECORD in (k8s.core.read_node(node).metadata.annotations or {})  # still known to be taken back
+    finally:
+        _thaw(k8s, frozen)
+
+    # once the cause is gone, the same command finishes the job
+    proc = k8s.wait_for(lambda: (p := cli(testbed, "uncordon", node)).returncode == 0 and p, what="uncordon to succeed")
+    assert proc.stdout.splitlines()[-1] == f"node/{node} uncordoned"
+    _assert_taken_back(k8s, "stuck", node)
+    assert not k8s.core.read_node(node).spec.unschedulable
