@@ -4,8 +4,8 @@ Server-side apply (field manager ``drain-orchestrator``, conflicts forced), so r
 ClusterRole someone edited by hand gets the shipped rules back. The cluster is reached through EKS with the caller's
 AWS credentials (``--cluster``; their access entry needs cluster-admin rights, e.g. AmazonEKSClusterAdminPolicy) or
 through a kubeconfig. ``--dry-run`` asks the apiserver what would change (``dryRun=All``) and changes nothing.
-The file is the one the release ships: a checkout's ``infra/k8s/rbac.yaml``, or the construct package's copy
-(``drain_orchestrator_cdk``), or ``--file``.
+The file is the one the release ships: a checkout's ``infra/k8s/rbac.yaml``, or the copy inside the installed
+command line (its wheel) or construct package (``drain_orchestrator_cdk``), or ``--file``.
 """
 
 from __future__ import annotations
@@ -85,20 +85,22 @@ def run_rbac_apply(args: argparse.Namespace) -> int:
 
 
 def shipped_manifest() -> Path:
-    """infra/k8s/rbac.yaml of this checkout, else the copy inside the installed construct package."""
+    """infra/k8s/rbac.yaml of this checkout, else the copy in the installed command line's wheel, else the copy
+    inside the installed construct package."""
     checkout = Path(__file__).resolve().parents[3] / _SHIPPED  # lambda_src/drain_orchestrator/cli/ -> the checkout
     if checkout.is_file():
         return checkout
-    try:
-        from importlib.resources import files  # noqa: PLC0415
+    from importlib.resources import files  # noqa: PLC0415
 
-        packaged = Path(str(files("drain_orchestrator_cdk") / "k8s" / "rbac.yaml"))
+    for package in ("drain_orchestrator", "drain_orchestrator_cdk"):
+        try:
+            packaged = Path(str(files(package) / "k8s" / "rbac.yaml"))
+        except ModuleNotFoundError:
+            continue
         if packaged.is_file():
             return packaged
-    except ModuleNotFoundError:
-        pass
     raise ManifestError(
-        "the shipped RBAC manifest was not found (no checkout, no drain_orchestrator_cdk package): "
+        "the shipped RBAC manifest was not found (no checkout, not in the installed packages): "
         "pass --file PATH, the infra/k8s/rbac.yaml of the release you deployed"
     )
 
