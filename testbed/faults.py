@@ -49,6 +49,9 @@ class BedFaults:
         Its entry stays in state.json so :meth:`restart` (from any process) starts it again as it was."""
         proc = self._proc(name)
         if not pid_alive(proc):
+            port = self._port(name)
+            if port is not None and _port_open(port):  # a restart could not bind it: say so now, not as "exited"
+                raise TestbedError(f"{name}: recorded pid {proc.pid} is not running, yet port {port} still answers")
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import ssl
@@ -21,10 +22,28 @@ class TestbedError(RuntimeError):
     __test__ = False  # not a pytest test class
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port outside the kernel's ephemeral range. A port the kernel hands out could, while its
+    component is stopped for a fault, become some client's local port (the apiserver reconnecting to etcd, say),
+    and the component could not bind it again on restart."""
+    low, high = _ephemeral_range()
+    choices = [p for p in range(10000, 32768) if not low <= p <= high] or list(range(1024, low))
+    for port in random.sample(choices, min(200, len(choices))):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise TestbedError(f"no free loopback port in 10000-32767 outside the ephemeral range {low}-{high}")
 
 
 @dataclass
