@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from drain_orchestrator.drain.plan import Tier
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, HeldPod, PodReason, held_reasons
 
 
@@ -16,9 +17,18 @@ def test_report_round_trips_through_json() -> None:
         forced=[ForcedPod("a/e", 3, "deadline")],
         grace_sent={"a/b": 5},
         held=[HeldPod("a/c", "multiple-pdbs", "more than one", ["p1", "p2"], 500)],
+        active_tier=Tier.DAEMONSET,
     )
     again = DrainReport.from_dict(json.loads(json.dumps(r.to_dict())))
     assert again == r
+
+
+def test_the_active_tier_is_stored_as_a_plain_number_and_an_old_checkpoint_loads_as_a_tier() -> None:
+    d = DrainReport(node="n", active_tier=Tier.CRITICAL).to_dict()
+    assert type(d["active_tier"]) is int and '"active_tier":1' in json.dumps(d, separators=(",", ":"))
+    old = {"node": "n", "active_tier": 2}  # checkpointed before the tier had a type
+    assert DrainReport.from_dict(old).active_tier is Tier.DAEMONSET
+    assert DrainReport.from_dict({"node": "n", "active_tier": None}).active_tier is None
 
 
 def test_absorb_accumulates_actions_and_takes_latest_state() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason
 from drain_orchestrator.engine.held_pass import HoldCheck, held
 from drain_orchestrator.engine.pass_state import DrainState
+from drain_orchestrator.engine.pod_record import PodRecord
 from drain_orchestrator.workflow.held import HeldWatch
 from drain_orchestrator.workflow.hold_pace import HoldPace
 from drain_orchestrator.workflow.results import PassOutcome
@@ -12,7 +13,8 @@ from drain_orchestrator.workflow_settings import WorkflowSettings
 
 
 def _blocked(*pods: str) -> tuple[DrainState, DrainReport]:
-    state = DrainState(waiting_on={f"{p}@uid-{p}": [("ns", "web")] for p in pods})
+    idents = [f"{p}@uid-{p}" for p in pods]
+    state = DrainState(pods={i: PodRecord(i, waiting_on=[("ns", "web")]) for i in idents})
     report = DrainReport(node="n", remaining=list(pods), blocked=[BlockedPod(p, ["web"], "429") for p in pods])
     return state, report
 
@@ -27,7 +29,7 @@ def test_pods_refused_by_budgets_or_let_finish_make_a_held_pass() -> None:
 
 def test_a_pod_on_its_way_out_or_a_failing_eviction_keeps_the_pass_going() -> None:
     state, report = _blocked("ns/a")
-    state.sent["ns/b"] = "uid-b"
+    state.record("ns/b@uid-b").sent = True
     assert not held(state, report)
     state, report = _blocked("ns/a")
     report.terminating.append("ns/c")

@@ -7,10 +7,7 @@ from typing import Any
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
 from drain_orchestrator.drain.plan import (
-    TIER_CRITICAL,
-    TIER_CRITICAL_DAEMONSET,
-    TIER_DAEMONSET,
-    TIER_WORKLOAD,
+    Tier,
     active_tier,
     backoff_delay,
     budget_share,
@@ -45,10 +42,11 @@ def pod(name: str, *, ds: bool = False, critical: bool = False, deleting: bool =
 
 
 def test_tiers() -> None:
-    assert tier_of(pod("a")) == TIER_WORKLOAD
-    assert tier_of(pod("b", critical=True)) == TIER_CRITICAL
-    assert tier_of(pod("c", ds=True)) == TIER_DAEMONSET
-    assert tier_of(pod("d", ds=True, critical=True)) == TIER_CRITICAL_DAEMONSET
+    assert tier_of(pod("a")) is Tier.WORKLOAD
+    assert tier_of(pod("b", critical=True)) is Tier.CRITICAL
+    assert tier_of(pod("c", ds=True)) is Tier.DAEMONSET
+    assert tier_of(pod("d", ds=True, critical=True)) is Tier.CRITICAL_DAEMONSET
+    assert [int(t) for t in sorted(Tier)] == [0, 1, 2, 3]  # the numbers reports have always stored
 
 
 def test_critical_pods_wait_until_workloads_are_gone() -> None:
@@ -57,7 +55,7 @@ def test_critical_pods_wait_until_workloads_are_gone() -> None:
     assert [v.pod.name for v in to_evict_now(vs)] == ["w"]
     # a workload pod still terminating holds the critical tier back
     vs = [PodVerdict(pod("w", deleting=True), Verdict.WAIT), PodVerdict(crit, Verdict.EVICT)]
-    assert to_evict_now(vs) == [] and active_tier(vs) == TIER_WORKLOAD
+    assert to_evict_now(vs) == [] and active_tier(vs) is Tier.WORKLOAD
     vs = [PodVerdict(crit, Verdict.EVICT), PodVerdict(pod("x", ds=True), Verdict.EVICT)]
     assert [v.pod.name for v in to_evict_now(vs)] == ["c"]
 

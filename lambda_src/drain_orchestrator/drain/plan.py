@@ -5,39 +5,45 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from enum import IntEnum
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
 
-# Tiers, modelled on graceful node shutdown and Karpenter: workloads first, then the system-critical pods
-# they may depend on (DNS, CNI helpers), then DaemonSet pods (only with evict_daemonsets).
-TIER_WORKLOAD = 0
-TIER_CRITICAL = 1
-TIER_DAEMONSET = 2
-TIER_CRITICAL_DAEMONSET = 3
+
+class Tier(IntEnum):
+    """A pod's eviction tier, modelled on graceful node shutdown and Karpenter: workloads first, then the
+    system-critical pods they may depend on (DNS, CNI helpers), then DaemonSet pods (only with evict_daemonsets).
+    A tier goes only once every earlier one is gone. Reports store it as its number."""
+
+    WORKLOAD = 0
+    CRITICAL = 1  # priorityClassName system-cluster-critical / system-node-critical
+    DAEMONSET = 2
+    CRITICAL_DAEMONSET = 3
+
 
 MIN_GRACE_SECONDS = 1  # 0 would force-remove the pod from etcd before the kubelet has stopped it
 
 
-def tier_of(pod: PodInfo) -> int:
+def tier_of(pod: PodInfo) -> Tier:
     ds = pod.daemonset_name is not None and not pod.is_terminal
     if ds:
-        return TIER_CRITICAL_DAEMONSET if pod.is_critical else TIER_DAEMONSET
-    return TIER_CRITICAL if pod.is_critical else TIER_WORKLOAD
+        return Tier.CRITICAL_DAEMONSET if pod.is_critical else Tier.DAEMONSET
+    return Tier.CRITICAL if pod.is_critical else Tier.WORKLOAD
 
 
-def stage_of(v: PodVerdict) -> tuple[int, int]:
+def stage_of(v: PodVerdict) -> tuple[Tier, int]:
     """(tier, evict-order): a stage goes only once every earlier one is gone."""
     return (tier_of(v.pod), v.order)
 
 
-def active_stage(verdicts: Iterable[PodVerdict]) -> tuple[int, int] | None:
+def active_stage(verdicts: Iterable[PodVerdict]) -> tuple[Tier, int] | None:
     """The earliest stage that still has pods to remove or wait for. Pods held by their drain policy (HOLD) hold
     back no stage: a Job left to finish must not keep every later pod on the node."""
     stages = [stage_of(v) for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
     return min(stages) if stages else None
 
 
-def active_tier(verdicts: Iterable[PodVerdict]) -> int | None:
+def active_tier(verdicts: Iterable[PodVerdict]) -> Tier | None:
     """The lowest tier that still has pods to remove or wait for; later tiers wait until it is empty."""
     stage = active_stage(verdicts)
     return None if stage is None else stage[0]

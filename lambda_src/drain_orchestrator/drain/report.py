@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from drain_orchestrator.drain.plan import Tier
+
 
 @dataclass
 class BlockedPod:
@@ -68,7 +70,7 @@ class DrainReport:
     held_by_policy: list[PodReason] = field(default_factory=list)
     remaining: list[str] = field(default_factory=list)  # pods the drain still has to see go
     warnings: list[str] = field(default_factory=list)
-    active_tier: int | None = None
+    active_tier: Tier | None = None  # stored as its number
     api_calls: int = 0
     elapsed: float = 0.0
     passes: int = 1
@@ -79,7 +81,9 @@ class DrainReport:
     held: list[HeldPod] = field(default_factory=list)  # every blocked or failed eviction of the pass, with its reason
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["active_tier"] = None if self.active_tier is None else int(self.active_tier)  # a plain number, as always
+        return d
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DrainReport:
@@ -90,6 +94,8 @@ class DrainReport:
         d["forced"] = [ForcedPod(**f) for f in d.get("forced", [])]
         d["surge"] = [SurgeNote(**n) for n in d.get("surge", [])]
         d["held"] = [HeldPod(**h) for h in d.get("held", [])]
+        tier = d.get("active_tier")
+        d["active_tier"] = None if tier is None else Tier(tier)
         return cls(**d)
 
     def absorb(self, later: DrainReport) -> None:

@@ -31,12 +31,12 @@ from drain_orchestrator.engine.pass_state import (
     DrainState,
     due,
     forget,
-    ident_of,
     note_contention,
     note_held,
     retry_later,
     wait_between_passes,
 )
+from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.engine.surge import surge_pass
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.errors import NodeGone
@@ -108,9 +108,9 @@ def drain_pass(
         state, [res.outcome for v, res in zip(batch, results, strict=True) if ident_of(v.pod) in by_budget], options
     )
     for v in candidates:  # waiting for their retry time: still blocked, as last reported
-        ident = ident_of(v.pod)
-        if v not in batch and ident in state.last_block:
-            report.blocked.append(BlockedPod(v.pod.key, state.pdbs_of.get(ident, []), state.last_block[ident]))
+        ident, rec = ident_of(v.pod), state.known(ident_of(v.pod))
+        if v not in batch and rec.last_block is not None:
+            report.blocked.append(BlockedPod(v.pod.key, rec.pdbs, rec.last_block))
         if v not in batch:
             report_waiting(report, state, ident)
     if options.surge != "never" and not options.dry_run and not report.refused:
@@ -161,17 +161,17 @@ def _shorten_past_deadline(
         if res.outcome is Outcome.EVICTED:
             reason = f"terminating until {ts - options.deadline:.0f}s past the deadline: grace shortened"
             report.forced.append(ForcedPod(v.pod.key, grace, reason))
-            state.expected_gone[v.pod.key] = time.time() + grace
+            state.record(ident_of(v.pod)).expected_gone = time.time() + grace
             say(f"deleting pod {v.pod.key} (grace {grace}s): {reason}")
 
 
 def _announce_gone(state: DrainState, pods: list[PodInfo], say: Progress) -> None:
-    present = {p.key: p.uid for p in pods}
-    for key, uid in list(state.sent.items()):
-        if present.get(key) != uid:  # 404 or a new pod under the same name: ours is gone
-            say(f"pod/{key.split('/', 1)[1]} evicted")
-            del state.sent[key]
-            state.expected_gone.pop(key, None)
+    present = {ident_of(p) for p in pods}
+    for ident, rec in list(state.pods.items()):
+        if rec.sent and ident not in present:  # 404 or a new pod under the same name: ours is gone
+            say(f"pod/{rec.key.split('/', 1)[1]} evicted")
+            rec.sent, rec.expected_gone = False, None
+            state.tidy(ident)
 
 
 def _record_verdicts(report: DrainReport, verdicts: list[PodVerdict], say: Progress) -> None:
@@ -231,8 +231,8 @@ def _apply_outcome(
         if res.grace is not None:
             report.grace_sent[pod.key] = res.grace
         if not options.dry_run:
-            state.sent[pod.key] = pod.uid
-            state.expected_gone[pod.key] = time.time() + _effective_grace(res.grace, pod, options)
+            rec = state.record(ident)
+            rec.sent, rec.expected_gone = True, time.time() + _effective_grace(res.grace, pod, options)
         forget(state, ident)
     elif res.outcome in (Outcome.GONE, Outcome.REPLACED):
         forget(state, ident)
@@ -242,9 +242,10 @@ def _apply_outcome(
         multiple = res.reason is HoldReason.MULTIPLE_PDBS
         if multiple:  # the answer names no budget: look them up; no retry can help (engine/held.py)
             res = replace(res, pdbs=budgets_selecting(kube, state, v))
+        blocked = state.record(ident)
         if res.pdbs:
-            state.pdbs_of[ident] = res.pdbs
-        pdbs = state.pdbs_of.get(ident, [])
+            blocked.pdbs = res.pdbs
+        pdbs = blocked.pdbs
         now = time.time()
         if options.force_delete_on_deadline and (
             options.force_now
@@ -255,12 +256,9 @@ def _apply_outcome(
         delay = retry_later(state, ident, options)
         due = force_delete_at(pod.termination_grace_period, options.deadline, options.deadline_margin)
         if options.force_delete_on_deadline and due is not None:
-            state.force_at[ident] = time.monotonic() + (due - now)
-        state.last_block[ident] = res.message
-        if pdbs:
-            state.waiting_on[ident] = [(pod.namespace, n) for n in pdbs]
-        else:
-            state.waiting_on.pop(ident, None)
+            blocked.force_at = time.monotonic() + (due - now)
+        blocked.last_block = res.message
+        blocked.waiting_on = [(pod.namespace, n) for n in pdbs]
         if multiple:
             park_until_deadline_policy(state, ident)
         report.blocked.append(BlockedPod(pod.key, pdbs, res.message))
@@ -268,12 +266,12 @@ def _apply_outcome(
         when = "not retried before the deadline policy" if multiple else f"will retry after {delay:.2f}s"
         say(f'error when evicting pods/"{pod.name}" -n "{pod.namespace}" ({when}): {res.message}')
     elif res.outcome is Outcome.THROTTLED:
-        state.waiting_on.pop(ident, None)
+        state.record(ident).waiting_on = []
         delay = retry_later(state, ident, options, res.retry_after)  # API priority and fairness: Retry-After
         report.throttled.append(pod.key)
         report.retry_after = max(report.retry_after or 0.0, delay)
     else:
-        state.waiting_on.pop(ident, None)
+        state.record(ident).waiting_on = []
         retry_later(state, ident, options)
         report.failed.append(PodReason(pod.key, f"HTTP {res.status}: {res.message}"))
         record_hold(report, state, v, res, [])
@@ -302,7 +300,7 @@ def _force(
         own = pod.termination_grace_period
         grace = options.grace_period if options.grace_period is not None else (30 if own is None else own)
     deleted = delete_pod(kube, pod.namespace, pod.name, pod.uid, grace=grace, dry_run=options.dry_run)
-    pdbs = ", ".join(state.pdbs_of.get(ident_of(pod), [])) or "its PodDisruptionBudget"
+    pdbs = ", ".join(state.known(ident_of(pod)).pdbs) or "its PodDisruptionBudget"
     if deleted.outcome is Outcome.EVICTED:
         left = (options.deadline or 0) - time.time()
         reason = f"{pdbs} still refused eviction {left:.0f}s before the deadline: {res.message}"
@@ -310,8 +308,8 @@ def _force(
             reason = f"{pdbs} still refused eviction, deleted on an operator's decision (force): {res.message}"
         report.forced.append(ForcedPod(pod.key, max(1, grace), reason))
         if not options.dry_run:
-            state.sent[pod.key] = pod.uid
-            state.expected_gone[pod.key] = time.time() + max(1, grace)
+            rec = state.record(ident_of(pod))
+            rec.sent, rec.expected_gone = True, time.time() + max(1, grace)
         say(f"deleting pod {pod.key} (grace {max(1, grace)}s): {reason}")
     elif deleted.outcome not in (Outcome.GONE, Outcome.REPLACED):
         report.failed.append(PodReason(pod.key, f"force delete: HTTP {deleted.status}: {deleted.message}"))

@@ -12,7 +12,8 @@ from drain_orchestrator.drain.classify import PodVerdict, Verdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import MIN_GRACE_SECONDS
 from drain_orchestrator.drain.report import DrainReport, ForcedPod
-from drain_orchestrator.engine.pass_state import DrainState, ident_of
+from drain_orchestrator.engine.pass_state import DrainState
+from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.kube.evict import Outcome, delete_pod
 from drain_orchestrator.kube.rest import Kube
 

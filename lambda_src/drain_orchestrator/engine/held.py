@@ -10,28 +10,30 @@ from __future__ import annotations
 from drain_orchestrator.drain.classify import PodVerdict
 from drain_orchestrator.drain.report import DrainReport, HeldPod
 from drain_orchestrator.drain.selector import selecting
-from drain_orchestrator.engine.pass_state import DrainState, ident_of
+from drain_orchestrator.engine.pass_state import DrainState
+from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason
 from drain_orchestrator.kube.rest import Kube
 
 
 def budgets_selecting(kube: Kube, state: DrainState, v: PodVerdict) -> list[str]:
     """The PDBs selecting the pod (one LIST of its namespace's budgets, remembered for the drain)."""
-    ident = ident_of(v.pod)
-    if state.pdbs_of.get(ident):
-        return state.pdbs_of[ident]
+    rec = state.record(ident_of(v.pod))
+    if rec.pdbs:
+        return rec.pdbs
     resp = kube.request("GET", f"/apis/policy/v1/namespaces/{v.pod.namespace}/poddisruptionbudgets")
     if not resp.ok:
         return []  # the reason stands without the names
     names = selecting(list(resp.body.get("items") or []), v.pod.namespace, v.pod.labels)
-    state.pdbs_of[ident] = names
+    rec.pdbs = names
     return names
 
 
 def park_until_deadline_policy(state: DrainState, ident: str) -> None:
     """No retry before the deadline policy's time (force_at; never when it will not force)."""
-    state.waiting_on.pop(ident, None)
-    state.not_before[ident] = state.force_at.get(ident, float("inf"))
+    rec = state.record(ident)
+    rec.waiting_on = []
+    rec.not_before = float("inf") if rec.force_at is None else rec.force_at
 
 
 def record_hold(report: DrainReport, state: DrainState, v: PodVerdict, res: EvictionResult, pdbs: list[str]) -> None:
@@ -42,12 +44,12 @@ def record_hold(report: DrainReport, state: DrainState, v: PodVerdict, res: Evic
         pdbs=list(pdbs),
         status=res.status,
     )
-    state.last_hold[ident_of(v.pod)] = hold
+    state.record(ident_of(v.pod)).last_hold = hold
     report.held.append(hold)
 
 
 def report_waiting(report: DrainReport, state: DrainState, ident: str) -> None:
     """A pod waiting for its retry time keeps the reason it was last refused with."""
-    hold = state.last_hold.get(ident)
+    hold = state.known(ident).last_hold
     if hold is not None and all(h.pod != hold.pod for h in report.held):
         report.held.append(hold)

@@ -48,21 +48,18 @@ def held(state: DrainState, last: DrainReport) -> bool:
     """Every pod left is held by a budget, by the deadline policy's parking or by its drain policy, none is going."""
     if not last.remaining or last.refused or last.drained:
         return False
-    if state.sent or state.deletion_times or state.expected_gone or last.terminating or last.throttled or last.failed:
+    if state.going or state.deletion_times or last.terminating or last.throttled or last.failed:
         return False
-    waiting = {ident.rsplit("@", 1)[0] for ident in state.waiting_on}
-    parked = {  # refused by several budgets: not retried before the deadline policy (engine/held.py)
-        ident.rsplit("@", 1)[0]
-        for ident, t in state.not_before.items()
-        if ident not in state.waiting_on and (t == float("inf") or t == state.force_at.get(ident))
-    }
+    waiting = {r.key for r in state.pods.values() if r.waiting_on}
+    parked = {r.key for r in state.pods.values() if r.parked}  # several budgets: left to the deadline policy
     by_policy = {p.pod for p in last.held_by_policy}
     blocked = {b.pod for b in last.blocked}
     return all(pod in by_policy or (pod in blocked and pod in waiting | parked) for pod in last.remaining)
 
 
 def _wake_at(state: DrainState, mono: float) -> float | None:
-    times = [*state.force_at.values(), *state.held_until.values()]
-    times += [t for ident, t in state.not_before.items() if ident not in state.waiting_on and t != float("inf")]
+    recs = state.pods.values()
+    times = [t for r in recs for t in (r.force_at, r.held_until) if t is not None]
+    times += [t for r in recs if (t := r.timed) is not None and t != float("inf")]
     first = min(times, default=None)
     return None if first is None else time.time() + max(0.0, first - mono)
