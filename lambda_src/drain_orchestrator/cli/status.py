@@ -24,7 +24,8 @@ from typing import Any
 from drain_orchestrator import __version__
 from drain_orchestrator.drain.selector import selects
 from drain_orchestrator.kube.connect import connect
-from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON, ANNOTATION_PREFIX
+from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON
+from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX
 from drain_orchestrator.kube.rest import Kube
 
 RETAINED_STATE = "Terminating:Retained"
