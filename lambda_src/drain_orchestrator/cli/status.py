@@ -31,7 +31,8 @@ from drain_orchestrator.cli.status_report import (
 )
 from drain_orchestrator.drain.selector import selects
 from drain_orchestrator.kube.connect import connect
-from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON, ANNOTATION_PREFIX
+from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON
+from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX
 from drain_orchestrator.kube.rest import Kube
 
 PHASES = ("drain-completed", "drain-failed", "drain-held", "drain-started", "cordoned")  # latest first

@@ -14,7 +14,7 @@ import contextlib
 import datetime as dt
 import json
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from drain_orchestrator.drain.classify import PodVerdict
@@ -38,8 +38,10 @@ from drain_orchestrator.drain.surge import (
     unschedulable_message,
 )
 from drain_orchestrator.drain.surge_expiry import expiry_of
+from drain_orchestrator.kube.errors import NodeGone
+from drain_orchestrator.kube.node_marks import AnnotationChange, update_annotations
 from drain_orchestrator.kube.node_records import COMPONENT
-from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+from drain_orchestrator.kube.rest import Kube
 
 MERGE_PATCH = "application/merge-patch+json"
 RETRIES = 5
@@ -281,24 +283,16 @@ def _read_record(kube: Kube, node: str) -> list[str] | None:
 
 def _write_record(kube: Kube, node: str, *, add: str | None = None, remove: str | None = None) -> None:
     """Add or remove one Deployment in the node's record (resourceVersion precondition; a gone node has none)."""
-    for _ in range(RETRIES):
-        cur = kube.request("GET", f"/api/v1/nodes/{node}")
-        if cur.status == 404:
-            return
-        if not cur.ok:
-            raise cur.error(f"get node/{node}")
-        meta = cur.body.get("metadata") or {}
-        keys = parse_node_record((meta.get("annotations") or {}).get(NODE_RECORD))
+
+    def edit(annotations: Mapping[str, str]) -> AnnotationChange | None:
+        keys = parse_node_record(annotations.get(NODE_RECORD))
         wanted = sorted((set(keys) | ({add} if add else set())) - ({remove} if remove else set()))
         if wanted == sorted(keys):
-            return
-        value = json.dumps(wanted, separators=(",", ":")) if wanted else None
-        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": {NODE_RECORD: value}}}
-        resp = kube.request("PATCH", f"/api/v1/nodes/{node}", body=patch, content_type=STRATEGIC_MERGE)
-        if resp.ok or resp.status == 404:
-            return
-        if resp.status != 409:
-            raise resp.error(f"patch node/{node}")
+            return None
+        return {NODE_RECORD: json.dumps(wanted, separators=(",", ":")) if wanted else None}
+
+    with contextlib.suppress(NodeGone):
+        update_annotations(kube, node, edit, attempts=RETRIES)
 
 
 def _note(report: DrainReport, note: SurgeNote) -> None:

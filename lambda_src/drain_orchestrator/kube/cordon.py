@@ -1,4 +1,4 @@
-"""Cordon / uncordon a node with a strategic-merge PATCH, like ``kubectl cordon``; idempotent.
+"""Cordon / uncordon a node with a strategic-merge PATCH (kube/node_marks.py), like ``kubectl cordon``; idempotent.
 
 Besides ``spec.unschedulable`` it can add a NoSchedule-style taint (so DaemonSet pods, which tolerate
 ``unschedulable``, are not recreated), the label that makes cloud load balancers drop the node, and
@@ -12,17 +12,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from drain_orchestrator.kube.errors import KubeError, NodeGone
-from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, Write, gave_up, update_node
+from drain_orchestrator.kube.rest import Kube
 
-ANNOTATION_PREFIX = "drain-orchestrator.io/"
 ANN_REASON = ANNOTATION_PREFIX + "reason"
 ANN_EVENT_ID = ANNOTATION_PREFIX + "event-id"
 ANN_STARTED_AT = ANNOTATION_PREFIX + "started-at"
 ANN_DEADLINE = ANNOTATION_PREFIX + "deadline"
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
 EXCLUDE_LB_VALUE = "drain-orchestrator"
-CONFLICT_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -36,10 +34,6 @@ class CordonResult:
 
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _node_path(name: str) -> str:
-    return f"/api/v1/nodes/{name}"
 
 
 def cordon(
@@ -60,10 +54,12 @@ def cordon(
 
     ``claims`` (phase → owner): phase claims taken in the same write (set only if absent, under the node's
     resourceVersion, as kube/node_records.py ``claim`` does), so a drain's start costs one GET and one PATCH."""
-    for _ in range(CONFLICT_RETRIES):
-        current = _get_node(kube, node)
+    asked = {ANNOTATION_PREFIX + phase: (phase, owner) for phase, owner in (claims or {}).items()}
+
+    def plan(body: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str], set[str]]:
+        """The cordon's own patch, the claims still absent, the claims the owner already holds."""
         own = _cordon_patch(
-            current.body,
+            body,
             reason=reason,
             event_id=event_id,
             deadline=deadline,
@@ -71,21 +67,26 @@ def cordon(
             exclude_lb=exclude_from_load_balancers,
             now=now,
         )
-        meta = current.body.get("metadata") or {}
-        holders = meta.get("annotations") or {}
-        asked = {ANNOTATION_PREFIX + phase: (phase, owner) for phase, owner in (claims or {}).items()}
+        holders = (body.get("metadata") or {}).get("annotations") or {}
         absent = {k: owner for k, (_, owner) in asked.items() if k not in holders}
         held = {phase for k, (phase, owner) in asked.items() if holders.get(k) == owner}
-        patch = _with_claims(own, absent, meta.get("resourceVersion"))
-        if patch is None:
-            at = _started_at(current.body)
-            return CordonResult(node, changed=False, dry_run=dry_run, cordoned_at=at, claimed=frozenset(held))
-        if _apply(kube, node, patch, dry_run):
-            before = None if not (current.body.get("spec") or {}).get("unschedulable") else _started_at(current.body)
-            at = before if before is not None else now
-            claimed = frozenset(held | {asked[k][0] for k in absent})
-            return CordonResult(node, changed=own is not None, dry_run=dry_run, cordoned_at=at, claimed=claimed)
-    raise KubeError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries", 409)
+        return own, absent, held
+
+    def change(body: dict[str, Any]) -> dict[str, Any] | None:
+        own, absent, _ = plan(body)
+        return _with_claims(own, absent, (body.get("metadata") or {}).get("resourceVersion"))
+
+    done = update_node(kube, node, change, dry_run=dry_run)
+    if done.write is Write.CONTENDED:
+        raise gave_up(node)
+    own, absent, held = plan(done.node)
+    if done.write is Write.UNCHANGED:
+        at = _started_at(done.node)
+        return CordonResult(node, changed=False, dry_run=dry_run, cordoned_at=at, claimed=frozenset(held))
+    before = None if not (done.node.get("spec") or {}).get("unschedulable") else _started_at(done.node)
+    at = before if before is not None else now
+    claimed = frozenset(held | {asked[k][0] for k in absent})
+    return CordonResult(node, changed=own is not None, dry_run=dry_run, cordoned_at=at, claimed=claimed)
 
 
 def _with_claims(patch: dict[str, Any] | None, absent: dict[str, str], rv: str | None) -> dict[str, Any] | None:
@@ -110,35 +111,10 @@ def _started_at(node: dict[str, Any]) -> float | None:
 
 def uncordon(kube: Kube, node: str, *, taint_key: str | None = None, dry_run: bool = False) -> CordonResult:
     """Undo :func:`cordon`: schedulable again, our taint/label/annotations removed."""
-    for _ in range(CONFLICT_RETRIES):
-        current = _get_node(kube, node)
-        patch = _uncordon_patch(current.body, taint_key)
-        if patch is None:
-            return CordonResult(node, changed=False, dry_run=dry_run)
-        if _apply(kube, node, patch, dry_run):
-            return CordonResult(node, changed=True, dry_run=dry_run)
-    raise KubeError(f"node/{node}: conflicting updates, gave up after {CONFLICT_RETRIES} tries", 409)
-
-
-def _get_node(kube: Kube, node: str) -> Any:
-    current = kube.request("GET", _node_path(node))
-    if current.status == 404:
-        raise NodeGone(node)
-    if not current.ok:
-        raise current.error(f"get node/{node}")
-    return current
-
-
-def _apply(kube: Kube, node: str, patch: dict[str, Any], dry_run: bool) -> bool:
-    query = {"dryRun": "All"} if dry_run else None
-    resp = kube.request("PATCH", _node_path(node), query=query, body=patch, content_type=STRATEGIC_MERGE)
-    if resp.ok:
-        return True
-    if resp.status == 409:  # resourceVersion precondition lost a race: re-read and recompute
-        return False
-    if resp.status == 404:
-        raise NodeGone(node)
-    raise resp.error(f"patch node/{node}")
+    done = update_node(kube, node, lambda body: _uncordon_patch(body, taint_key), dry_run=dry_run)
+    if done.write is Write.CONTENDED:
+        raise gave_up(node)
+    return CordonResult(node, changed=done.write is Write.WRITTEN, dry_run=dry_run)
 
 
 def _cordon_patch(

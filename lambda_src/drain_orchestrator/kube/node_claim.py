@@ -3,13 +3,12 @@ resourceVersion precondition so of concurrent writers exactly one wins each chan
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from drain_orchestrator.drain.node_claim import Look, NodeClaim, look, renew, settle
 from drain_orchestrator.failures import ApiError, FailureKind
-from drain_orchestrator.kube.cordon import ANNOTATION_PREFIX
-from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, AnnotationChange, Write, update_annotations
+from drain_orchestrator.kube.rest import Kube
 
 ANN_DRAINER = ANNOTATION_PREFIX + "drainer"
 CAS_RETRIES = 10
@@ -23,29 +22,19 @@ def _contended(node: str) -> ApiError:
 
 
 def _update[T](kube: Kube, node: str, change: Callable[[NodeClaim | None], tuple[NodeClaim | None, T]]) -> T:
-    """Read the claim, let ``change`` decide what to store (None: nothing), write it if it changed."""
-    for _ in range(CAS_RETRIES):
-        cur = kube.request("GET", f"/api/v1/nodes/{node}")
-        if cur.status == 404:
-            raise NodeGone(node)
-        if not cur.ok:
-            raise cur.error(f"get node/{node}")
-        meta = cur.body.get("metadata") or {}
-        current = NodeClaim.from_json((meta.get("annotations") or {}).get(ANN_DRAINER))
+    """Read the claim, let ``change`` decide what to store (None: nothing), write it if it changed; the answer
+    ``change`` gave on the claim as last read."""
+    answers: list[T] = []
+
+    def store(annotations: Mapping[str, str]) -> AnnotationChange | None:
+        current = NodeClaim.from_json(annotations.get(ANN_DRAINER))
         new, answer = change(current)
-        if new is None or new == current:
-            return answer
-        patch = {
-            "metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": {ANN_DRAINER: new.to_json()}}
-        }
-        resp = kube.request("PATCH", f"/api/v1/nodes/{node}", body=patch, content_type=STRATEGIC_MERGE)
-        if resp.ok:
-            return answer
-        if resp.status == 404:
-            raise NodeGone(node)
-        if resp.status != 409:  # 409: the node changed in between; decide again on what is there now
-            raise resp.error(f"patch node/{node}")
-    raise _contended(node)
+        answers.append(answer)
+        return None if new is None or new == current else {ANN_DRAINER: new.to_json()}
+
+    if update_annotations(kube, node, store, attempts=CAS_RETRIES).write is Write.CONTENDED:
+        raise _contended(node)
+    return answers[-1]
 
 
 def look_at(kube: Kube, node: str, run: str, deadline: float, now: float, ttl: float) -> Look:

@@ -11,40 +11,26 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
-from drain_orchestrator.kube.cordon import ANNOTATION_PREFIX
-from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, AnnotationChange, Write, update_annotations
+from drain_orchestrator.kube.rest import Kube
 
-CLAIM_RETRIES = 5
 COMPONENT = "drain-orchestrator"
 
 
 def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = False) -> bool:
     """True if ``owner`` holds the ``phase`` claim on ``node`` (now or from an earlier replay of itself)."""
     key = ANNOTATION_PREFIX + phase
-    for _ in range(CLAIM_RETRIES):
-        cur = kube.request("GET", f"/api/v1/nodes/{node}")
-        if cur.status == 404:
-            raise NodeGone(node)
-        if not cur.ok:
-            raise cur.error(f"get node/{node}")
-        meta = cur.body.get("metadata") or {}
-        holder = (meta.get("annotations") or {}).get(key)
-        if holder is not None:
-            return bool(holder == owner)
-        if dry_run:
-            return True
-        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": {key: owner}}}
-        resp = kube.request("PATCH", f"/api/v1/nodes/{node}", body=patch, content_type=STRATEGIC_MERGE)
-        if resp.ok:
-            return True
-        if resp.status == 404:
-            raise NodeGone(node)
-        if resp.status != 409:  # 409: someone else changed the node in between; look again
-            raise resp.error(f"patch node/{node}")
-    return False
+
+    def take(annotations: Mapping[str, str]) -> AnnotationChange | None:
+        return None if key in annotations else {key: owner}
+
+    done = update_annotations(kube, node, take, dry_run=dry_run)
+    if done.write is Write.UNCHANGED:
+        return done.annotations.get(key) == owner
+    return done.write is not Write.CONTENDED  # written (or due, dry_run); contended: not known to be ours
 
 
 def node_event(

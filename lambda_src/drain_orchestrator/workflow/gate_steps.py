@@ -109,7 +109,7 @@ def out_of_service_step(step_ctx: StepContext, job: DrainJob) -> Tainted:
     """Non-graceful node shutdown: with this taint the pod GC deletes the node's pods at once and the attach/detach
     controller detaches their volumes without waiting for the kubelet (which is gone with the instance)."""
     from drain_orchestrator.kube.errors import NodeGone  # noqa: PLC0415
-    from drain_orchestrator.kube.taints import add_taint  # noqa: PLC0415
+    from drain_orchestrator.kube.node_marks import add_taint  # noqa: PLC0415
 
     try:
         changed = add_taint(runtime.kube(job.cluster), job.node, OUT_OF_SERVICE_TAINT)

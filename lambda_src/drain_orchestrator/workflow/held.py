@@ -8,6 +8,7 @@ the other phases (``drain-orchestrator.io/drain-held``), so of several execution
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -127,9 +128,9 @@ class HeldNotice(Checkpointed):
 @durable_step
 def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainReport | None) -> HeldNotice:
     """Best effort, never raises: the claim and annotation need the apiserver, the notification SNS."""
-    from drain_orchestrator.kube.cordon import ANNOTATION_PREFIX  # noqa: PLC0415
+    from drain_orchestrator.kube.errors import KubeError  # noqa: PLC0415
+    from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, patch_node  # noqa: PLC0415
     from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
-    from drain_orchestrator.kube.rest import STRATEGIC_MERGE  # noqa: PLC0415
 
     ws = runtime.wsettings()
     info = held.fields()
@@ -140,7 +141,8 @@ def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainRep
         if first and not ws.dry_run:
             note = json.dumps({k: info[k] for k in ("held_since", "pdbs", "pods", "reasons", "at_deadline", "gates")})
             patch = {"metadata": {"annotations": {ANNOTATION_PREFIX + "held": note}}}
-            kube.request("PATCH", f"/api/v1/nodes/{job.node}", body=patch, content_type=STRATEGIC_MERGE)
+            with contextlib.suppress(KubeError):  # the note is for `status`: the notice goes out without it
+                patch_node(kube, job.node, patch)
             by = ", ".join(held.pdbs) or ", ".join(held.gates) or ", ".join(held.reasons)
             message = f"held {info['held_seconds']} s by {by}"
             node_event(kube, job.node, "DrainHeld", f"{message}; at the deadline: {held.at_deadline}")

@@ -1,0 +1,140 @@
+"""The one writer of a Node's marks: cordon, taints, labels and the ``drain-orchestrator.io/`` annotations.
+
+Every write is a strategic-merge PATCH (:func:`patch_node`). A write that depends on what the node carries
+(a claim set only if absent, a record, the taints list, which has no merge key) reads the node, computes its
+patch and sends it under the resourceVersion it read (:func:`update_node`, :func:`update_annotations`): of
+concurrent writers exactly one wins each change, the others (409) read again and decide on what is there now.
+A node that is gone raises ``NodeGone``; any other failure the typed error of its response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from drain_orchestrator.kube.errors import KubeError, NodeGone
+from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+
+ANNOTATION_PREFIX = "drain-orchestrator.io/"
+CONFLICT_RETRIES = 5
+
+# An annotation change: key → new value, or None to remove the key.
+type AnnotationChange = Mapping[str, str | None]
+
+
+class Write(Enum):
+    """What an update did."""
+
+    UNCHANGED = "unchanged"  # the node already was as wanted: nothing sent
+    WRITTEN = "written"  # the PATCH was accepted (dry_run of update_node: validated by the apiserver, not stored)
+    DRY_RUN = "dry-run"  # update_annotations with dry_run: a change was due and not sent
+    CONTENDED = "contended"  # the node changed under every attempt (409 each time): nothing written
+
+
+@dataclass(frozen=True)
+class NodeUpdate:
+    write: Write
+    node: dict[str, Any]  # the Node as last read (empty only if nothing was read)
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return (self.node.get("metadata") or {}).get("annotations") or {}
+
+
+def node_path(name: str) -> str:
+    return f"/api/v1/nodes/{name}"
+
+
+def get_node(kube: Kube, node: str) -> dict[str, Any]:
+    """The Node's JSON; NodeGone if it does not exist."""
+    current = kube.request("GET", node_path(node))
+    if current.status == 404:
+        raise NodeGone(node)
+    if not current.ok:
+        raise current.error(f"get node/{node}")
+    return current.body
+
+
+def patch_node(kube: Kube, node: str, patch: dict[str, Any], *, dry_run: bool = False) -> bool:
+    """One strategic-merge PATCH of the node (``dry_run``: validated by the apiserver, not stored). True when
+    accepted, False when its resourceVersion precondition lost a race (409); NodeGone if the node is gone."""
+    query = {"dryRun": "All"} if dry_run else None
+    resp = kube.request("PATCH", node_path(node), query=query, body=patch, content_type=STRATEGIC_MERGE)
+    if resp.ok:
+        return True
+    if resp.status == 409:
+        return False
+    if resp.status == 404:
+        raise NodeGone(node)
+    raise resp.error(f"patch node/{node}")
+
+
+def update_node(
+    kube: Kube,
+    node: str,
+    change: Callable[[dict[str, Any]], dict[str, Any] | None],
+    *,
+    dry_run: bool = False,
+    attempts: int = CONFLICT_RETRIES,
+) -> NodeUpdate:
+    """Read the node, let ``change`` compute the patch from it (None: nothing to do), send it; on a 409 read again.
+    A patch that depends on what was read carries ``metadata.resourceVersion`` (``change`` sets it)."""
+    body: dict[str, Any] = {}
+    for _ in range(attempts):
+        body = get_node(kube, node)
+        patch = change(body)
+        if patch is None:
+            return NodeUpdate(Write.UNCHANGED, body)
+        if patch_node(kube, node, patch, dry_run=dry_run):
+            return NodeUpdate(Write.WRITTEN, body)
+    return NodeUpdate(Write.CONTENDED, body)
+
+
+def update_annotations(
+    kube: Kube,
+    node: str,
+    change: Callable[[Mapping[str, str]], AnnotationChange | None],
+    *,
+    dry_run: bool = False,
+    attempts: int = CONFLICT_RETRIES,
+) -> NodeUpdate:
+    """Read the node's annotations, let ``change`` say what to set or remove (None or empty: nothing), write it
+    under the resourceVersion read; on a 409 read again and ask ``change`` again. ``dry_run``: nothing is sent
+    after the read, the result says whether a change was due (Write.DRY_RUN)."""
+    due = False
+
+    def patch_of(body: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal due
+        meta = body.get("metadata") or {}
+        changes = change(meta.get("annotations") or {})
+        due = bool(changes)
+        if not changes or dry_run:
+            return None
+        return {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": dict(changes)}}
+
+    done = update_node(kube, node, patch_of, attempts=attempts)
+    return NodeUpdate(Write.DRY_RUN, done.node) if dry_run and due else done
+
+
+def gave_up(node: str, attempts: int = CONFLICT_RETRIES) -> KubeError:
+    """The error of an update that stayed CONTENDED: a conflict, retried by the flow like any 409."""
+    return KubeError(f"node/{node}: conflicting updates, gave up after {attempts} tries", 409)
+
+
+def add_taint(kube: Kube, node: str, taint: dict[str, str], *, dry_run: bool = False) -> bool:
+    """Add one taint, idempotently: True if it was added, False if the node already had it (same key and effect)."""
+
+    def change(body: dict[str, Any]) -> dict[str, Any] | None:
+        meta: dict[str, Any] = body.get("metadata") or {}
+        taints = list((body.get("spec") or {}).get("taints") or [])
+        if any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"] for t in taints):
+            return None
+        # spec.taints has no merge key: the patch replaces the list; resourceVersion turns a race into a 409
+        return {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {"taints": [*taints, taint]}}
+
+    done = update_node(kube, node, change, dry_run=dry_run)
+    if done.write is Write.CONTENDED:
+        raise gave_up(node)
+    return done.write is Write.WRITTEN

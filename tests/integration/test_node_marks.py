@@ -1,0 +1,80 @@
+"""kube/node_marks.py on the real apiserver, as the product's RBAC identity: a read-compute-write under the
+resourceVersion loses no concurrent change, gives up after its attempts, a dry run sends nothing, a gone node is
+NodeGone."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from drain_orchestrator.kube.errors import NodeGone
+from drain_orchestrator.kube.node_marks import AnnotationChange, Write, patch_node, update_annotations
+from tests.integration.drain_support import drainer
+
+pytestmark = pytest.mark.integration
+
+KEY = "drain-orchestrator.io/test-counter"
+
+
+def _increment(annotations: Mapping[str, str]) -> AnnotationChange:
+    return {KEY: str(int(annotations.get(KEY, "0")) + 1)}
+
+
+def test_concurrent_updates_each_land_once(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    writers = 4
+    results: list[Any] = []
+    gate = threading.Barrier(writers)
+
+    def run() -> None:
+        with drainer(testbed) as kube:
+            gate.wait()
+            results.append(update_annotations(kube, a, _increment))
+
+    threads = [threading.Thread(target=run) for _ in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert [r.write for r in results] == [Write.WRITTEN] * writers
+    # without the resourceVersion precondition two writers reading the same count would both store count + 1
+    assert k8s.core.read_node(a).metadata.annotations[KEY] == str(writers)
+
+
+def test_a_node_changing_under_every_attempt_is_contended_and_nothing_is_written(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    seen = 0
+
+    def change(annotations: Mapping[str, str]) -> AnnotationChange:
+        nonlocal seen
+        seen += 1  # another writer changes the node between our read and our write
+        k8s.core.patch_node(a, {"metadata": {"labels": {"other-writer": str(seen)}}})
+        return _increment(annotations)
+
+    with drainer(testbed) as kube:
+        calls0 = kube.calls
+        done = update_annotations(kube, a, change, attempts=3)
+        assert kube.calls - calls0 == 6  # a GET and a refused PATCH per attempt
+    assert done.write is Write.CONTENDED and seen == 3
+    assert KEY not in (k8s.core.read_node(a).metadata.annotations or {})
+
+
+def test_dry_run_reads_and_sends_nothing_and_no_change_is_unchanged(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    with drainer(testbed) as kube:
+        calls0 = kube.calls
+        assert update_annotations(kube, a, _increment, dry_run=True).write is Write.DRY_RUN
+        assert update_annotations(kube, a, lambda _: None).write is Write.UNCHANGED
+        assert kube.calls - calls0 == 2  # one GET each, no PATCH
+    assert KEY not in (k8s.core.read_node(a).metadata.annotations or {})
+
+
+def test_a_gone_node_is_node_gone(testbed: Any) -> None:
+    with drainer(testbed) as kube:
+        with pytest.raises(NodeGone):
+            update_annotations(kube, "no-such-node", _increment)
+        with pytest.raises(NodeGone):
+            patch_node(kube, "no-such-node", {"metadata": {"annotations": {KEY: "1"}}})
