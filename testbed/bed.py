@@ -200,9 +200,10 @@ class Testbed:
         if state_file.exists():
             state_file.write_text(json.dumps(asdict(self.state), indent=2))
 
-    def tail_logs(self, lines: int = 30) -> str:
+    def tail_logs(self, lines: int = 30, first: str | None = None) -> str:
+        """The last lines of each component's log (``first``'s log first: the one that failed)."""
         out = []
-        for f in sorted(self.logs.glob("*.log")):
+        for f in sorted(self.logs.glob("*.log"), key=lambda f: (f.stem != first, f.name)):
             content = f.read_text(errors="replace").splitlines()[-lines:]
             out.append(f"==> {f.name} <==\n" + "\n".join(content))
         return "\n".join(out)

@@ -90,7 +90,7 @@ class BedFaults:
         proc = self._proc(name)
         if not pid_alive(proc):
             reap()
-            raise TestbedError(f"{name} exited after restart:\n{self.bed.tail_logs()}")
+            raise TestbedError(f"{name} exited after restart:\n{self.bed.tail_logs(first=name)}")
         if name == "kube-apiserver":
             ctx = ssl.create_default_context(cafile=str(self.bed.dir / "pki" / "ca.crt"))
             return http_ok(f"{self.bed.server}/readyz", ctx)

@@ -294,7 +294,8 @@ class Soak:
             try:
                 self.strike(p.what)
             except Exception as exc:  # a fault tool that failed: a finding, and the rest of the plan still strikes
-                self.harness_errors.append(f"fault injection ({p.what}): {type(exc).__name__}: {exc}"[:300])
+                # the component's own log comes first in the message: keep enough of it to say why
+                self.harness_errors.append(f"fault injection ({p.what}): {type(exc).__name__}: {exc}"[:3000])
         for proc in self.bed.state.procs:  # whatever a fault stopped is running again for the verdicts
             if not self.faults.running(proc.name):
                 self.faults.restart(proc.name)

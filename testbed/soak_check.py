@@ -126,6 +126,17 @@ def _notifications(soak: Soak, notes: list[dict[str, Any]]) -> list[Violation]:
             deleted = "deleted mid-drain" if node in soak.expect.deleted_nodes else "not deleted"
             out.append(Violation("exactly one final notification per drained node",
                                  f"{node} ({deleted}, {executions} executions): {count}"))  # fmt: skip
+    # a rebalance recommendation only cordons: a cordon that succeeded says nothing more, one that failed (the node
+    # not located, the cordon refused) reports its failure, once per execution of that instance
+    failures: dict[str, int] = {}
+    for n in notes:
+        if n.get("phase") == "failed":
+            node = str(n.get("node") or soak.nodes.get(str(n.get("instance_id")), "None"))
+            failures[node] = failures.get(node, 0) + 1
+    for node in sorted(soak.expect.cordoned_nodes - soak.expect.drained_nodes):
+        executions = sum(1 for e in soak.executions if e.instance == by_node.get(node))
+        if node in finals and finals[node] == failures.get(node, 0) <= executions:
+            del finals[node]
     for node, count in finals.items():
         out.append(Violation("no final notification for a node nobody drained", f"{node}: {count}"))
     return out

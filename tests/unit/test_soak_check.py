@@ -43,3 +43,16 @@ def test_a_missing_or_extra_final_notification_is_still_a_violation() -> None:
     assert [v.detail for v in twice] == ["node-a (not deleted, 1 executions): 2"]
     stranger = _notifications(run, [_final("node-a"), _final(None, "i-unknown")])  # type: ignore[arg-type]
     assert [v.detail for v in stranger] == ["None: 1"]
+
+
+def test_a_cordon_only_node_may_report_its_failure_but_nothing_else() -> None:
+    # a rebalance recommendation cordons only: its cordon refused (the access entry revoked) is a failed verdict
+    expect = Expectation()
+    expect.cordoned("node-r")
+    run = _Run({"i-r": "node-r"}, expect, [Execution("rebalance", "i-r", 0.0)])
+    assert _notifications(run, [_final("node-r", "i-r")]) == []  # type: ignore[arg-type]
+    assert _notifications(run, []) == []  # type: ignore[arg-type]  # a cordon that succeeded says nothing more
+    completed = {**_final("node-r", "i-r"), "phase": "completed"}
+    assert [v.detail for v in _notifications(run, [completed])] == ["node-r: 1"]  # type: ignore[arg-type]
+    twice = _notifications(run, [_final("node-r", "i-r"), _final("node-r", "i-r")])  # type: ignore[arg-type]
+    assert [v.detail for v in twice] == ["node-r: 2"]  # more failures than executions
