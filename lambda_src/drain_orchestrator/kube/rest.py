@@ -19,6 +19,8 @@ import urllib3
 from drain_orchestrator.kube.errors import KubeError, unreachable
 
 JSON = "application/json"
+# a LIST answered with metadata only (names, annotations, ownerReferences): what a controller lookup needs
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 
@@ -71,9 +73,9 @@ class Kube:
             self.calls += 1
 
     def _prepare(
-        self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str
+        self, method: str, path: str, query: Mapping[str, Any] | None, body: Any, content_type: str, accept: str = JSON
     ) -> tuple[str, dict[str, str], Any]:
-        headers = {"Accept": JSON}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         if self.connection is not None:
@@ -96,9 +98,10 @@ class Kube:
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = JSON,
+        accept: str = JSON,
         timeout: float | None = 30.0,
     ) -> Response:
-        url, headers, payload = self._prepare(method, path, query, body, content_type)
+        url, headers, payload = self._prepare(method, path, query, body, content_type, accept)
         self._count()
         try:
             raw, data = self._send(method, url, headers, payload, timeout)

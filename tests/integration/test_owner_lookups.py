@@ -1,0 +1,96 @@
+"""The pods' controllers looked up on the real apiserver, under the shipped RBAC: several ReplicaSets and Deployments of
+one namespace cost one metadata-only LIST each, not a GET each, and a role from before `list replicasets` was granted
+still finds every controller, one GET at a time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from drain_orchestrator.drain.classify import PodInfo
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.policy import POLICY_ANNOTATION, Owner, OwnerKey
+from drain_orchestrator.kube.owners import classify_node
+from drain_orchestrator.kube.pods import list_node_pods
+from drain_orchestrator.kube.rest import Kube
+from testbed.control_plane import RBAC_FILE
+from tests.integration.drain_support import DRAIN_USER, drainer
+
+pytestmark = pytest.mark.integration
+
+OLD_GROUP = "drain-orchestrator-without-list-replicasets"
+
+
+def _workloads(k8s: Any) -> str:
+    a, b = k8s.add_nodes(2)
+    for name in ("web", "api", "worker"):
+        k8s.deployment_on(name, 1, [a], b)
+    k8s.apps.patch_namespaced_deployment("api", k8s.ns, {"metadata": {"annotations": {POLICY_ANNOTATION: "skip"}}})
+    return a
+
+
+def _classify(kube: Kube, node: str) -> tuple[dict[str, str], dict[OwnerKey, Owner], int]:
+    pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node)]
+    owners: dict[OwnerKey, Owner] = {}
+    calls0 = kube.calls
+    found = classify_node(kube, pods, DrainOptions(), owners, time.time())
+    assert found.problems == []
+    policies = {key.split("/")[1].split("-")[0]: p.policy.value for key, p in found.policies.items()}
+    return policies, owners, kube.calls - calls0
+
+
+def test_several_controllers_of_a_namespace_cost_one_list_per_kind(testbed: Any, k8s: Any) -> None:
+    node = _workloads(k8s)
+    with drainer(testbed) as kube:
+        policies, owners, calls = _classify(kube, node)
+    assert policies == {"web": "evict", "api": "skip", "worker": "evict"}  # api's policy read from its Deployment
+    assert sorted(kind for _, kind, _ in owners) == ["Deployment"] * 3 + ["ReplicaSet"] * 3
+    assert all(o.found is True for o in owners.values())
+    assert calls == 2  # one LIST of the three ReplicaSets, one of the namespace's Deployments (a GET each: 6)
+
+
+@pytest.fixture
+def role_without_list_replicasets(testbed: Any) -> Iterator[None]:
+    """The shipped ClusterRole as it was before `replicasets list`, bound to a group of its own."""
+    shipped = next(d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d and d["kind"] == "ClusterRole")
+    rules = [r for r in shipped["rules"] if not (r["resources"] == ["replicasets"] and r["verbs"] == ["list"])]
+    assert len(rules) == len(shipped["rules"]) - 1, "the shipped role grants replicasets list in a rule of its own"
+    rbac = client.RbacAuthorizationV1Api(testbed.admin_api_client())
+    name = OLD_GROUP
+    rbac.create_cluster_role({"metadata": {"name": name}, "rules": rules})
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": OLD_GROUP}],
+        }
+    )
+    try:
+        yield
+    finally:
+        rbac.delete_cluster_role_binding(name)
+        rbac.delete_cluster_role(name)
+
+
+def test_a_role_without_list_replicasets_still_finds_every_controller(
+    testbed: Any, k8s: Any, role_without_list_replicasets: None
+) -> None:
+    node = _workloads(k8s)
+    api = testbed.admin_api_client()
+    api.set_default_header("Impersonate-User", DRAIN_USER)
+    api.set_default_header("Impersonate-Group", OLD_GROUP)
+    kube = Kube(api)
+    # the authorizer learns of a new binding from its informer: wait until the group may list the node's pods
+    k8s.wait_for(lambda: kube.request("GET", "/api/v1/pods", query={"limit": 1}).ok, what="the binding to apply")
+    try:
+        policies, owners, calls = _classify(kube, node)
+    finally:
+        api.close()
+    assert policies == {"web": "evict", "api": "skip", "worker": "evict"}
+    assert all(o.found is True for o in owners.values())
+    assert calls == 1 + 3 + 1  # the refused LIST, a GET per ReplicaSet, the Deployments' LIST
