@@ -5,7 +5,8 @@ drain through the real handler, under the shipped RBAC, touches every path the p
 a node found by providerID (get by DNS name misses, then list), cordon (get + patch), a Kubernetes Event, a
 DaemonSet pod (its owner looked up), a Deployment whose PodDisruptionBudget never allows a disruption (eviction
 refused, budgets listed and watched) forced just before the deadline (delete), a StatefulSet's and a Job's pods
-(their controllers looked up for drain policies, a Deployment's through its ReplicaSet), then the volume gate (the
+(their controllers looked up for drain policies, a Deployment's through its ReplicaSet: several of one namespace
+with one LIST, a lone one in another namespace with a GET), then the volume gate (the
 node's VolumeAttachments listed; a mirror pod left on the node has its claim read, whose volume does not hold).
 Both Deployments are opted in to surge before evict and pinned to the node, so their surged replicas cannot be
 scheduled: one is scaled through spec.replicas, the other through its HPA, and both are taken back at the verdict.
@@ -102,6 +103,9 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
         timeout=240,
         what="the Job's pod to complete",
     )
+    lone = KubeScenario(testbed.admin_api_client(), prefix="lone")  # a namespace with one ReplicaSet on the node
+    lone.deployment("lone", 1, nodes=[node], grace=1)
+    lone.wait_pods_ready("app=lone", 1)
     mirror = {"annotations": {"kubernetes.io/config.mirror": "x"}}
     bound_claim(k8s, "static-data", f"pv-static-{k8s.run_id}")
     k8s.bare_pod("static", node=node, metadata_extra=mirror, spec_extra=claim_volume("static-data"))
@@ -115,6 +119,7 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     finally:
         attachments.cleanup()
         delete_volumes(k8s, [f"pv-static-{k8s.run_id}"])
+        lone.cleanup()
 
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]

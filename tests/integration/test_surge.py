@@ -16,6 +16,7 @@ from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
+from tests.integration.audit_support import audit_offset, by_verb_and_resource, function_requests
 from tests.integration.drain_support import drain, drainer
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.surge_support import (
@@ -158,10 +159,14 @@ def test_without_the_annotation_nothing_is_surged_and_the_report_says_how_to_opt
     k8s.deployment_on("plain", 1, [node], spare, grace=1)
     k8s.pdb("plain", {"app": "plain"}, min_available=1)
     k8s.wait_pdb("plain", disruptions_allowed=0)
+    offset = audit_offset(testbed)
     with drainer(testbed) as kube:
         report = drain(kube, node, timeout=5, surge="annotated", run_id="t")
     (note,) = report.surge
     assert note.status == "not-enabled" and "drain-orchestrator.io/surge" in note.detail
+    # the drain policy lookup already read the annotations: the surge decision sends no request of its own
+    reads = by_verb_and_resource(function_requests(testbed, offset))
+    assert (reads["get replicasets"], reads["get deployments"]) == (1, 1)
     dep = k8s.apps.read_namespaced_deployment("plain", k8s.ns)
     assert dep.spec.replicas == 1 and surge_annotations(dep) == {}
 

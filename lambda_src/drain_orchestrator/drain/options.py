@@ -73,7 +73,7 @@ class DrainOptions:
     # Poll cadence while waiting for evicted pods to disappear (one LIST per tick for the whole node).
     poll_min: float = 0.2
     poll_max: float = 1.0
-    # Longest wait between two passes (each pass checks that the node still exists).
+    # Longest wait between two passes, and between two reads of the node (is it still there?).
     node_check_seconds: float = 5.0
 
     @property

@@ -37,7 +37,7 @@ from drain_orchestrator.engine.pass_state import (
     wait_between_passes,
 )
 from drain_orchestrator.engine.pod_record import ident_of
-from drain_orchestrator.engine.surge import surge_pass
+from drain_orchestrator.engine.surge import record_seen, surge_pass
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
@@ -84,8 +84,10 @@ def drain_pass(
         say(f"node/{node} cordoned" if result.changed else f"node/{node} already cordoned")
         state.cordoned = True
         state.cordoned_at = result.cordoned_at if result.cordoned_at is not None else time.time()
+        state.node_seen = time.monotonic()
+        record_seen(state.surge, result.annotations)  # the surge record as the cordon read it
     else:
-        _check_node_exists(kube, node)
+        _check_node_exists(kube, node, state, options)
     report.cordoned = True
 
     state.listed_at = time.time()
@@ -114,7 +116,7 @@ def drain_pass(
         if v not in batch:
             report_waiting(report, state, ident)
     if options.surge != "never" and not options.dry_run and not report.refused:
-        surge_pass(kube, node, report, verdicts, state.surge, options)  # replacements first (engine/surge.py)
+        surge_pass(kube, node, report, verdicts, state.surge, options, state.owners)  # replacements first
 
     if options.force_delete_on_deadline and not report.refused:
         _shorten_past_deadline(kube, report, state, verdicts, options, say)
@@ -130,8 +132,13 @@ def drain_pass(
     return report
 
 
-def _check_node_exists(kube: Kube, node: str) -> None:
-    """One GET a pass: a Node deleted mid-drain (instance terminated) ends the drain at the next poll tick."""
+def _check_node_exists(kube: Kube, node: str, state: DrainState, options: DrainOptions) -> None:
+    """A GET at most every ``node_check_seconds``: a Node deleted mid-drain (instance terminated) ends the drain
+    within that time, and passes that follow each other sooner (pods going) do not each read the node."""
+    mono = time.monotonic()
+    if state.node_seen is not None and mono - state.node_seen < options.node_check_seconds:
+        return
+    state.node_seen = mono
     resp = kube.request("GET", f"/api/v1/nodes/{node}")
     if resp.status == 404:
         raise NodeGone(node)

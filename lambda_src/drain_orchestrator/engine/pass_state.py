@@ -37,6 +37,7 @@ class DrainState:
     noted: set[str] = field(default_factory=set)  # warnings already printed
     cordoned_at: float | None = None  # epoch; a drained pass only counts once it listed settle_seconds after it
     listed_at: float | None = None  # epoch of the last pass's LIST
+    node_seen: float | None = None  # monotonic: the node was last read (cordon or existence check)
     seen: set[str] = field(default_factory=set)  # pods listed so far (pods bound after the cordon are named)
     redeleted: set[str] = field(default_factory=set)  # stuck terminating pods deleted again near the deadline
 

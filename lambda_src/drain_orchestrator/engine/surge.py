@@ -19,6 +19,7 @@ from typing import Any
 
 from drain_orchestrator.drain.classify import PodVerdict
 from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.policy import Owner, OwnerKey
 from drain_orchestrator.drain.report import DrainReport, SurgeNote
 from drain_orchestrator.drain.surge import (
     NODE_RECORD,
@@ -60,10 +61,23 @@ def _hpa_path(ns: str, name: str = "") -> str:
 
 
 def surge_pass(
-    kube: Kube, node: str, report: DrainReport, verdicts: list[PodVerdict], facts: SurgeFacts, options: DrainOptions
+    kube: Kube,
+    node: str,
+    report: DrainReport,
+    verdicts: list[PodVerdict],
+    facts: SurgeFacts,
+    options: DrainOptions,
+    owners: Mapping[OwnerKey, Owner] | None = None,
 ) -> None:
     """After a pass's evictions: surge for the pass's PDB-refused pods of Deployments, say which cannot surge, and
-    take back surges whose replacement is Ready. Adds one note per workload to ``report.surge``."""
+    take back surges whose replacement is Ready. Adds one note per workload to ``report.surge``. ``owners``: the
+    drain's controller lookups (kube/owners.py), so a ReplicaSet's Deployment, and a Deployment that does not ask
+    for a surge, need no request of their own."""
+    owners = owners or {}
+    for (ns, kind, name), o in owners.items():
+        if kind == "ReplicaSet" and o.found is True:
+            parent = o.controller.name if o.controller is not None and o.controller.kind == "Deployment" else None
+            facts.owners.setdefault(f"{ns}/{name}", parent)
     if not facts.loaded:
         facts.held.update(_read_record(kube, node) or [])
         facts.loaded = True
@@ -88,7 +102,7 @@ def surge_pass(
         _note(report, SurgeNote(workload, SurgeStatus.UNSUPPORTED.value, f"cannot surge: {why}", [pod.key]))
     for key, keys in sorted(by_deployment.items()):
         try:
-            _surge_one(kube, node, key, keys, report, facts, options)
+            _surge_one(kube, node, key, keys, report, facts, options, owners)
         except Exception as exc:  # a surge that fails leaves the drain as it was: PDB-aware retries, the deadline
             _note(report, SurgeNote(f"Deployment {key}", SurgeStatus.FAILED.value, f"surge failed: {exc}", keys))
     for key in sorted(facts.held - by_deployment.keys()):
@@ -101,7 +115,14 @@ def surge_pass(
 
 
 def _surge_one(
-    kube: Kube, node: str, key: str, pods: list[str], report: DrainReport, facts: SurgeFacts, options: DrainOptions
+    kube: Kube,
+    node: str,
+    key: str,
+    pods: list[str],
+    report: DrainReport,
+    facts: SurgeFacts,
+    options: DrainOptions,
+    owners: Mapping[OwnerKey, Owner],
 ) -> None:
     ns, name = key.split("/", 1)
     workload = f"Deployment {key}"
@@ -109,10 +130,16 @@ def _surge_one(
         status, detail = facts.settled[key]
         _note(report, SurgeNote(workload, status, detail, pods))
         return
-    got = kube.request("GET", _deployment_path(ns, name))
-    if not got.ok:
-        raise got.error(f"get deployment {key}")
-    dep = DeploymentFacts.from_dict(got.body)
+    dep = None
+    looked_up = owners.get((ns, "Deployment", name))
+    if looked_up is not None and looked_up.found is True:  # its annotations say whether it surges
+        meta = {"namespace": ns, "name": name, "annotations": looked_up.annotations}
+        dep = DeploymentFacts.from_dict({"metadata": meta})
+    if dep is None or surge_enabled(options.surge, dep) or node in dep.holders:
+        got = kube.request("GET", _deployment_path(ns, name))
+        if not got.ok:
+            raise got.error(f"get deployment {key}")
+        dep = DeploymentFacts.from_dict(got.body)
     if not surge_enabled(options.surge, dep) and node not in dep.holders:
         decision = decide(options.surge, dep, None, node, options.run_id or "", len(pods))
         facts.settled[key] = (decision.status.value, decision.detail)
@@ -272,6 +299,13 @@ def _unschedulable(kube: Kube, dep: DeploymentFacts) -> str | None:
         return None
     resp = kube.request("GET", f"/api/v1/namespaces/{dep.namespace}/pods", query={"labelSelector": selector})
     return unschedulable_message(resp.body.get("items") or []) if resp.ok else None
+
+
+def record_seen(facts: SurgeFacts, annotations: Mapping[str, str]) -> None:
+    """The node's surge record as another read of the node found it (the pass's cordon): no GET of its own."""
+    if not facts.loaded:
+        facts.held.update(parse_node_record(annotations.get(NODE_RECORD)) or [])
+        facts.loaded = True
 
 
 def _read_record(kube: Kube, node: str) -> list[str] | None:

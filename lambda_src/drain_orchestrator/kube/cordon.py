@@ -8,7 +8,7 @@ annotations under ``drain-orchestrator.io/`` that record why and since when the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +30,8 @@ class CordonResult:
     dry_run: bool = False
     cordoned_at: float | None = None  # epoch: now, or the first cordon's started-at annotation (None: unknown)
     claimed: frozenset[str] = frozenset()  # the phase claims asked for that the owner holds (kube/node_records.py)
+    # the node's annotations as read (before the write): what else the drain keeps on the node, without another GET
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 def _iso(epoch: float) -> str:
@@ -80,13 +82,18 @@ def cordon(
     if done.write is Write.CONTENDED:
         raise gave_up(node)
     own, absent, held = plan(done.node)
+    seen = dict((done.node.get("metadata") or {}).get("annotations") or {})
     if done.write is Write.UNCHANGED:
         at = _started_at(done.node)
-        return CordonResult(node, changed=False, dry_run=dry_run, cordoned_at=at, claimed=frozenset(held))
+        return CordonResult(
+            node, changed=False, dry_run=dry_run, cordoned_at=at, claimed=frozenset(held), annotations=seen
+        )
     before = None if not (done.node.get("spec") or {}).get("unschedulable") else _started_at(done.node)
     at = before if before is not None else now
     claimed = frozenset(held | {asked[k][0] for k in absent})
-    return CordonResult(node, changed=own is not None, dry_run=dry_run, cordoned_at=at, claimed=claimed)
+    return CordonResult(
+        node, changed=own is not None, dry_run=dry_run, cordoned_at=at, claimed=claimed, annotations=seen
+    )
 
 
 def _with_claims(patch: dict[str, Any] | None, absent: dict[str, str], rv: str | None) -> dict[str, Any] | None:

@@ -54,6 +54,7 @@ def claim_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) ->
         took_over=seen.took_over,
         last_beat=hb.last_beat,
         hook_done=hb.hook_done,
+        earliest=claim.earliest,
     )
 
 

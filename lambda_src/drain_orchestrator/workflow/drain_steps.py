@@ -120,6 +120,19 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
     )
 
 
+FRESH_CLAIM_SECONDS = 30.0
+
+
+def _just_claimed(job: DrainJob, n: int) -> bool:
+    """The first pass right after the claim step took the claim (not a pass replayed long after) renews nothing:
+    the claim is younger than a quarter of its time to live."""
+    from drain_orchestrator.workflow.claim_steps import ttl  # noqa: PLC0415
+
+    if n != 0 or job.claimed_at is None:
+        return False
+    return time.time() - job.claimed_at < min(FRESH_CLAIM_SECONDS, ttl() / 4)
+
+
 @durable_step
 def pass_step(
     step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | None, after_held: bool = False
@@ -137,7 +150,9 @@ def pass_step(
     with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             deadline = job.plan.deadline
-            if job.claimed:  # renew the node's drain claim; drain to the earliest deadline of those waiting on it
+            if job.claimed and _just_claimed(job, n):  # the claim step wrote it moments ago: no renewal yet
+                deadline = min(deadline, job.claim_earliest or deadline)
+            elif job.claimed:  # renew the node's drain claim; drain to the earliest deadline of those waiting on it
                 claim = renew_claim(runtime.kube(job.cluster), job.node, job.run_id, time.time(), ttl())
                 if claim is None:
                     logger.warning("drain claim lost: another execution took it over", extra={"node": job.node})

@@ -20,6 +20,10 @@ class DrainJob:
     counts_pods: bool = True
     # this execution holds the node's drain claim (kube/node_claim.py): each pass renews it
     claimed: bool = False
+    # when the claim was taken (epoch) and the earliest deadline it recorded: the first pass, right after, need not
+    # renew it (None: unknown, as in a checkpoint written before these were kept)
+    claimed_at: float | None = None
+    claim_earliest: float | None = None
     # an operator's approval said --force: the next passes delete the pods PDBs still protect (grace clipped)
     force_now: bool = False
 

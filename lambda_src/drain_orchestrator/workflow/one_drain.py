@@ -46,7 +46,8 @@ def one_drain(
             if check.took_over:
                 summary.took_over_from = check.took_over
             # the holder counts the pods it evicts: one execution evicts them, so none is counted twice
-            result, report, error = passes(replace(job, claimed=True, counts_pods=True))
+            holder = replace(job, claimed=True, counts_pods=True, claimed_at=check.now, claim_earliest=check.earliest)
+            result, report, error = passes(holder)
             if result is not Result.CLAIM_LOST:  # the claim was taken over: this holder was too slow to renew
                 settled: ClaimSettled = ctx.step(
                     settle_step(job, result), name="drain-settle", config=step_config(ClaimSettled)

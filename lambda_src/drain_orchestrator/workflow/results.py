@@ -130,6 +130,7 @@ class ClaimCheck(Checkpointed):
     last_beat: float | None = None
     hook_done: bool = False
     fault: StepFault | None = None
+    earliest: float | None = None  # the earliest deadline of those waiting on the claim (as this look wrote it)
 
 
 @dataclass(frozen=True)
