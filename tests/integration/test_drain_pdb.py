@@ -136,11 +136,13 @@ def test_api_call_cap_stops_a_drain_that_cannot_progress(testbed: Any, k8s: Any)
     k8s.pdb("web", {"app": "web"}, min_available=1)
     k8s.wait_pdb("web", disruptions_allowed=0)
     with drainer(testbed) as kube:
-        report = drain(kube, a, timeout=60, max_api_calls=12)
+        report = drain(kube, a, timeout=120, max_api_calls=8)
     assert not report.drained
-    assert "stopped: API call cap of 12 reached" in report.warnings
-    assert 12 <= report.api_calls <= 12 + 4  # a pass in flight finishes: LIST + PDB LIST + one eviction
-    assert report.elapsed < 30
+    assert "stopped: API call cap of 8 reached" in report.warnings
+    # what is in flight finishes: a wait on the budget (its LIST and watch, a node check every 5 s for up to 30 s)
+    # or a pass (LIST, one eviction)
+    assert 8 <= report.api_calls <= 8 + 8
+    assert report.elapsed < 90  # stopped by the cap, not by the timeout
 
 
 def test_terminating_pod_whose_grace_ends_after_the_deadline_is_shortened_with_force(testbed: Any, k8s: Any) -> None:

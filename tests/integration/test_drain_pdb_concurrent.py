@@ -70,3 +70,45 @@ def test_concurrent_drains_under_one_pdb_retry_only_what_a_budget_rise_allows(te
     # (its own conflict retries on the PDB's status gave up), and such a refusal is retried on its backoff.
     assert held <= replicas + DRAINS, f"{held} refusals while the budget was held at 0"
     assert refused <= 2 * replicas, f"{refused} refused evictions for {replicas} pods"
+
+
+def test_drains_waiting_on_one_budget_take_its_rises_in_turn_instead_of_all_at_once(testbed: Any, k8s: Any) -> None:
+    """Every pod refused first (the budget allows nothing), then the budget opens one disruption at a time: each rise
+    is taken by the drain whose hold-off ends first while the others, still watching, see it fall back and send
+    nothing, instead of every waiting drain evicting at the rise and all but one being refused."""
+    nodes = k8s.add_nodes(DRAINS)
+    spares = k8s.add_nodes(2)
+    replicas = DRAINS * 2
+    for s in spares:
+        set_unschedulable(k8s, s, True)
+    k8s.deployment("web", replicas, nodes=[*nodes, *spares])
+    k8s.wait_pods_ready("app=web", replicas, timeout=120)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=0)  # refused as "does not allow evicting pods currently"
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    before = _evictions(k8s.api_client)
+    reports: dict[str, Any] = {}
+    gate = threading.Barrier(DRAINS)
+
+    def run(node: str) -> None:
+        with drainer(testbed) as kube:
+            gate.wait()
+            reports[node] = drain(kube, node, timeout=150)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    k8s.wait_for(lambda: _evictions(k8s.api_client)["429"] - before["429"] >= replicas, timeout=60, what="refusals")
+    first_wave = _evictions(k8s.api_client)["429"] - before["429"]
+    for s in spares:
+        set_unschedulable(k8s, s, False)
+    # one disruption at a time: each replacement becoming Ready lets the next pod go
+    k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+    for t in threads:
+        t.join(180)
+    assert all(reports[n].drained for n in nodes), {n: r.remaining for n, r in reports.items()}
+    after = _evictions(k8s.api_client)
+    assert after["201"] - before["201"] == replicas
+    at_rises = after["429"] - before["429"] - first_wave
+    # all at once, each of the 8 rises would be tried by every drain still waiting (about 3 refusals a rise early
+    # on, 15 or more in all); in turn, a refusal is a hold-off that ended within one eviction's time of another's
+    assert at_rises <= DRAINS, f"{at_rises} refusals at {replicas} budget rises ({first_wave} in the first wave)"

@@ -12,12 +12,12 @@ import pytest
 
 from drain_orchestrator.drain.surge import HOLDERS, NODE_RECORD
 from drain_orchestrator.engine.surge import restore_node
+from drain_orchestrator.kube.rest import Kube
 from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
-from tests.integration.audit_support import audit_offset, by_verb_and_resource, function_requests
-from tests.integration.drain_support import drain, drainer
+from tests.integration.drain_support import drain, drainer, drainer_client
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.surge_support import (
     ReadyWatch,
@@ -36,6 +36,25 @@ OWNED = {"kubernetes.io/cluster/blue": "owned"}
 def _events_on(k8s: KubeScenario, kind: str, name: str) -> list[Any]:
     sel = f"involvedObject.kind={kind},involvedObject.name={name}"
     return list(k8s.core.list_namespaced_event(k8s.ns, field_selector=sel).items)
+
+
+class Recording(Kube):
+    """The product's client, noting each request it sends (the apiserver still answers every one)."""
+
+    def __init__(self, api_client: Any) -> None:
+        super().__init__(api_client)
+        self.sent: list[tuple[str, str]] = []
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        self.sent.append((method, path))
+        return super().request(method, path, **kwargs)
+
+
+def replicasets(k8s: KubeScenario, deployment: str) -> list[str]:
+    return [
+        rs.metadata.name
+        for rs in k8s.apps.list_namespaced_replica_set(k8s.ns, label_selector=f"app={deployment}").items
+    ]
 
 
 def _singleton(k8s: KubeScenario, name: str, node: str, spare: str) -> Any:
@@ -159,14 +178,21 @@ def test_without_the_annotation_nothing_is_surged_and_the_report_says_how_to_opt
     k8s.deployment_on("plain", 1, [node], spare, grace=1)
     k8s.pdb("plain", {"app": "plain"}, min_available=1)
     k8s.wait_pdb("plain", disruptions_allowed=0)
-    offset = audit_offset(testbed)
-    with drainer(testbed) as kube:
+    api = drainer_client(testbed)
+    kube = Recording(api)
+    try:
         report = drain(kube, node, timeout=5, surge="annotated", run_id="t")
+    finally:
+        api.close()
     (note,) = report.surge
     assert note.status == "not-enabled" and "drain-orchestrator.io/surge" in note.detail
     # the drain policy lookup already read the annotations: the surge decision sends no request of its own
-    reads = by_verb_and_resource(function_requests(testbed, offset))
-    assert (reads["get replicasets"], reads["get deployments"]) == (1, 1)
+    reads = [
+        path for method, path in kube.sent if method == "GET" and ("/replicasets" in path or "/deployments" in path)
+    ]
+    assert reads == [f"/apis/apps/v1/namespaces/{k8s.ns}/replicasets/{rs}" for rs in replicasets(k8s, "plain")] + [
+        f"/apis/apps/v1/namespaces/{k8s.ns}/deployments/plain"
+    ]
     dep = k8s.apps.read_namespaced_deployment("plain", k8s.ns)
     assert dep.spec.replicas == 1 and surge_annotations(dep) == {}
 

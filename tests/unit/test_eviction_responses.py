@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from drain_orchestrator.kube.evict import MULTIPLE_PDBS, HoldReason, Outcome, classify_response
 from drain_orchestrator.kube.rest import Response
 
@@ -34,6 +36,20 @@ def test_pdb_429_keeps_the_budget_name_and_message() -> None:
         )
     )
     assert (r.outcome, r.pdbs, r.message) == (Outcome.BLOCKED, ["web-pdb"], msg)
+
+
+@pytest.mark.parametrize(
+    "cause",
+    [
+        "The disruption budget web-pdb needs 2 healthy pods and has 2 currently",
+        "The disruption budget web-pdb does not allow evicting pods currently",
+        "The disruption budget web-pdb is still being processed by the server.",
+    ],
+)
+def test_every_refusal_cause_names_its_budget(cause: str) -> None:
+    # a refusal whose budget is not read from it is retried on a timer instead of waiting on the budget's watch
+    r = classify_response(status(429, "Cannot evict pod", [{"reason": "DisruptionBudget", "message": cause}]))
+    assert (r.outcome, r.pdbs) == (Outcome.BLOCKED, ["web-pdb"])
 
 
 def test_pdb_still_processing_429_is_blocked_with_retry_after() -> None:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict, refusal_errors
@@ -42,7 +43,7 @@ from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
 from drain_orchestrator.kube.owners import classify_node
-from drain_orchestrator.kube.pods import list_node_pods
+from drain_orchestrator.kube.pods import list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
 
 __all__ = ["DrainState", "drain_node", "drain_pass"]
@@ -91,7 +92,9 @@ def drain_pass(
     report.cordoned = True
 
     state.listed_at = time.time()
-    pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node, options.pod_selector)]
+    listed = list_node_pods_at(kube, node, options.pod_selector)
+    state.pods_rv = listed.resource_version
+    pods = [PodInfo.from_dict(p) for p in listed.items]
     _announce_gone(state, pods, say)
     state.seen.update(p.key for p in pods)
     now = time.time()
@@ -102,7 +105,7 @@ def drain_pass(
     note_held(state, verdicts, found.policies, options, now)
 
     candidates = [] if report.refused else to_evict_now(verdicts)
-    batch, by_budget = due(kube, candidates, options, state)
+    batch, by_budget = due(candidates, options, state)
     results = _evict_all(kube, batch, options, say)
     for v, res in zip(batch, results, strict=True):
         _apply_outcome(kube, report, state=state, v=v, res=res, options=options, say=say)
@@ -121,9 +124,9 @@ def drain_pass(
     if options.force_delete_on_deadline and not report.refused:
         _shorten_past_deadline(kube, report, state, verdicts, options, say)
     redelete_stuck(kube, report, state, verdicts, options, say)
-    state.deletion_times = [
-        v.pod.deletion_timestamp for v in verdicts if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None
-    ]
+    leaving = [v.pod for v in verdicts if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None]
+    state.deletion_times = [p.deletion_timestamp for p in leaving if p.deletion_timestamp is not None]
+    state.leaving = {p.uid for p in leaving if p.uid}
     report.active_tier = active_tier(verdicts)
     report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT, Verdict.HOLD)]
     report.drained = not report.remaining and not report.refused
@@ -374,7 +377,9 @@ def drain_node(
         if options.max_api_calls is not None and kube.calls - calls0 >= options.max_api_calls:
             total.warnings.append(f"stopped: API call cap of {options.max_api_calls} reached")
             break
-        wait_between_passes(kube, state, options, interval, end)
+        until = end if hold is None else hold.until(end)
+        check = partial(_check_node_exists, kube, node, state, options)
+        wait_between_passes(kube, state, options, interval, until, check, node)
         interval = min(options.poll_max, interval * 1.5)
         later = last = drain_pass(kube, node, options, state=state, progress=say)
         if later.evicted or later.forced:

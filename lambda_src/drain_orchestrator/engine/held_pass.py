@@ -27,6 +27,10 @@ class HoldCheck:
     _since: float | None = None  # monotonic: held since
     _progressed: bool = False
 
+    def until(self, end: float) -> float:
+        """``end`` (monotonic), or sooner when the pass is held: when its linger runs out."""
+        return end if self._since is None else min(end, self._since + self.linger)
+
     def ends(self, state: DrainState, last: DrainReport) -> bool:
         """Fold the latest pass in; True when the pass should end here, held."""
         mono = time.monotonic()

@@ -1,14 +1,15 @@
 """What a drain remembers between passes, and when it tries again: which refused pods are due, and how long to
 wait between passes (a terminating pod's grace, a retry time, or a PDB's budget rising, watched).
 
-A pod refused by a named PDB is retried only when a LIST shows that budget allowing, and no more of them than it
-allows (drain/plan.py budget_share): under a termination storm, many drains wait on the same budgets, and a rise
-must not cost one refused eviction per waiting pod.
+A pod refused by a named PDB is retried only when the watch of that budget saw it allowing, and still allowing
+after a hold-off drawn at its rise, and no more of them than it allows (drain/plan.py budget_share): under a
+termination storm many drains wait on the same budgets, and a rise must not cost one refused eviction per drain.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from drain_orchestrator.drain.classify import PodVerdict, Verdict
@@ -18,8 +19,16 @@ from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy, release_
 from drain_orchestrator.drain.surge import SurgeFacts
 from drain_orchestrator.engine.pod_record import PodRecord, ident_of
 from drain_orchestrator.kube.evict import Outcome
-from drain_orchestrator.kube.pdb_watch import list_allowing, wait_for_budget
+from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
+from drain_orchestrator.kube.pods import wait_for_deletions
 from drain_orchestrator.kube.rest import Kube
+
+Budget = tuple[str, str]  # (namespace, PodDisruptionBudget name)
+# a wait on budgets hands what it watched to the pass right after it (no LIST of its own)
+BUDGETS_FRESH_SECONDS = 2.0
+# longest wait on budgets without a pass (the node is still checked every node_check_seconds meanwhile): a pod
+# deleted by someone else, or bound to the node, while its budget stays shut is seen within this time
+BUDGET_WAIT_SECONDS = 30.0
 
 
 @dataclass
@@ -38,6 +47,10 @@ class DrainState:
     cordoned_at: float | None = None  # epoch; a drained pass only counts once it listed settle_seconds after it
     listed_at: float | None = None  # epoch of the last pass's LIST
     node_seen: float | None = None  # monotonic: the node was last read (cordon or existence check)
+    budgets: Budgets | None = None  # the budgets as the last wait on them saw them (kube/pdb_watch.py)
+    pods_rv: str | None = None  # resourceVersion of the last pass's LIST: pods going are watched from there
+    leaving: set[str] = field(default_factory=set)  # uids of the pods terminating at the last pass
+    pods_watchable: bool = True  # False once a watch of pods was refused (a role without watch pods)
     seen: set[str] = field(default_factory=set)  # pods listed so far (pods bound after the cordon are named)
     redeleted: set[str] = field(default_factory=set)  # stuck terminating pods deleted again near the deadline
 
@@ -64,17 +77,16 @@ class DrainState:
         return any(r.going for r in self.pods.values())
 
 
-def due(
-    kube: Kube, batch: list[PodVerdict], options: DrainOptions, state: DrainState
-) -> tuple[list[PodVerdict], set[str]]:
+def due(batch: list[PodVerdict], options: DrainOptions, state: DrainState) -> tuple[list[PodVerdict], set[str]]:
     """The pods to try now, and which of them a PDB's budget admitted.
 
-    A pod refused by a named PDB is retried only when a LIST shows that PDB allowing disruptions, and no more
-    of them than it allows (budget_share); other retries wait for their backoff. The deadline policy may act
+    A pod refused by a named PDB is retried only right after a wait saw that PDB allowing disruptions (and still
+    allowing after its hold-off), and no more of them than it allows (budget_share); other retries wait for their
+    backoff. The deadline policy may act
     on any pod."""
     mono, now = time.monotonic(), time.time()
     bound = [(ident_of(v.pod), v) for v in batch if state.known(ident_of(v.pod)).waiting_on]
-    allowing = list_allowing(kube, {v.pod.namespace for _, v in bound}) if bound else {}
+    allowing = _allowing(state, mono) if bound else {}
     share = set(budget_share([(ident, state.pods[ident].waiting_on) for ident, _ in bound], allowing))
     if mono < state.budget_not_before:
         # lost a race lately: a budget that looks open may already be taken by evictions still in flight (the
@@ -94,6 +106,17 @@ def due(
         )
 
     return [v for v in batch if ready(v)], share
+
+
+def _allowing(state: DrainState, mono: float) -> dict[Budget, int]:
+    """What the budgets allow as the wait that just ended watched them (its hold-off over, they still allowed).
+    A pass that did not follow such a wait (a pod went, a timer ran out) retries no budget-bound pod: it would
+    race every other drain waiting on the budget, where the wait takes the budget's rises in turn."""
+    seen = state.budgets
+    state.budgets = None  # used once: the evictions it admits change it
+    if seen is None or mono - seen.at > BUDGETS_FRESH_SECONDS:
+        return {}
+    return {k: n for k, n in seen.allowed.items() if n > 0}
 
 
 def note_contention(state: DrainState, outcomes: list[Outcome], options: DrainOptions) -> None:
@@ -139,15 +162,46 @@ def forget(state: DrainState, ident: str) -> None:
         state.tidy(ident)
 
 
-def wait_between_passes(kube: Kube, state: DrainState, options: DrainOptions, interval: float, end: float) -> None:
-    """Sleep until the next pass is worth it: a terminating pod's grace runs out, a retry is due, or a
-    blocking PDB allows a disruption again (watched, so the retry is not a fixed sleep)."""
+def wait_between_passes(
+    kube: Kube,
+    state: DrainState,
+    options: DrainOptions,
+    interval: float,
+    end: float,
+    check: Callable[[], None] | None = None,
+    node: str | None = None,
+) -> None:
+    """Sleep until the next pass is worth it: a blocking PDB allows a disruption again, the pods on their way out
+    are gone, a retry is due (both watched, so no fixed sleep and no polling). ``check`` (the node still there?)
+    lets a wait on budgets last up to BUDGET_WAIT_SECONDS, checking meanwhile; ``node`` lets the wait for pods to
+    go be a watch of the node's pods instead of LISTs."""
     mono, now = time.monotonic(), time.time()
     recs = list(state.pods.values())
     acts = [t for r in recs for t in (r.timed, r.force_at, r.held_until) if t is not None]
     retry_at = min(acts, default=float("inf"))
     # never longer than a node check: a node deleted during a PDB wait is noticed by the next pass
     budget = max(0.0, min(end, retry_at, mono + options.node_check_seconds) - mono)
+    pdbs = {p for r in recs for p in r.waiting_on}
+    going = state.deletion_times or any(r.sent for r in recs)
+    if pdbs and check is not None:
+        # budgets first, pods going or not: a rise is taken in turn only by a drain watching it (pods that go
+        # meanwhile are seen by the pass after; the node cannot be drained before its budget-bound pods anyway)
+        wait = max(0.0, min(end, retry_at, mono + BUDGET_WAIT_SECONDS) - mono)
+        if wait > 0:
+            _wait_for_budgets(kube, state, options, pdbs, wait, check)
+            return
+    if going and node is not None and check is not None and state.pods_rv and state.pods_watchable:
+        wait = max(0.0, min(end, retry_at) - mono)
+        gone = wait_for_deletions(
+            kube, node, state.pods_rv, state.leaving | _sent_uids(recs), wait, check=check, check_every=budget
+        )
+        if gone is None:  # the role cannot watch pods (not upgraded yet): poll as before
+            state.pods_watchable = False
+        else:
+            for r in recs:
+                r.expected_gone = None
+                state.tidy(r.ident)
+            return
     overdue = [r for r in recs if r.expected_gone is not None and r.expected_gone <= now]
     if overdue:
         # pods whose grace has run out (0 s: deleted at once): look again right away, once per pod
@@ -156,21 +210,38 @@ def wait_between_passes(kube: Kube, state: DrainState, options: DrainOptions, in
             state.tidy(r.ident)
         time.sleep(min(0.02, budget) if budget > 0 else 0.0)
         return
-    if state.deletion_times or any(r.sent for r in recs):
+    if going:
         times = [*state.deletion_times, *(r.expected_gone for r in recs if r.expected_gone is not None)]
         delay = next_poll(now, times, interval, options.poll_min, options.poll_max)
         time.sleep(min(delay, budget) if budget > 0 else options.poll_min)
         return
-    pdbs = {p for r in recs for p in r.waiting_on}
     if pdbs and budget > 0:
-        if state.budget_not_before > mono:  # backing off after a lost race: no retry before then anyway
-            time.sleep(min(state.budget_not_before - mono, budget))
-            return
-        if wait_for_budget(kube, pdbs, budget):
-            pause = contention_jitter(state.contention, options.budget_jitter_slot, options.budget_jitter_cap)
-            time.sleep(min(pause, max(0.0, end - time.monotonic())))
+        _wait_for_budgets(kube, state, options, pdbs, budget, check)
         return
     if any(r.held_until is not None for r in recs) and budget > 0:
         time.sleep(budget)  # only pods let finish: look every node check (or at a release), not every second
         return
     time.sleep(min(budget, options.poll_max) if budget > 0 else options.poll_min)
+
+
+def _wait_for_budgets(
+    kube: Kube,
+    state: DrainState,
+    options: DrainOptions,
+    pdbs: set[Budget],
+    wait: float,
+    check: Callable[[], None] | None,
+) -> None:
+    def hold_off() -> float:
+        # drawn at each rise: after a lost race, not before its backoff; else a window that widens with the
+        # races lost in a row (at least the first slot: a drain waiting here was refused once already)
+        backoff = state.budget_not_before - time.monotonic()
+        slot, cap = options.budget_jitter_slot, options.budget_jitter_cap
+        return max(backoff, contention_jitter(max(1, state.contention), slot, cap))
+
+    every = options.node_check_seconds
+    state.budgets = wait_for_budget(kube, pdbs, wait, hold_off=hold_off, check=check, check_every=every)
+
+
+def _sent_uids(recs: list[PodRecord]) -> set[str]:
+    return {r.ident.rsplit("@", 1)[1] for r in recs if r.sent and "@" in r.ident}

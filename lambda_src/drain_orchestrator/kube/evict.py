@@ -12,7 +12,9 @@ from enum import StrEnum
 from drain_orchestrator.kube.rest import Kube, Response
 
 MULTIPLE_PDBS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
-_PDB_NAME = re.compile(r"The disruption budget (\S+?) (?:needs|is still)")
+# the refusal's cause names its budget in every variant the apiserver sends: "... needs 2 healthy pods and has 2
+# currently", "... does not allow evicting pods currently" (its pods not all healthy), "... is still being processed"
+_PDB_NAME = re.compile(r"The disruption budget (\S+) ")
 
 
 class HoldReason(StrEnum):

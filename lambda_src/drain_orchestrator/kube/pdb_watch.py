@@ -2,17 +2,20 @@
 
 The disruption controller raises ``status.disruptionsAllowed`` when a replacement pod becomes Ready; a
 watch on PodDisruptionBudgets wakes the drain at that moment. One LIST + one WATCH per wait keeps the
-request count flat however long the wait is.
+request count flat however long the wait is; drains sharing a budget take its rises in turn (a hold-off each,
+watched), not all at once.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.watch import Watch
 
 
 def _path(namespaces: set[str]) -> str:
@@ -29,58 +32,110 @@ def _allows(pdb: dict[str, Any]) -> bool:
     return _allowed(pdb) > 0
 
 
-def list_allowing(kube: Kube, namespaces: set[str]) -> dict[tuple[str, str], int]:
-    """(namespace, name) → ``disruptionsAllowed`` of the PDBs in ``namespaces`` that currently allow one."""
-    out: dict[tuple[str, str], int] = {}
-    for ns in sorted(namespaces):
-        resp = kube.request("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets")
-        for pdb in resp.body.get("items") or [] if resp.ok else []:
-            if _allows(pdb):
-                out[(ns, (pdb.get("metadata") or {}).get("name", ""))] = _allowed(pdb)
-    return out
+Key = tuple[str, str]  # (namespace, name)
 
 
-def wait_for_budget(kube: Kube, pdbs: Iterable[tuple[str, str]], timeout: float) -> bool:
-    """Block until one of ``pdbs`` allows a disruption (or disappears), or ``timeout`` seconds pass.
+@dataclass(frozen=True)
+class Budgets:
+    """The watched budgets as last seen when a wait ended: (namespace, name) → ``disruptionsAllowed``."""
 
-    Returns True when woken by a budget, False on timeout or when the watch cannot be used.
-    """
+    allowed: dict[Key, int]
+    at: float  # monotonic
+
+
+class _Turns:
+    """Each watched budget's turn: when it rose (to allowing), a hold-off drawn for it; gone when it falls back."""
+
+    def __init__(self, hold_off: Callable[[], float] | None) -> None:
+        self.allowed: dict[Key, int] = {}
+        self._turn: dict[Key, float] = {}  # monotonic: this drain's turn at the budget's latest rise
+        self._hold_off = hold_off
+
+    def see(self, key: Key, allowed: int) -> None:
+        self.allowed[key] = allowed
+        if allowed <= 0:
+            self._turn.pop(key, None)  # another drain took the rise first, or it fell back: wait for the next
+        elif key not in self._turn:
+            self._turn[key] = time.monotonic() + (self._hold_off() if self._hold_off is not None else 0.0)
+
+    @property
+    def next(self) -> float | None:
+        return min(self._turn.values(), default=None)
+
+    def taken(self, now: float) -> Budgets:
+        """The budgets whose turn has come, as allowing; every other one as allowing nothing (not yet this drain's)."""
+        return Budgets({k: (n if self._turn.get(k, now + 1) <= now else 0) for k, n in self.allowed.items()}, now)
+
+
+def wait_for_budget(
+    kube: Kube,
+    pdbs: Iterable[Key],
+    timeout: float,
+    *,
+    hold_off: Callable[[], float] | None = None,
+    check: Callable[[], None] | None = None,
+    check_every: float = 5.0,
+) -> Budgets | None:
+    """Block until one of ``pdbs`` allows a disruption (or disappears), or ``timeout`` seconds pass: the budgets whose
+    turn came (the others as allowing nothing), or None on timeout or when the watch cannot be used.
+
+    ``hold_off``: drawn for a budget when it rises, how long it must keep allowing before it is this drain's turn.
+    Drains sharing a budget draw different hold-offs and keep watching meanwhile: the first whose turn comes takes
+    the disruption, the others see the budget fall back to 0 and wait on without a request, instead of all evicting
+    at the rise and all but one being refused. ``check`` runs every ``check_every`` seconds meanwhile (the node
+    still there?); what it raises ends the wait."""
     keys = set(pdbs)
     if not keys or timeout <= 0:
-        return False
+        return None
     end = time.monotonic() + timeout
-    namespaces = {ns for ns, _ in keys}
-    path = _path(namespaces)
+    path = _path({ns for ns, _ in keys})
     listed = kube.request("GET", path)
     if not listed.ok:
-        return False
-    present = set()
+        return None
+    turns = _Turns(hold_off)
     for pdb in listed.body.get("items") or []:
         meta = pdb.get("metadata") or {}
         key = (meta.get("namespace", ""), meta.get("name", ""))
         if key in keys:
-            present.add(key)
-            if _allows(pdb):
-                return True
-    if keys - present:
-        return True  # a budget was deleted: the next eviction may go through
-    rv = (listed.body.get("metadata") or {}).get("resourceVersion")
+            turns.see(key, _allowed(pdb))
+    if keys - turns.allowed.keys():
+        return Budgets(turns.allowed, time.monotonic())  # a budget was deleted: the next eviction may go through
     left = end - time.monotonic()
     if left <= 0:
-        return False
+        return None
+    rv = (listed.body.get("metadata") or {}).get("resourceVersion")
     query = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": max(1, math.ceil(left))}
+    watch = Watch(kube, path, query, timeout=left + 5)
+    next_check = time.monotonic() + check_every
     try:
-        for event in kube.stream_lines(path, query, timeout=left + 5):
+        while True:
+            now, turn = time.monotonic(), turns.next
+            if turn is not None and now >= turn:
+                return turns.taken(now)
+            if now >= end:
+                return None
+            if check is not None and now >= next_check:
+                check()
+                next_check = time.monotonic() + check_every
+            until = min(end, turn if turn is not None else end, next_check if check is not None else end)
+            event = watch.next(until - now)
+            if event is False:
+                continue
+            if event is None:  # the watch ended early (410 Gone, a restart): the pass after this one lists again
+                if turn is not None:
+                    time.sleep(max(0.0, turn - time.monotonic()))
+                    return turns.taken(time.monotonic())
+                time.sleep(max(0.0, min(end - time.monotonic(), 1.0)))
+                return None
+            assert isinstance(event, dict)
             obj = event.get("object") or {}
             meta = obj.get("metadata") or {}
             key = (meta.get("namespace", ""), meta.get("name", ""))
-            if key in keys and (event.get("type") == "DELETED" or _allows(obj)):
-                return True
-            if time.monotonic() >= end:
-                return False
-    except Exception:  # a broken watch only means we fall back to the backoff timer
-        remaining = end - time.monotonic()
-        if remaining > 0:
-            time.sleep(min(remaining, 1.0))
-        return False
-    return False
+            if key not in keys:
+                continue
+            if event.get("type") == "DELETED":
+                turns.allowed.pop(key, None)
+                return Budgets(dict(turns.allowed), time.monotonic())
+            turns.see(key, _allowed(obj))
+    finally:
+        watch.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -133,13 +133,16 @@ class Kube:
             data = raw.read()
         return raw, data
 
-    def stream_lines(self, path: str, query: Mapping[str, Any], timeout: float) -> Iterator[dict[str, Any]]:
-        """A watch: yields decoded events until the server ends it (timeoutSeconds) or the timeout."""
+    def stream_lines(
+        self, path: str, query: Mapping[str, Any], timeout: float, opened: Callable[[Any], bool] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """A watch: yields decoded events until the server ends it (timeoutSeconds) or the timeout. ``opened`` gets
+        the response as soon as it arrives (another thread may ``shutdown()`` it to end the read); False: stop."""
         url, headers, _ = self._prepare("GET", path, query, None, JSON)
         self._count()
         raw = self._pool.request("GET", url, headers=headers, preload_content=False, timeout=timeout, retries=False)
         try:
-            if raw.status != 200:
+            if raw.status != 200 or (opened is not None and not opened(raw)):
                 return
             buf = b""
             for chunk in raw.stream(4096, decode_content=True):

@@ -1,0 +1,48 @@
+"""A watch read on a thread of its own, so that the waiter can act on its own clock between events."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from typing import Any
+
+from drain_orchestrator.kube.rest import Kube
+
+
+class Watch:
+    """A watch read on a thread of its own, so that the waiter can act on its own clock between events (a hold-off
+    running out, a node check) and end the read at once (``close`` shuts the socket down)."""
+
+    def __init__(self, kube: Kube, path: str, query: dict[str, Any], timeout: float) -> None:
+        self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._raw: Any = None
+        self._closed = False
+        threading.Thread(target=self._read, args=(kube, path, query, timeout), daemon=True).start()
+
+    def _read(self, kube: Kube, path: str, query: dict[str, Any], timeout: float) -> None:
+        # a broken or closed watch just ends (None): the drain falls back to its timers
+        with contextlib.suppress(Exception):
+            for event in kube.stream_lines(path, query, timeout, opened=self._opened):
+                self.events.put(event)
+        self.events.put(None)
+
+    def _opened(self, raw: Any) -> bool:
+        with self._lock:
+            self._raw = raw
+            return not self._closed
+
+    def next(self, timeout: float) -> dict[str, Any] | bool | None:
+        """The next event, None when the watch ended, False when ``timeout`` passed first."""
+        try:
+            return self.events.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return False
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed, raw = True, self._raw
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                raw.shutdown()
