@@ -43,7 +43,7 @@ class Budgets:
     at: float  # monotonic
 
 
-class _Turns:
+class Turns:
     """Each watched budget's turn: when it rose (to allowing), a hold-off drawn for it; gone when it falls back."""
 
     def __init__(self, hold_off: Callable[[], float] | None) -> None:
@@ -92,7 +92,7 @@ def wait_for_budget(
     listed = kube.request("GET", path)
     if not listed.ok:
         return None
-    turns = _Turns(hold_off)
+    turns = Turns(hold_off)
     for pdb in listed.body.get("items") or []:
         meta = pdb.get("metadata") or {}
         key = (meta.get("namespace", ""), meta.get("name", ""))
