@@ -109,6 +109,7 @@ def test_drains_waiting_on_one_budget_take_its_rises_in_turn_instead_of_all_at_o
     after = _evictions(k8s.api_client)
     assert after["201"] - before["201"] == replicas
     at_rises = after["429"] - before["429"] - first_wave
-    # all at once, each of the 8 rises would be tried by every drain still waiting (about 3 refusals a rise early
-    # on, 15 or more in all); in turn, a refusal is a hold-off that ended within one eviction's time of another's
-    assert at_rises <= DRAINS, f"{at_rises} refusals at {replicas} budget rises ({first_wave} in the first wave)"
+    # all at once, each of the 8 rises would be tried by every drain still waiting (up to 3 refusals a rise); in
+    # turn, a refusal is a hold-off that ended within one eviction's time of another's: none on an idle host, at
+    # most one a rise on a loaded one
+    assert at_rises <= replicas, f"{at_rises} refusals at {replicas} budget rises ({first_wave} in the first wave)"

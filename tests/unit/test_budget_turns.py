@@ -17,7 +17,7 @@ def test_a_turn_is_drawn_at_the_rise_and_only_budgets_whose_turn_came_are_taken(
     turns.see(B, 2)  # its turn: in a minute
     now = time.monotonic()
     assert turns.next is not None and turns.next <= now
-    assert turns.taken(now).allowed == {A: 1, B: 0}  # B is not this drain's yet: nothing sent for it
+    assert turns.taken(now, None).allowed == {A: 1, B: 0}  # B is not this drain's yet: nothing sent for it
 
 
 def test_a_budget_falling_back_before_the_turn_drops_it_and_the_next_rise_draws_again() -> None:

@@ -48,6 +48,7 @@ class DrainState:
     listed_at: float | None = None  # epoch of the last pass's LIST
     node_seen: float | None = None  # monotonic: the node was last read (cordon or existence check)
     budgets: Budgets | None = None  # the budgets as the last wait on them saw them (kube/pdb_watch.py)
+    budget_watch: Budgets | None = None  # where the next wait on budgets resumes its watch (no LIST)
     pods_rv: str | None = None  # resourceVersion of the last pass's LIST: pods going are watched from there
     leaving: set[str] = field(default_factory=set)  # uids of the pods terminating at the last pass
     pods_watchable: bool = True  # False once a watch of pods was refused (a role without watch pods)
@@ -239,8 +240,9 @@ def _wait_for_budgets(
         slot, cap = options.budget_jitter_slot, options.budget_jitter_cap
         return max(backoff, contention_jitter(max(1, state.contention), slot, cap))
 
-    every = options.node_check_seconds
-    state.budgets = wait_for_budget(kube, pdbs, wait, hold_off=hold_off, check=check, check_every=every)
+    every, resume = options.node_check_seconds, state.budget_watch
+    ended = wait_for_budget(kube, pdbs, wait, hold_off=hold_off, check=check, check_every=every, resume=resume)
+    state.budgets, state.budget_watch = ended, ended
 
 
 def _sent_uids(recs: list[PodRecord]) -> set[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from drain_orchestrator.kube.rest import Kube
@@ -37,10 +37,13 @@ Key = tuple[str, str]  # (namespace, name)
 
 @dataclass(frozen=True)
 class Budgets:
-    """The watched budgets as last seen when a wait ended: (namespace, name) → ``disruptionsAllowed``."""
+    """What a wait on budgets ended with: (namespace, name) → ``disruptionsAllowed`` of those whose turn came (the
+    others 0), and where the next wait may resume its watch without a LIST."""
 
     allowed: dict[Key, int]
     at: float  # monotonic
+    seen: dict[Key, int] = field(default_factory=dict)  # every watched budget as last seen
+    rv: str | None = None  # the watch's last resourceVersion (None: the next wait lists again)
 
 
 class Turns:
@@ -62,9 +65,10 @@ class Turns:
     def next(self) -> float | None:
         return min(self._turn.values(), default=None)
 
-    def taken(self, now: float) -> Budgets:
+    def taken(self, now: float, rv: str | None) -> Budgets:
         """The budgets whose turn has come, as allowing; every other one as allowing nothing (not yet this drain's)."""
-        return Budgets({k: (n if self._turn.get(k, now + 1) <= now else 0) for k, n in self.allowed.items()}, now)
+        due = {k: (n if self._turn.get(k, now + 1) <= now else 0) for k, n in self.allowed.items()}
+        return Budgets(due, now, dict(self.allowed), rv)
 
 
 def wait_for_budget(
@@ -75,35 +79,44 @@ def wait_for_budget(
     hold_off: Callable[[], float] | None = None,
     check: Callable[[], None] | None = None,
     check_every: float = 5.0,
-) -> Budgets | None:
+    resume: Budgets | None = None,
+) -> Budgets:
     """Block until one of ``pdbs`` allows a disruption (or disappears), or ``timeout`` seconds pass: the budgets whose
-    turn came (the others as allowing nothing), or None on timeout or when the watch cannot be used.
+    turn came (the others as allowing nothing; none on a timeout or when the watch cannot be used).
 
     ``hold_off``: drawn for a budget when it rises, how long it must keep allowing before it is this drain's turn.
     Drains sharing a budget draw different hold-offs and keep watching meanwhile: the first whose turn comes takes
     the disruption, the others see the budget fall back to 0 and wait on without a request, instead of all evicting
     at the rise and all but one being refused. ``check`` runs every ``check_every`` seconds meanwhile (the node
-    still there?); what it raises ends the wait."""
+    still there?); what it raises ends the wait. ``resume``: the last wait's answer; its watch goes on from there
+    (one request per wait, no LIST) unless that version is gone (410), then it lists again."""
     keys = set(pdbs)
+    now = time.monotonic()
     if not keys or timeout <= 0:
-        return None
-    end = time.monotonic() + timeout
+        return Budgets({}, now)
+    end = now + timeout
     path = _path({ns for ns, _ in keys})
-    listed = kube.request("GET", path)
-    if not listed.ok:
-        return None
     turns = Turns(hold_off)
-    for pdb in listed.body.get("items") or []:
-        meta = pdb.get("metadata") or {}
-        key = (meta.get("namespace", ""), meta.get("name", ""))
-        if key in keys:
-            turns.see(key, _allowed(pdb))
-    if keys - turns.allowed.keys():
-        return Budgets(turns.allowed, time.monotonic())  # a budget was deleted: the next eviction may go through
+    resumed = resume is not None and resume.rv is not None and keys <= resume.seen.keys()
+    if resume is not None and resumed:
+        rv: str | None = resume.rv
+        for key in keys:
+            turns.see(key, resume.seen[key])
+    else:
+        listed = kube.request("GET", path)
+        if not listed.ok:
+            return Budgets({}, time.monotonic())
+        for pdb in listed.body.get("items") or []:
+            meta = pdb.get("metadata") or {}
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            if key in keys:
+                turns.see(key, _allowed(pdb))
+        if keys - turns.allowed.keys():  # a budget was deleted: the next eviction may go through
+            return Budgets(dict(turns.allowed), time.monotonic(), dict(turns.allowed))
+        rv = (listed.body.get("metadata") or {}).get("resourceVersion")
     left = end - time.monotonic()
     if left <= 0:
-        return None
-    rv = (listed.body.get("metadata") or {}).get("resourceVersion")
+        return Budgets({}, time.monotonic(), dict(turns.allowed), rv)
     query = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": max(1, math.ceil(left))}
     watch = Watch(kube, path, query, timeout=left + 5)
     next_check = time.monotonic() + check_every
@@ -111,9 +124,9 @@ def wait_for_budget(
         while True:
             now, turn = time.monotonic(), turns.next
             if turn is not None and now >= turn:
-                return turns.taken(now)
+                return turns.taken(now, rv)
             if now >= end:
-                return None
+                return Budgets({}, now, dict(turns.allowed), rv)
             if check is not None and now >= next_check:
                 check()
                 next_check = time.monotonic() + check_every
@@ -121,15 +134,20 @@ def wait_for_budget(
             event = watch.next(until - now)
             if event is False:
                 continue
-            if event is None:  # the watch ended early (410 Gone, a restart): the pass after this one lists again
+            if event is None:  # the watch ended early (a restart): the pass after this one lists again
                 if turn is not None:
                     time.sleep(max(0.0, turn - time.monotonic()))
-                    return turns.taken(time.monotonic())
+                    return turns.taken(time.monotonic(), None)
                 time.sleep(max(0.0, min(end - time.monotonic(), 1.0)))
-                return None
+                return Budgets({}, time.monotonic())
             assert isinstance(event, dict)
             obj = event.get("object") or {}
             meta = obj.get("metadata") or {}
+            if event.get("type") == "ERROR":  # the version is gone (410): list again, within the same wait
+                watch.close()
+                left = end - time.monotonic()
+                return wait_for_budget(kube, keys, left, hold_off=hold_off, check=check, check_every=check_every)
+            rv = meta.get("resourceVersion") or rv
             key = (meta.get("namespace", ""), meta.get("name", ""))
             if key not in keys:
                 continue
