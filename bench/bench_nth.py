@@ -25,6 +25,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -54,10 +55,17 @@ STRAY_VARIANTS: tuple[tuple[str, ...], ...] = (
 
 
 def run_nth_phase(
-    aws: AwsSeed, k8s: KubeScenario, fleet: storm.Fleet, queue_url: str, proc: nth.NthProcess, timeout: float
+    aws: AwsSeed,
+    k8s: KubeScenario,
+    fleet: storm.Fleet,
+    queue_url: str,
+    proc: nth.NthProcess,
+    timeout: float,
+    since_line: int = 0,
 ) -> tuple[Phase, dict[str, float]]:
     """All of the fleet's events on NTH's queue at once; waits until every node is drained and every hook
-    completed (or NTH exits, or ``timeout``). Returns the phase and APF's dispatched requests per flow schema."""
+    completed (or NTH exits, or ``timeout``). Returns the phase, with the errors NTH logged from its line
+    ``since_line`` on, and APF's dispatched requests per flow schema."""
     ids, nodes = fleet.instance_ids, fleet.nodes
     obs = storm.Observer(k8s, nodes)
     obs.start()
@@ -83,7 +91,7 @@ def run_nth_phase(
     errors = sorted(
         {
             f"{ln.get('message', '')}: {ln.get('error', '')}"[:200]
-            for ln in proc.lines()
+            for ln in proc.lines()[since_line:]
             if ln.get("level") in ("error", "fatal", "panic") or "raw" in ln
         }
     )
@@ -104,8 +112,9 @@ TAGS = {"orchestrator": bench_storm.OWNED, "nth": NTH_TAGS, "ideal": {}}
 
 
 def _cleanup(scenarios: list[KubeScenario], timeout: float = 180) -> None:
-    """Remove a round's namespaces and nodes before the next round, so their pods' deletion loads no later round:
-    a Terminating namespace takes no new pods, its pods go at once (grace 0), then the nodes."""
+    """Remove a round's namespaces and nodes, waiting (at most ``timeout``) until the namespaces are gone, so their
+    pods' deletion loads no later round: a Terminating namespace takes no new pods, its pods go at once (grace 0),
+    then the nodes."""
     for k in scenarios:
         with contextlib.suppress(ApiException):
             k.core.delete_namespace(k.ns, grace_period_seconds=0)
@@ -129,16 +138,23 @@ def run_round(
     proc: nth.NthProcess,
     access_key: str,
     timeout: float,
+    last_round: bool = False,
 ) -> dict[str, Any]:
     """One round: fresh fleets and workloads for the three contenders, then each one's storm in round_order(r).
-    ``shape``: nodes, pods per node, PDB maxUnavailable, the pods' grace period."""
+    ``shape``: nodes, pods per node, PDB maxUnavailable, the pods' grace period. After the last round nothing is
+    timed, so its removal is not waited for."""
     n_nodes, pods_per_node, max_unavailable, grace = shape
     k8s = {c: KubeScenario(api, prefix=PREFIX[c]) for c in PREFIX}
     try:
         t_setup = time.monotonic()
         fleets = {c: storm.seed_fleet(aws, k8s[c], f"ng-{PREFIX[c]}-r{r}", n_nodes, TAGS[c]) for c in PREFIX}
-        for c, f in fleets.items():
-            storm.seed_workload(k8s[c], f.nodes, pods_per_node, max_unavailable, grace=grace)
+        with ThreadPoolExecutor(len(fleets)) as pool:  # mostly waiting for the scheduler and kwok: side by side
+            seeded = [
+                pool.submit(storm.seed_workload, k8s[c], f.nodes, pods_per_node, max_unavailable, grace=grace)
+                for c, f in fleets.items()
+            ]
+            for s in seeded:
+                s.result()
         fleets["orchestrator"].start_actions(aws)
         fleets["nth"].start_actions(aws)
         out: dict[str, Any] = {"round": r, "order": list(round_order(r)), "setup_s": time.monotonic() - t_setup}
@@ -149,7 +165,7 @@ def run_round(
                 phases[c] = bench_storm.run_phase(aws, k8s[c], f, f.instance_ids, access_key, timeout=int(timeout))
             elif c == "nth":
                 mark = len(proc.lines())
-                phases[c], out["nth_dispatched"] = run_nth_phase(aws, k8s[c], f, queue_url, proc, timeout)
+                phases[c], out["nth_dispatched"] = run_nth_phase(aws, k8s[c], f, queue_url, proc, timeout, mark)
                 lines = proc.lines()[mark:]
                 out["nth_evictions_logged"] = sum(
                     1 for ln in lines if str(ln.get("message", "")).startswith("evicting pod")
@@ -164,7 +180,7 @@ def run_round(
         phases["nth"] = bench_storm.with_requests(bed, phases["nth"], audit_counts.NTH)
         return {**out, **{c: asdict(p) for c, p in phases.items()}}
     finally:
-        _cleanup(list(k8s.values()))
+        _cleanup(list(k8s.values()), timeout=0 if last_round else 180)
 
 
 def bench(
@@ -208,7 +224,7 @@ def bench(
         warm_s = bench_storm.warm_up(aws, warm)
         shape = (n_nodes, pods_per_node, max_unavailable, grace)
         rounds = [
-            run_round(bed, aws, api, r, shape, queue_url, proc, env["AWS_ACCESS_KEY_ID"], timeout)
+            run_round(bed, aws, api, r, shape, queue_url, proc, env["AWS_ACCESS_KEY_ID"], timeout, r == runs)
             for r in range(1, runs + 1)
         ]
         proc.stop()
