@@ -139,8 +139,9 @@ def round_lines(res: dict[str, Any]) -> list[str]:
             + (f" (longest {max(waits):.1f} s)" if waits else "")
         )
         for c in CONTENDERS:
-            if r[c].get("errors"):
-                out.append(f"  - {TITLES[c]} errors: {r[c]['errors']}")
+            if errors := r[c].get("errors"):
+                more = f" ({len(errors)} in all)" if len(errors) > 3 else ""
+                out.append(f"  - {TITLES[c]} errors: {errors[:3]}{more}")
     return out
 
 
