@@ -181,13 +181,18 @@ def render(res: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _named(values: Sequence[float]) -> dict[str, float] | None:
+    mr = median_range(values)
+    return dict(zip(("median", "min", "max"), mr, strict=True)) if mr else None
+
+
 def summary(res: dict[str, Any]) -> dict[str, Any]:
     """The medians and ranges for --json, next to the per-round raw numbers."""
     out: dict[str, Any] = {}
     for title, metric, _, _ in METRICS:
-        out[title] = {c: median_range([v for p in phases(res, c) if (v := metric(p)) is not None]) for c in CONTENDERS}
+        out[title] = {c: _named([v for p in phases(res, c) if (v := metric(p)) is not None]) for c in CONTENDERS}
     out["storm time ÷ lower bound"] = {
-        c: median_range([v for v in over_bound(res, c) if v is not None]) for c in ("orchestrator", "nth")
+        c: _named([v for v in over_bound(res, c) if v is not None]) for c in ("orchestrator", "nth")
     }
     return out
 
