@@ -151,7 +151,7 @@ bench-storm: setup-python setup-bins
 # the orchestrator and aws-node-termination-handler (queue-processor mode) side by side on one bed: 20 nodes x 10
 # pods each, then events for another cluster's and an unknown instance; ~10 min on a busy 2-core host, niced
 bench-nth: setup-python setup-bins build-nth
-	nice -n 19 $(PY) -m bench.bench_nth --nodes 20 --pods-per-node 10 --json .local/bench-nth.json
+	nice -n 19 $(PY) -m bench.bench_nth --nodes 20 --pods-per-node 10 --runs 3 --json .local/bench-nth.json
 
 # versions no alias routes to and no durable execution runs on: listed (dry), deleted with YES=1 (docs/deploy.md)
 prune-versions: setup-python

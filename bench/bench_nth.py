@@ -1,33 +1,38 @@
 """Side-by-side benchmark (not a test): the orchestrator and aws-node-termination-handler (NTH, queue-processor
-mode, bench/nth.py) on one test bed in one run. Each tool gets its own ASG of N instances with kwok nodes and an
-identical workload (its own namespace, Deployments under PDBs, spare nodes); each node's terminate lifecycle event
-goes to its tool at one instant: to the orchestrator as one durable execution of the real handler per event (as
-bench/bench_storm.py runs them), to NTH as EventBridge envelopes on its SQS queue. NTH really cordons and drains
-its nodes and completes its hooks. The same observer (bench/storm.py) times both from the apiserver and the
-emulator. Then both get events for an instance of another cluster and for an unknown instance
-(bench/nth_stray.py).
+mode, bench/nth.py) on one test bed, with a lower bound (bench/ideal_drain.py), over K rounds. Each round gives
+each contender its own fresh ASG of N instances with kwok nodes and an identical workload (its own namespace,
+Deployments under PDBs, spare nodes), then runs them one after the other, the orchestrator first in odd rounds and
+NTH first in even ones, the lower bound last. A tool's nodes get their terminate lifecycle events at one instant:
+the orchestrator as one durable execution of the real handler per event (as bench/bench_storm.py runs them), NTH as
+EventBridge envelopes on its SQS queue (one NTH process for all rounds). NTH really cordons and drains its nodes
+and completes its hooks. The same observer (bench/storm.py) times all three from the apiserver and the emulator.
+Then both tools get events for an instance of another cluster and for an unknown instance (bench/nth_stray.py).
 
-    make bench-nth                        # = python -m bench.bench_nth --nodes 20 --pods-per-node 10
-    python -m bench.bench_nth --nodes 3 --pods-per-node 3
+    make bench-nth                        # = python -m bench.bench_nth --nodes 20 --pods-per-node 10 --runs 3
+    python -m bench.bench_nth --nodes 3 --pods-per-node 3 --runs 2 --grace 30
 
-Results go to stdout as Markdown; docs/benchmarks.md records them with the command. Reuses a bed started with
-`make cluster-up` when DRAIN_TESTBED_DIR is set.
+Results go to stdout as Markdown (bench/nth_report.py); docs/benchmarks.md records them with the command. Reuses a
+bed started with `make cluster-up` when DRAIN_TESTBED_DIR is set.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import re
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import audit_counts, bench_storm, harness, nth, nth_stray, storm
+from kubernetes.client.rest import ApiException
+
+from bench import audit_counts, bench_storm, harness, ideal_drain, nth, nth_report, nth_stray, storm
 from bench.bench_storm import Phase
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
@@ -36,6 +41,8 @@ from testbed.kube import KubeScenario
 REPO = Path(__file__).resolve().parents[1]
 # client-go's own rate limiter (NTH leaves it at the default 5 QPS, burst 10) logs the waits it imposes
 THROTTLED = re.compile(r"Waited for ([0-9.]+)s due to client-side throttling")
+# its drain library's klog line for an eviction refused by a PDB: counted as an eviction 429, not an error
+PDB_REFUSAL = "would violate the pod's disruption budget"
 NTH_TAGS = {**bench_storm.OWNED, nth.MANAGED_TAG: ""}
 
 
@@ -50,10 +57,17 @@ STRAY_VARIANTS: tuple[tuple[str, ...], ...] = (
 
 
 def run_nth_phase(
-    aws: AwsSeed, k8s: KubeScenario, fleet: storm.Fleet, queue_url: str, proc: nth.NthProcess, timeout: float
+    aws: AwsSeed,
+    k8s: KubeScenario,
+    fleet: storm.Fleet,
+    queue_url: str,
+    proc: nth.NthProcess,
+    timeout: float,
+    since_line: int = 0,
 ) -> tuple[Phase, dict[str, float]]:
     """All of the fleet's events on NTH's queue at once; waits until every node is drained and every hook
-    completed (or NTH exits, or ``timeout``). Returns the phase and APF's dispatched requests per flow schema."""
+    completed (or NTH exits, or ``timeout``). Returns the phase, with the errors NTH logged from its line
+    ``since_line`` on, and APF's dispatched requests per flow schema."""
     ids, nodes = fleet.instance_ids, fleet.nodes
     obs = storm.Observer(k8s, nodes)
     obs.start()
@@ -79,13 +93,97 @@ def run_nth_phase(
     errors = sorted(
         {
             f"{ln.get('message', '')}: {ln.get('error', '')}"[:200]
-            for ln in proc.lines()
-            if ln.get("level") in ("error", "fatal", "panic") or "raw" in ln
+            for ln in proc.lines()[since_line:]
+            if (ln.get("level") in ("error", "fatal", "panic") or "raw" in ln)
+            and PDB_REFUSAL not in f"{ln.get('message', '')} {ln.get('raw', '')}"
         }
     )
     if not proc.alive():
         errors.append(f"NTH exited with {proc.proc.returncode}")
     return dataclasses.replace(phase, errors=errors), storm.diff(before, after).dispatched
+
+
+def round_order(r: int) -> tuple[str, ...]:
+    """Who goes when in round ``r`` (from 1): the orchestrator first in odd rounds, NTH first in even ones, so neither
+    always meets the bed fresher; the lower bound last."""
+    tools = ("orchestrator", "nth") if r % 2 else ("nth", "orchestrator")
+    return (*tools, "ideal")
+
+
+PREFIX = {"orchestrator": "orch", "nth": "nth", "ideal": "ideal"}
+TAGS = {"orchestrator": bench_storm.OWNED, "nth": NTH_TAGS, "ideal": {}}
+
+
+def _cleanup(scenarios: list[KubeScenario], timeout: float = 180) -> None:
+    """Remove a round's namespaces and nodes, waiting (at most ``timeout``) until the namespaces are gone, so their
+    pods' deletion loads no later round: a Terminating namespace takes no new pods, its pods go at once (grace 0),
+    then the nodes."""
+    for k in scenarios:
+        with contextlib.suppress(ApiException):
+            k.core.delete_namespace(k.ns, grace_period_seconds=0)
+        with contextlib.suppress(ApiException):
+            k.core.delete_collection_namespaced_pod(k.ns, grace_period_seconds=0)
+    end = time.monotonic() + timeout
+    names = {k.ns for k in scenarios}
+    while time.monotonic() < end and names & {n.metadata.name for n in scenarios[0].core.list_namespace().items}:
+        time.sleep(1)
+    for k in scenarios:
+        k.cleanup()
+
+
+def run_round(
+    bed: Testbed,
+    aws: AwsSeed,
+    api: Any,
+    r: int,
+    shape: tuple[int, int, str, int],
+    queue_url: str,
+    proc: nth.NthProcess,
+    access_key: str,
+    timeout: float,
+    last_round: bool = False,
+) -> dict[str, Any]:
+    """One round: fresh fleets and workloads for the three contenders, then each one's storm in round_order(r).
+    ``shape``: nodes, pods per node, PDB maxUnavailable, the pods' grace period. After the last round nothing is
+    timed, so its removal is not waited for."""
+    n_nodes, pods_per_node, max_unavailable, grace = shape
+    k8s = {c: KubeScenario(api, prefix=PREFIX[c]) for c in PREFIX}
+    try:
+        t_setup = time.monotonic()
+        fleets = {c: storm.seed_fleet(aws, k8s[c], f"ng-{PREFIX[c]}-r{r}", n_nodes, TAGS[c]) for c in PREFIX}
+        with ThreadPoolExecutor(len(fleets)) as pool:  # mostly waiting for the scheduler and kwok: side by side
+            seeded = [
+                pool.submit(storm.seed_workload, k8s[c], f.nodes, pods_per_node, max_unavailable, grace=grace)
+                for c, f in fleets.items()
+            ]
+            for s in seeded:
+                s.result()
+        fleets["orchestrator"].start_actions(aws)
+        fleets["nth"].start_actions(aws)
+        out: dict[str, Any] = {"round": r, "order": list(round_order(r)), "setup_s": time.monotonic() - t_setup}
+        phases: dict[str, Phase] = {}
+        for c in round_order(r):
+            f = fleets[c]
+            if c == "orchestrator":
+                phases[c] = bench_storm.run_phase(aws, k8s[c], f, f.instance_ids, access_key, timeout=int(timeout))
+            elif c == "nth":
+                mark = len(proc.lines())
+                phases[c], out["nth_dispatched"] = run_nth_phase(aws, k8s[c], f, queue_url, proc, timeout, mark)
+                lines = proc.lines()[mark:]
+                out["nth_evictions_logged"] = sum(
+                    1 for ln in lines if str(ln.get("message", "")).startswith("evicting pod")
+                )
+                out["nth_client_throttled_s"] = [
+                    float(m.group(1)) for ln in lines if (m := THROTTLED.match(str(ln.get("message", ""))))
+                ]
+            else:
+                phases[c] = ideal_drain.run_phase(k8s[c], f.nodes, timeout)
+        # both tools counted from the audit log, read once the round is over (its last lines are written)
+        phases["orchestrator"] = bench_storm.with_requests(bed, phases["orchestrator"])
+        phases["nth"] = bench_storm.with_requests(bed, phases["nth"], audit_counts.NTH)
+        return {**out, **{c: asdict(p) for c, p in phases.items()}}
+    finally:
+        _cleanup(list(k8s.values()), timeout=0 if last_round else 180)
 
 
 def bench(
@@ -99,136 +197,94 @@ def bench(
     timeout: float = 900,
     stray_variants: tuple[tuple[str, ...], ...] = STRAY_VARIANTS,
     nth_flags: tuple[str, ...] = (),
+    runs: int = 1,
+    grace: int = 0,
+    stray: bool = True,
 ) -> dict[str, Any]:
-    """Seed both fleets and workloads, start NTH, warm the orchestrator up, run the orchestrator's storm, then
-    NTH's, then the stray events. ``setenv`` sets the Lambda's environment (a test passes monkeypatch.setenv)."""
+    """Start NTH, warm the orchestrator up, run ``runs`` rounds (run_round), then the stray events (unless not
+    ``stray``). ``setenv`` sets the Lambda's environment (a test passes monkeypatch.setenv)."""
     from drain_orchestrator.workflow import runtime
 
+    if runs < 1:
+        raise ValueError(f"runs must be at least 1, got {runs}")
+    if grace < 0:
+        raise ValueError(f"grace must be 0 or more seconds, got {grace}")
     nth.binary()  # fail before any seeding when NTH is not built
     aws = AwsSeed(bed)
     aws.reset()
     aws.eks_cluster("blue")
     api = bed.admin_api_client()
-    orch_k8s = KubeScenario(api, prefix="orch")
-    nth_k8s = KubeScenario(api, prefix="nth")
+    warm = KubeScenario(api, prefix="warm")
     proc: nth.NthProcess | None = None
     try:
-        t_setup = time.monotonic()
-        orch = storm.seed_fleet(aws, orch_k8s, "ng-orch", n_nodes, bench_storm.OWNED)
-        nthf = storm.seed_fleet(aws, nth_k8s, "ng-nth", n_nodes, NTH_TAGS)
-        storm.seed_workload(orch_k8s, orch.nodes, pods_per_node, max_unavailable)
-        storm.seed_workload(nth_k8s, nthf.nodes, pods_per_node, max_unavailable)
-        orch.start_actions(aws)
-        nthf.start_actions(aws)
         env, _ = aws.lambda_env("blue")
         for k, v in env.items():
             setenv(k, v)
         runtime.reset_config()
         queue_url = nth.create_queue(aws)
-        setup_s = time.monotonic() - t_setup
         proc = nth.start(bed, api, queue_url, workdir / "storm", nth_flags)
         nth_start_s = proc.wait_started()
-        warm_s = bench_storm.warm_up(aws, orch_k8s)
-        orch_phase = bench_storm.run_phase(aws, orch_k8s, orch, orch.instance_ids, env["AWS_ACCESS_KEY_ID"])
-        nth_phase, nth_dispatched = run_nth_phase(aws, nth_k8s, nthf, queue_url, proc, timeout)
-        orch_phase = bench_storm.with_requests(bed, orch_phase)  # both tools counted from the audit log
-        nth_phase = bench_storm.with_requests(bed, nth_phase, audit_counts.NTH)
-        lines = proc.lines()
-        evictions = sum(1 for ln in lines if str(ln.get("message", "")).startswith("evicting pod"))
-        throttled = [float(m.group(1)) for ln in lines if (m := THROTTLED.match(str(ln.get("message", ""))))]
+        warm_s = bench_storm.warm_up(aws, warm)
+        shape = (n_nodes, pods_per_node, max_unavailable, grace)
+        rounds = [
+            run_round(bed, aws, api, r, shape, queue_url, proc, env["AWS_ACCESS_KEY_ID"], timeout, r == runs)
+            for r in range(1, runs + 1)
+        ]
         proc.stop()
         proc = None
-        cases = nth_stray.seed(aws)
-        stray = [asdict(o) for o in nth_stray.orchestrator(aws, cases, handler_log)]
+        strays: list[dict[str, Any]] = []
         windows = []
-        for i, flags in enumerate(stray_variants):
-            w, outs = nth_stray.nth_window(bed, aws, api, queue_url, cases, workdir / f"stray-{i}", flags)
-            windows.append(asdict(w))
-            stray += [asdict(o) for o in outs]
-        return {
-            "setup_s": setup_s,
+        if stray:
+            cases = nth_stray.seed(aws)
+            strays = [asdict(o) for o in nth_stray.orchestrator(aws, cases, handler_log)]
+            for i, flags in enumerate(stray_variants):
+                w, outs = nth_stray.nth_window(bed, aws, api, queue_url, cases, workdir / f"stray-{i}", flags)
+                windows.append(asdict(w))
+                strays += [asdict(o) for o in outs]
+        res: dict[str, Any] = {
             "nth_start_s": nth_start_s,
             "warm_up_s": warm_s,
             "max_unavailable": max_unavailable,
+            "grace": grace,
             "nth_flags": list(nth_flags),
-            "orchestrator": asdict(orch_phase),
-            "nth": asdict(nth_phase),
-            "nth_dispatched": nth_dispatched,
-            "nth_evictions_logged": evictions,
-            "nth_client_throttled_s": throttled,
-            "stray": stray,
+            "rounds": rounds,
+            "stray": strays,
             "nth_windows": windows,
         }
+        res["summary"] = nth_report.summary(res)
+        return res
     finally:
         if proc is not None:
             proc.stop()
         runtime.reset_config()
-        orch_k8s.cleanup()
-        nth_k8s.cleanup()
+        warm.cleanup()
         api.close()
 
 
-def render(res: dict[str, Any]) -> str:
-    o, n = Phase(**res["orchestrator"]), Phase(**res["nth"])
+def _at_least(lowest: int, name: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {text!r}") from None
+        if value < lowest:
+            raise argparse.ArgumentTypeError(f"{name} must be at least {lowest}, got {value}")
+        return value
 
-    def t(v: float | None) -> str:
-        return f"{v:.2f} s" if v is not None else "not all done"
-
-    rows = [
-        ("nodes / pods on them", f"{o.nodes} / {o.pods}", f"{n.nodes} / {n.pods}"),
-        ("outcome per event", str(o.statuses), str(n.statuses)),
-        ("all drained + hooks completed", t(o.all_done_s), t(n.all_done_s)),
-        ("event → cordon", storm.summary(o.cordon_s), storm.summary(n.cordon_s)),
-        ("event → drained", storm.summary(o.drained_s), storm.summary(n.drained_s)),
-        ("event → hook completed", storm.summary(o.hook_s), storm.summary(n.hook_s)),
-        ("API requests (APF dispatched, the tool's flow schema)",
-         f"{o.kube_requests:.0f} ({bench_storm.OUR_FLOW_SCHEMA})", f"{n.kube_requests:.0f} ({nth.FLOW_SCHEMA})"),
-        ("API requests per pod", f"{o.per_pod():.2f}", f"{n.per_pod():.2f}"),
-        ("replacement pods scheduled onto a node still to drain", str(o.relanded), str(n.relanded)),
-        ("APF rejections / eviction 429s (PDB refusals)", f"{o.apf_rejected:.0f} / {o.eviction_429:.0f}",
-         f"{n.apf_rejected:.0f} / {n.eviction_429:.0f}"),
-        ("AWS calls per node (the tool's access key)", f"{sum(o.aws_calls.values()) / max(1, o.nodes):.1f}",
-         f"{sum(n.aws_calls.values()) / max(1, n.nodes):.1f}"),
-    ]  # fmt: skip
-    out = ["| | orchestrator | aws-node-termination-handler |", "|---|---|---|"]
-    out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
-    out.append(
-        f"\nNTH's extra flags in its storm: {res.get('nth_flags') or 'none'}; "
-        f"PDB maxUnavailable {res['max_unavailable']}; setup {res['setup_s']:.0f} s; NTH start-up "
-        f"{res['nth_start_s']:.2f} s; orchestrator warm-up execution {res['warm_up_s']:.2f} s."
-    )
-    out.append(f"AWS calls, orchestrator: {o.aws_calls}")
-    out.append(f"AWS calls, NTH: {n.aws_calls}")
-    out.append(f"APF dispatched per flow schema during NTH's phase: {res['nth_dispatched']}")
-    waits = res.get("nth_client_throttled_s", [])
-    out.append(
-        f"NTH logged {res.get('nth_evictions_logged', 0)} evictions for {n.pods} pods; client-go's rate limiter "
-        f"logged {len(waits)} waits" + (f", longest {max(waits):.1f} s" if waits else "")
-    )
-    for name, p in (("orchestrator", o), ("NTH", n)):
-        if p.errors:
-            out.append(f"{name} errors: {p.errors}")
-    out += ["", "| event for | tool | outcome | hook afterwards | its log lines naming the instance |"]
-    out.append("|---|---|---|---|---|")
-    for s in res["stray"]:
-        log = "<br>".join(s["log"]) or "none"
-        out.append(f"| {s['case']} | {s['tool']} | {s['outcome']} | {s['hook']} | {log} |")
-    for w in res["nth_windows"]:
-        out.append(
-            f"\nNTH {' '.join(w['flags']) or '(defaults)'}, {nth_stray.WINDOW_S:.0f} s: "
-            f"{'still running' if w['alive'] else 'exited ' + str(w['exit_code'])}; ReceiveMessage {w['receives']}, "
-            f"DeleteMessage {w['deletes']}, CompleteLifecycleAction {w['completes']}; left on the queue: "
-            f"{w['queue_left']}"
-        )
-    return "\n".join(out)
+    return parse
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description="the orchestrator and aws-node-termination-handler side by side")
-    p.add_argument("--nodes", type=int, default=20, help="nodes per tool")
-    p.add_argument("--pods-per-node", type=int, default=10)
+    p.add_argument("--nodes", type=_at_least(1, "--nodes"), default=20, help="nodes per contender and round")
+    p.add_argument("--pods-per-node", type=_at_least(1, "--pods-per-node"), default=10)
     p.add_argument("--max-unavailable", default="10%", help="PDB maxUnavailable of every Deployment")
-    p.add_argument("--json", type=Path, help="also write the raw results here")
+    p.add_argument("--runs", type=_at_least(1, "--runs"), default=3, help="rounds (the tools alternate going first)")
+    p.add_argument(
+        "--grace", type=_at_least(0, "--grace"), default=0, help="the Deployments' terminationGracePeriodSeconds"
+    )
+    p.add_argument("--no-stray", action="store_true", help="skip the stray events (three 75 s NTH windows)")
+    p.add_argument("--json", type=Path, help="also write the raw results (every round's) here")
     p.add_argument(
         "--nth-flag", action="append", default=[], help="extra NTH flag for its storm, e.g. --nth-flag=--workers=50"
     )
@@ -242,16 +298,19 @@ def main() -> int:
     log = REPO / ".local" / "bench-nth-handler.log"
     try:
         with harness.stdout_into(log):  # the stray events' outcomes read the handler's log lines from it
-            res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, handler_log=log, nth_flags=tuple(a.nth_flag))
+            res = bench(
+                bed, a.nodes, a.pods_per_node, a.max_unavailable, handler_log=log, nth_flags=tuple(a.nth_flag),
+                runs=a.runs, grace=a.grace, stray=not a.no_stray,
+            )  # fmt: skip
     finally:
         if owned:
             bed.stop()
     if a.json:
         a.json.write_text(storm.dumps(res))
-    print(render(res))
-    for name in ("orchestrator", "nth"):
-        phase = res[name]
-        print(f"\n{name}'s requests from the audit log:\n" + audit_counts.render(phase["requests"], phase["pods"]))
+    print(nth_report.render(res))
+    for who in ("orchestrator", "nth", "ideal"):
+        counts, pods = nth_report.requests_all_rounds(res, who)
+        print(f"\n{nth_report.TITLES[who]}'s requests, all rounds:\n" + audit_counts.render(counts, pods))
     return 0
 
 

@@ -25,6 +25,9 @@ from testbed.kube import RUN_LABEL, KubeScenario
 
 HOOK = "drain"
 SPARE_PODS = 100  # pods a spare node takes (of its 110), so the replacements always fit
+# the observer's watches end this often (and resume where they were), so stop() returns within about this long:
+# a quiet watch (the nodes once cordoned) would otherwise hold every phase's end for its whole timeout
+WATCH_S = 1
 
 
 @dataclass
@@ -195,7 +198,7 @@ class Observer:
     # the client's models cost more CPU than all the executions together, in the same process (one GIL).
     def _events(self, list_fn: Any, rv: str, wanted: bytes, **kw: Any) -> Iterator[tuple[str, dict[str, Any], bytes]]:
         """(resourceVersion, event, raw line) of a watch from ``rv``; events whose line lacks ``wanted`` come as {}."""
-        resp = list_fn(watch=True, resource_version=rv, timeout_seconds=5, _preload_content=False, **kw)
+        resp = list_fn(watch=True, resource_version=rv, timeout_seconds=WATCH_S, _preload_content=False, **kw)
         try:
             buf = b""
             for chunk in resp.stream(65536):

@@ -1,13 +1,13 @@
-"""The side-by-side benchmark's pure parts (bench/nth.py, bench/bench_nth.py): how it refuses to run without the
-NTH binary, the per-event ids NTH needs, and the tables. Running NTH itself is `make bench-nth`, outside `make test`
-(its build takes ~9 min cold)."""
+"""The side-by-side benchmark's pure parts (bench/nth.py, bench/bench_nth.py, bench/nth_report.py): how it refuses
+to run without the NTH binary, the per-event ids NTH needs, the rounds' order, and the tables over the rounds.
+Running NTH itself is `make bench-nth`, outside `make test` (its build takes ~9 min cold)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from bench import bench_nth, nth
+from bench import bench_nth, nth, nth_report
 
 
 def test_missing_binary_names_the_path_and_the_make_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,26 +46,93 @@ def test_every_event_gets_its_own_id_and_the_original_is_kept() -> None:
     assert a["detail"] == ev["detail"] and ev["id"] == "same"
 
 
-def _phase(statuses: dict[str, int], kube: float) -> dict[str, object]:
+def _phase(all_done: float | None, requests: dict[str, int], *, hooks: bool = True) -> dict[str, object]:
     return {
-        "nodes": 2, "pods": 6, "all_done_s": 3.0, "cordon_s": [0.1, 0.2], "drained_s": [1.0, 2.0],
-        "hook_s": [1.5, 3.0], "statuses": statuses, "kube_requests": kube, "apf_rejected": 0.0,
-        "eviction_429": 1.0, "all_429": 1.0, "aws_calls": {"ec2:DescribeInstances": 2}, "operations": [], "errors": [],
+        "nodes": 2, "pods": 10, "all_done_s": all_done, "cordon_s": [0.1, 0.3], "drained_s": [1.0, 2.0],
+        "hook_s": [1.5, 3.0] if hooks else [], "statuses": {"SUCCEEDED": 2}, "kube_requests": 0.0,
+        "apf_rejected": 0.0, "eviction_429": 0.0, "all_429": 0.0,
+        "aws_calls": {"ec2:DescribeInstances": 2} if hooks else {}, "operations": [], "errors": [],
+        "requests": requests,
     }  # fmt: skip
 
 
-def test_render_puts_both_tools_and_the_stray_events_side_by_side() -> None:
-    res = {
-        "setup_s": 5.0, "nth_start_s": 0.2, "warm_up_s": 1.0, "max_unavailable": "50%",
-        "orchestrator": _phase({"SUCCEEDED": 2}, 30), "nth": _phase({"HOOK-COMPLETED": 2}, 12),
-        "nth_dispatched": {"kube-system-service-accounts": 12.0},
+def _round(r: int, orch: float | None, nth_s: float, ideal: float, orch_429: int) -> dict[str, object]:
+    return {
+        "round": r, "order": list(bench_nth.round_order(r)), "setup_s": 20.0,
+        "orchestrator": _phase(orch, {"create pods/eviction 201": 10, "create pods/eviction 429": orch_429}),
+        "nth": _phase(nth_s, {"create pods/eviction 201": 10, "get pods": 20}),
+        "ideal": _phase(ideal, {"create pods/eviction 201": 10, "patch nodes": 2}, hooks=False),
+        "nth_evictions_logged": 12, "nth_client_throttled_s": [1.5],
+    }  # fmt: skip
+
+
+def _results(rounds: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "nth_start_s": 0.2, "warm_up_s": 1.0, "max_unavailable": "50%", "grace": 30, "nth_flags": [],
+        "rounds": rounds,
         "stray": [{"tool": "NTH (defaults)", "case": "other cluster", "outcome": "process running",
                    "hook": "ACTIVE (left alone)", "log": ["error node not found (x4)"]}],
         "nth_windows": [{"flags": [], "alive": True, "exit_code": None, "receives": 5, "deletes": 1, "completes": 0,
                          "queue_left": {"visible": 0, "in_flight": 1}}],
     }  # fmt: skip
-    out = bench_nth.render(res)
-    assert "| API requests per pod | 5.00 | 2.00 |" in out
+
+
+def test_rounds_alternate_which_tool_goes_first_and_the_lower_bound_goes_last() -> None:
+    assert [bench_nth.round_order(r) for r in (1, 2, 3)] == [
+        ("orchestrator", "nth", "ideal"),
+        ("nth", "orchestrator", "ideal"),
+        ("orchestrator", "nth", "ideal"),
+    ]
+
+
+def test_median_and_range_over_rounds() -> None:
+    assert nth_report.median_range([3.0, 1.0, 2.0]) == (2.0, 1.0, 3.0)
+    assert nth_report.median_range([4.0, 1.0]) == (2.5, 1.0, 4.0)
+    assert nth_report.median_range([]) is None
+    assert nth_report.cell([40.0, None, 50.0], "{:.1f}", " s") == "45.0 s (40.0-50.0), 1 of 3 rounds not all done"
+    assert nth_report.cell([7.0], "{:.1f}", " s") == "7.0 s"
+    assert nth_report.cell([None]) == "n/a"
+
+
+def test_ratio_of_medians_says_when_the_divisor_is_zero() -> None:
+    assert nth_report.ratio(3.0, 1.5) == "2.00"
+    assert nth_report.ratio(2.0, 0.0) == "∞ (divisor 0)"
+    assert nth_report.ratio(0.0, 0.0) == "both 0"
+    assert nth_report.ratio(None, 1.0) == "n/a"
+
+
+def test_render_gives_medians_ranges_ratios_and_each_tool_over_the_lower_bound() -> None:
+    res = _results([_round(1, 40.0, 80.0, 20.0, 5), _round(2, 60.0, 100.0, 25.0, 15), _round(3, 50.0, 90.0, 20.0, 10)])
+    out = nth_report.render(res)
+    assert "| median (min-max) over 3 rounds | orchestrator | aws-node-termination-handler | lower bound |" in out
+    row = "| all drained + hooks completed (lower bound: all drained) | 50.0 s (40.0-60.0) | 90.0 s (80.0-100.0) | "
+    assert row + "20.0 s (20.0-25.0) |" in out
+    assert "| eviction 429s (PDB refusals) per pod | 1.00 (0.50-1.50) | 0.00 (0.00-0.00) | 0.00 (0.00-0.00) |" in out
+    assert "| API requests per pod: orchestrator ÷ NTH (medians) | 0.67 |" in out
+    assert "| all drained + hooks completed: orchestrator ÷ NTH (medians) | 0.56 |" in out
+    assert "| PDB refusals (eviction 429s) per pod: orchestrator ÷ NTH (medians) | ∞ (divisor 0) |" in out
+    # per round 2.0, 2.4, 2.5 and 4.0, 4.0, 4.5
+    assert "| storm time ÷ lower bound, orchestrator (per round) | 2.40 (2.00-2.50) |" in out
+    assert "| storm time ÷ lower bound, aws-node-termination-handler (per round) | 4.00 (4.00-4.50) |" in out
+    assert "| event → hook completed, p50 | 2.2 s (2.2-2.2) | 2.2 s (2.2-2.2) | — |" in out
+    assert "- round 2 (in this order): aws-node-termination-handler 100.0 s, orchestrator 60.0 s, lower bound" in out
+    assert "terminationGracePeriodSeconds 30" in out
     row = "| other cluster | NTH (defaults) | process running | ACTIVE (left alone) | error node not found (x4) |"
     assert row in out
     assert "NTH (defaults), 75 s: still running; ReceiveMessage 5, DeleteMessage 1" in out
+
+
+def test_a_round_not_all_done_is_left_out_of_the_median_and_named() -> None:
+    res = _results([_round(1, None, 80.0, 20.0, 0), _round(2, 60.0, 100.0, 20.0, 0)])
+    out = nth_report.render(res)
+    assert "| 60.0 s, 1 of 2 rounds not all done |" in out
+    assert "| storm time ÷ lower bound, orchestrator (per round) | 3.00, 1 of 2 rounds not all done |" in out
+    summary = nth_report.summary(res)
+    assert summary["storm time ÷ lower bound"]["nth"] == {"median": 4.5, "min": 4.0, "max": 5.0}
+    assert summary["event → hook completed, p50"]["ideal"] is None
+
+
+def test_requests_over_all_rounds_are_summed_by_kind() -> None:
+    res = _results([_round(1, 40.0, 80.0, 20.0, 5), _round(2, 60.0, 100.0, 25.0, 15)])
+    counts, pods = nth_report.requests_all_rounds(res, "orchestrator")
+    assert counts == {"create pods/eviction 429": 20, "create pods/eviction 201": 20} and pods == 20
