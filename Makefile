@@ -38,7 +38,7 @@ help:
 	@echo "make bench-hold    a drain held by a PDB: 4 min on the bed, then the model for 48 h (results: docs/cost.md)"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 	@echo "make soak          an hour of random events and faults on the bed, then every invariant checked (SOAK_MINUTES, SOAK_SEED)"
-	@echo "make bench-nth     side by side with aws-node-termination-handler, 20 nodes each (builds NTH once, ~9 min)"
+	@echo "make bench-nth     side by side with aws-node-termination-handler and a lower bound, 20 nodes, 3 rounds (builds NTH once)"
 	@echo "make prune-versions FUNCTION=NAME_OR_ARN [YES=1]  the function's versions unused by aliases and executions"
 
 setup: setup-python setup-node setup-bins
