@@ -126,7 +126,8 @@ def test_ip_mode_targets_of_the_nodes_pods_hold_the_hook_and_other_pods_do_not(
     assert len(ips) == 2 and all(ips), "fixture: kwok gives the node's pods IPs"
     k8s.deployment("other", 1, nodes=[n for n in k8s.nodes if n != node])
     (other,) = k8s.wait_pods_ready("app=other", 1)
-    tg = target_group(aws, "tg-api-ip", kind="ip", delay=5)
+    # draining outlasts the drain's 5 s settle re-list after the cordon, even on a loaded host: the gate sees it
+    tg = target_group(aws, "tg-api-ip", kind="ip", delay=12)
     register(aws, tg, [*ips, other.status.pod_ip])
     with LoadBalancerControllerStandIn(aws, k8s, {node: iid}, [tg]) as controller:
         run = _terminate(aws, lam, iid)
