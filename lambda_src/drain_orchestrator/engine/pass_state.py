@@ -83,8 +83,7 @@ def due(batch: list[PodVerdict], options: DrainOptions, state: DrainState) -> tu
 
     A pod refused by a named PDB is retried only right after a wait saw that PDB allowing disruptions (and still
     allowing after its hold-off), and no more of them than it allows (budget_share); other retries wait for their
-    backoff. The deadline policy may act
-    on any pod."""
+    backoff. The deadline policy may act on any pod."""
     mono, now = time.monotonic(), time.time()
     bound = [(ident_of(v.pod), v) for v in batch if state.known(ident_of(v.pod)).waiting_on]
     allowing = _allowing(state, mono) if bound else {}
@@ -246,4 +245,4 @@ def _wait_for_budgets(
 
 
 def _sent_uids(recs: list[PodRecord]) -> set[str]:
-    return {r.ident.rsplit("@", 1)[1] for r in recs if r.sent and "@" in r.ident}
+    return {r.uid for r in recs if r.sent and r.uid}

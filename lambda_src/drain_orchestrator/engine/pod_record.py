@@ -25,7 +25,7 @@ class PodRecord:
     not_before: float | None = None  # monotonic time of the next try
     pdbs: list[str] = field(default_factory=list)  # the budgets that refused it (or select it)
     last_block: str | None = None  # the last refusal's message
-    # refused by named PDBs (namespace, name): retried only when a PDB LIST shows the budget allowing it
+    # refused by named PDBs (namespace, name): retried only when the budget's watch gives this drain its turn
     waiting_on: list[tuple[str, str]] = field(default_factory=list)
     force_at: float | None = None  # monotonic time the deadline policy acts
     last_hold: HeldPod | None = None  # refused or failed: the last reason
@@ -34,6 +34,11 @@ class PodRecord:
     expected_gone: float | None = None  # epoch when the grace it was sent (or shortened to) ends
     # let finish by its drain policy: monotonic time it is looked at again (set anew every pass)
     held_until: float | None = None
+
+    @property
+    def uid(self) -> str:
+        """The pod's uid (the part of its identity after "@")."""
+        return self.ident.rsplit("@", 1)[1] if "@" in self.ident else ""
 
     @property
     def key(self) -> str:
