@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from typing import Any
 from testbed import control_plane
 from testbed import pki as pki_mod
 from testbed.binaries import BinDir, locate_binaries
-from testbed.procs import Proc, State, free_port, pid_alive, stop_procs
+from testbed.procs import ComponentExited, Proc, State, free_port, pid_alive, stop_procs
 
 REPO = Path(__file__).resolve().parents[1]
 REGION = "us-east-1"
@@ -36,6 +37,8 @@ class Testbed:
 
     def __init__(self, state: State) -> None:
         self.state = state
+        # the handles of the processes this bed object spawned: how one of them ended (exit code or signal)
+        self._popens: dict[str, subprocess.Popen[bytes]] = {}
         self.dir = Path(state.dir)
         self.region = REGION
         self.account_id = ACCOUNT_ID
@@ -136,9 +139,24 @@ class Testbed:
 
     @classmethod
     def start(cls, directory: Path, *, bins: BinDir | None = None, log: Callable[[str], None] | None = None) -> Testbed:
+        """Start a bed in ``directory``. A component that dies while the bed comes up (a signal from outside, a
+        port taken between choosing and binding it) costs one more start on fresh ports, not a session of errors;
+        the failed start's logs stay in ``logs.failed-start``."""
         say = log or (lambda msg: print(f"[testbed] {msg}", file=sys.stderr, flush=True))
         bins = bins or locate_binaries()
         directory = directory.resolve()
+        try:
+            return cls._start_once(directory, bins, say)
+        except ComponentExited as e:
+            say(f"{e.component} exited while the bed came up ({e.status}); starting it once more on fresh ports")
+            kept = directory / "logs.failed-start"
+            if kept.exists():
+                subprocess.run(["rm", "-rf", str(kept)], check=True)
+            (directory / "logs").rename(kept)
+        return cls._start_once(directory, bins, say)
+
+    @classmethod
+    def _start_once(cls, directory: Path, bins: BinDir, say: Callable[[str], None]) -> Testbed:
         if (directory / "state.json").exists():
             old = State.load(directory / "state.json")
             stop_procs(old.procs)
@@ -179,6 +197,7 @@ class Testbed:
             start_new_session=True,  # own process group: stop() kills it and its children, nothing else
             env={**os.environ, **(env or {})},
         )
+        self._popens[name] = p
         proc = Proc(name=name, pid=p.pid, argv0=argv[0], argv=list(argv), env=dict(env or {}))
         # a restarted component takes its old place (start order matters to stop())
         at = next((i for i, q in enumerate(self.state.procs) if q.name == name), None)
@@ -187,6 +206,15 @@ class Testbed:
         else:
             self.state.procs[at] = proc
         self.save_state()
+
+    def exit_status(self, name: str) -> str:
+        """How the component ``name`` this object spawned ended: an exit code or the signal that killed it."""
+        p = self._popens.get(name)
+        if p is None or p.poll() is None:
+            return "exit status unknown"
+        if p.returncode < 0:
+            return f"killed by {signal.Signals(-p.returncode).name}"
+        return f"exit code {p.returncode}"
 
     def save_state(self) -> None:
         tmp = self.dir / "state.json.tmp"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from testbed.binaries import REPO, BinDir
 from testbed.pki import Pki
-from testbed.procs import TestbedError, free_port, http_ok, pid_alive, reap
+from testbed.procs import ComponentExited, TestbedError, free_port, http_ok, pid_alive, reap
 
 if TYPE_CHECKING:
     from testbed.bed import Testbed
@@ -257,7 +257,10 @@ def _wait(what: str, ok: Callable[[], bool], bed: Testbed, proc_name: str) -> No
             return
         proc = next((p for p in bed.state.procs if p.name == proc_name), None)
         if proc and not pid_alive(proc):
+            status = bed.exit_status(proc_name)  # before reap(): it would take the exit status from the handle
             reap()
-            raise TestbedError(f"{proc_name} exited while waiting for {what}:\n{bed.tail_logs()}")
+            raise ComponentExited(
+                proc_name, status, f"{proc_name} exited ({status}) while waiting for {what}:\n{bed.tail_logs()}"
+            )
         time.sleep(0.1)
     raise TestbedError(f"timed out after {START_TIMEOUT_S:.0f} s waiting for {what}:\n{bed.tail_logs()}")

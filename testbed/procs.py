@@ -22,6 +22,15 @@ class TestbedError(RuntimeError):
     __test__ = False  # not a pytest test class
 
 
+class ComponentExited(TestbedError):
+    """A component died while the bed came up; ``status`` says how (exit code or signal)."""
+
+    def __init__(self, component: str, status: str, message: str) -> None:
+        super().__init__(message)
+        self.component = component
+        self.status = status
+
+
 def _ephemeral_range() -> tuple[int, int]:
     try:
         low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()

@@ -309,3 +309,52 @@ def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_pat
     assert down.returncode == 0, down.stderr
     assert len(procs) == 6
     assert not [p.name for p in procs if pid_alive(p)]
+
+
+def test_a_component_killed_while_the_bed_comes_up_costs_one_more_start(tmp_path: Any) -> None:
+    """A component that dies during start (here the apiserver, killed from outside) is reported with its signal,
+    and the bed starts once more on fresh ports instead of failing every test of the session."""
+    import os
+    import signal
+    import ssl
+    import threading
+
+    from testbed.procs import State, http_ok
+
+    d = tmp_path / "bed"
+    said: list[str] = []
+    started: list[Testbed] = []
+    failed: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            started.append(Testbed.start(d, log=said.append))
+        except BaseException as e:  # reported below, with what the bed said
+            failed.append(e)
+
+    t = threading.Thread(target=start, daemon=True)
+    t.start()
+    killed = None
+    deadline = time.monotonic() + 60
+    while killed is None and time.monotonic() < deadline and t.is_alive():
+        try:
+            procs = State.load(d / "state.json").procs
+        except (FileNotFoundError, ValueError):
+            procs = []
+        apiserver = next((p for p in procs if p.name == "kube-apiserver"), None)
+        if apiserver is not None:
+            os.kill(apiserver.pid, signal.SIGKILL)
+            killed = apiserver.pid
+        time.sleep(0.02)
+    t.join(timeout=120)
+    assert not failed, f"{failed[0]!r}; the bed said: {said}"
+    assert killed is not None and started, f"the apiserver was never seen starting; the bed said: {said}"
+    bed = started[0]
+    try:
+        assert any("kube-apiserver exited while the bed came up (killed by SIGKILL)" in s for s in said), said
+        assert (d / "logs.failed-start" / "kube-apiserver.log").exists()
+        apiserver = next(p for p in bed.state.procs if p.name == "kube-apiserver")
+        assert apiserver.pid != killed
+        assert http_ok(f"{bed.server}/readyz", ssl.create_default_context(cafile=str(d / "pki" / "ca.crt")))
+    finally:
+        bed.stop()
