@@ -7,6 +7,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from drain_orchestrator.kube.rest import Kube
@@ -60,10 +61,10 @@ def wait_for_deletions(
     check_every: float = 5.0,
 ) -> bool | None:
     """Block until every pod in ``uids`` has been deleted from ``node`` (watched from the LIST at ``since``), or
-    ``timeout`` seconds pass: True when all went, False on timeout or a watch cut short (the next pass lists again),
-    None when the watch was refused (a role without ``watch pods``): the caller polls instead. One request however
-    many pods go and however long they take. ``check`` runs every ``check_every`` seconds meanwhile; what it raises
-    ends it."""
+    ``timeout`` seconds pass: True when all went, False on timeout, a watch cut short or a version gone (410: the
+    next pass lists again), None when the watch was forbidden (a role without ``watch pods``): the caller polls.
+    One request however many pods go and however long they take. ``check`` runs every ``check_every`` seconds
+    meanwhile; what it raises ends it."""
     left = set(uids)
     if not left or timeout <= 0:
         return bool(not left)
@@ -89,8 +90,14 @@ def wait_for_deletions(
             event = watch.next(min(end, next_check if check is not None else end) - now)
             if event is False:
                 continue
-            if event is None:  # ended early: refused (nothing seen), else cut (an apiserver restart)
-                return False if seen or time.monotonic() >= end - 1 else None
+            if event is None:
+                if not seen and watch.status == HTTPStatus.FORBIDDEN:  # the role may not watch pods: the caller polls
+                    return None
+                # cut (an apiserver restart) or not served yet (429 while a restarted apiserver's cache fills):
+                # the next pass lists again, after a moment so that a refusing apiserver is not asked in a loop
+                if not seen:
+                    time.sleep(max(0.0, min(end - time.monotonic(), 1.0)))
+                return False
             assert isinstance(event, dict)
             seen = True
             if event.get("type") == "ERROR":  # the version is gone (410): the next pass lists afresh

@@ -137,12 +137,13 @@ class Kube:
         self, path: str, query: Mapping[str, Any], timeout: float, opened: Callable[[Any], bool] | None = None
     ) -> Iterator[dict[str, Any]]:
         """A watch: yields decoded events until the server ends it (timeoutSeconds) or the timeout. ``opened`` gets
-        the response as soon as it arrives (another thread may ``shutdown()`` it to end the read); False: stop."""
+        the response as soon as it arrives, whatever its status (another thread may ``shutdown()`` it to end the read);
+        False: stop."""
         url, headers, _ = self._prepare("GET", path, query, None, JSON)
         self._count()
         raw = self._pool.request("GET", url, headers=headers, preload_content=False, timeout=timeout, retries=False)
         try:
-            if raw.status != 200 or (opened is not None and not opened(raw)):
+            if (opened is not None and not opened(raw)) or raw.status != 200:
                 return
             buf = b""
             for chunk in raw.stream(4096, decode_content=True):

@@ -19,6 +19,7 @@ class Watch:
         self._lock = threading.Lock()
         self._raw: Any = None
         self._closed = False
+        self.status: int | None = None  # the response's HTTP status once it arrived (403: the role may not watch)
         threading.Thread(target=self._read, args=(kube, path, query, timeout), daemon=True).start()
 
     def _read(self, kube: Kube, path: str, query: dict[str, Any], timeout: float) -> None:
@@ -31,6 +32,7 @@ class Watch:
     def _opened(self, raw: Any) -> bool:
         with self._lock:
             self._raw = raw
+            self.status = int(raw.status)
             return not self._closed
 
     def next(self, timeout: float) -> dict[str, Any] | bool | None:

@@ -1,0 +1,136 @@
+"""Watches resumed from a resourceVersion the apiserver no longer holds, on the real bed: a restarted apiserver's
+watch cache begins after it, so the watch answers 410 Gone. The budget wait lists again within the same wait and
+still sees the budget allowing; the pod wait hands back to the next pass's list instead of giving up watching. A
+role that may not watch pods (from before `pods watch` was granted) is told apart from a cut watch: that drain
+polls."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
+from drain_orchestrator.kube.pods import list_node_pods_at, wait_for_deletions
+from drain_orchestrator.kube.rest import Kube
+from testbed.bed import Testbed
+from testbed.control_plane import RBAC_FILE
+from testbed.faults import BedFaults
+from testbed.kube import KubeScenario
+from tests.integration.drain_support import DRAIN_USER, drainer
+
+pytestmark = pytest.mark.integration
+
+
+def _gone(kube: Kube, path: str, query: dict[str, Any]) -> dict[str, Any]:
+    """The first event of a watch from ``query``'s version, once the restarted apiserver's cache is ready."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for event in kube.stream_lines(path, {**query, "watch": "1", "timeoutSeconds": 2}, 10):
+            return event
+        time.sleep(0.2)  # 429 while the watch cache initializes: nothing streamed yet
+    raise AssertionError(f"no event from a watch of {path} at {query} within 60 s")
+
+
+def test_watches_from_a_version_a_restarted_apiserver_no_longer_holds_list_again(
+    testbed: Testbed, k8s: KubeScenario, bed_faults: BedFaults
+) -> None:
+    node, spare = k8s.add_nodes(2)
+    k8s.deployment("web", 2)
+    pods = k8s.wait_pods_ready("app=web", 2)
+    k8s.pdb("web", {"app": "web"}, min_available=1)
+    key = (k8s.ns, "web")
+    path = f"/apis/policy/v1/namespaces/{k8s.ns}/poddisruptionbudgets"
+    deadline = time.monotonic() + 60
+    while k8s.policy.read_namespaced_pod_disruption_budget("web", k8s.ns).status.disruptions_allowed != 1:
+        assert time.monotonic() < deadline, "the disruption controller never allowed one disruption"
+        time.sleep(0.2)
+    on_node = [p for p in pods if p.spec.node_name in (node, spare)]
+    target = on_node[0].spec.node_name
+    with drainer(testbed) as kube:
+        budgets_rv = kube.request("GET", path).body["metadata"]["resourceVersion"]
+        listed = list_node_pods_at(kube, target)
+    assert listed.resource_version and listed.items
+    k8s.core.create_namespaced_config_map(k8s.ns, {"metadata": {"name": "after-the-lists"}})  # etcd moves on
+    bed_faults.stop("kube-apiserver")
+    bed_faults.restart("kube-apiserver")
+
+    with drainer(testbed) as kube:
+        # the premise: both versions are gone from the restarted apiserver's point of view
+        gone = _gone(kube, path, {"resourceVersion": budgets_rv})
+        assert gone["type"] == "ERROR" and gone["object"]["code"] == 410, gone
+        pods_query = {"resourceVersion": listed.resource_version, "fieldSelector": f"spec.nodeName={target}"}
+        gone = _gone(kube, "/api/v1/pods", pods_query)
+        assert gone["type"] == "ERROR" and gone["object"]["code"] == 410, gone
+
+        t0 = time.monotonic()
+        stale = Budgets({}, t0, seen={key: 0}, rv=budgets_rv)  # as a wait ended before the restart
+        got = wait_for_budget(kube, [key], 20, resume=stale)
+        took = time.monotonic() - t0
+        assert got.allowed == {key: 1}, got
+        assert took < 10, f"the budget was allowing all along, yet the wait took {took:.1f} s"
+        assert got.rv is not None and int(got.rv) > int(budgets_rv)
+
+        t0 = time.monotonic()
+        uids = {str(p["metadata"]["uid"]) for p in listed.items}
+        ended = wait_for_deletions(kube, target, listed.resource_version, uids, 20)
+        took = time.monotonic() - t0
+        # False: the next pass lists again and watches from there; None would stop watching pods for the drain
+        assert ended is False, ended
+        assert took < 10, f"a gone version should end the wait at once, not after {took:.1f} s"
+
+
+OLD_GROUP = "drain-orchestrator-without-watch-pods"
+
+
+@pytest.fixture
+def role_without_watch_pods(testbed: Testbed) -> Iterator[None]:
+    """The shipped ClusterRole as it was before `pods watch`, bound to a group of its own."""
+    shipped = next(d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d and d["kind"] == "ClusterRole")
+    rules = [
+        {**r, "verbs": [v for v in r["verbs"] if v != "watch"]} if r["resources"] == ["pods"] else r
+        for r in shipped["rules"]
+    ]
+    assert rules != shipped["rules"], "the shipped role no longer grants pods watch"
+    rbac = client.RbacAuthorizationV1Api(testbed.admin_api_client())
+    rbac.create_cluster_role({"metadata": {"name": OLD_GROUP}, "rules": rules})
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": OLD_GROUP},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": OLD_GROUP},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": OLD_GROUP}],
+        }
+    )
+    try:
+        yield
+    finally:
+        rbac.delete_cluster_role_binding(OLD_GROUP)
+        rbac.delete_cluster_role(OLD_GROUP)
+
+
+def test_a_role_that_may_not_watch_pods_is_told_apart_from_a_cut_watch(
+    testbed: Testbed, k8s: KubeScenario, role_without_watch_pods: None
+) -> None:
+    node, spare = k8s.add_nodes(2)
+    k8s.deployment_on("web", 1, [node], spare)
+    api = testbed.admin_api_client()
+    api.set_default_header("Impersonate-User", DRAIN_USER)
+    api.set_default_header("Impersonate-Group", OLD_GROUP)
+    kube = Kube(api)
+    try:
+        # the authorizer learns of a new binding from its informer: wait until the group may list the node's pods
+        k8s.wait_for(lambda: kube.request("GET", "/api/v1/pods", query={"limit": 1}).ok, what="the binding")
+        listed = list_node_pods_at(kube, node)
+        assert listed.resource_version and listed.items
+        t0 = time.monotonic()
+        uids = {str(p["metadata"]["uid"]) for p in listed.items}
+        ended = wait_for_deletions(kube, node, listed.resource_version, uids, 20)
+        took = time.monotonic() - t0
+    finally:
+        api.close()
+    assert ended is None, ended  # forbidden: the drain polls from here on (a cut watch would be False)
+    assert took < 5, took
