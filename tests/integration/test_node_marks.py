@@ -1,17 +1,23 @@
 """kube/node_marks.py on the real apiserver, as the product's RBAC identity: a read-compute-write under the
 resourceVersion loses no concurrent change, gives up after its attempts, a dry run sends nothing, a gone node is
-NodeGone."""
+NodeGone; a write right after a read or a write starts from that answer (kube/recent.py) without losing a change
+made in between."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from drain_orchestrator.kube.cordon import ANN_STARTED_AT, cordon
 from drain_orchestrator.kube.errors import NodeGone
+from drain_orchestrator.kube.node_lookup import read_node
 from drain_orchestrator.kube.node_marks import AnnotationChange, Write, patch_node, update_annotations
+from drain_orchestrator.kube.recent import FRESH_SECONDS
 from tests.integration.drain_support import drainer
 
 pytestmark = pytest.mark.integration
@@ -68,7 +74,7 @@ def test_dry_run_reads_and_sends_nothing_and_no_change_is_unchanged(testbed: Any
         calls0 = kube.calls
         assert update_annotations(kube, a, _increment, dry_run=True).write is Write.DRY_RUN
         assert update_annotations(kube, a, lambda _: None).write is Write.UNCHANGED
-        assert kube.calls - calls0 == 2  # one GET each, no PATCH
+        assert kube.calls - calls0 == 1  # one GET (the second decides on the first's read of a moment ago), no PATCH
     assert KEY not in (k8s.core.read_node(a).metadata.annotations or {})
 
 
@@ -78,3 +84,47 @@ def test_a_gone_node_is_node_gone(testbed: Any) -> None:
             update_annotations(kube, "no-such-node", _increment)
         with pytest.raises(NodeGone):
             patch_node(kube, "no-such-node", {"metadata": {"annotations": {KEY: "1"}}})
+
+
+def test_a_write_right_after_a_read_needs_no_get_of_its_own(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    with drainer(testbed) as kube:
+        assert read_node(kube, a) is not None  # the lookup of the instance's node
+        calls0 = kube.calls
+        done = cordon(kube, a, reason="test", now=time.time())
+        assert done.changed
+        assert kube.calls - calls0 == 1  # the PATCH, on the lookup's view: no GET
+        calls0 = kube.calls
+        written = update_annotations(kube, a, _increment)
+        assert written.write is Write.WRITTEN
+        assert kube.calls - calls0 == 1  # on the cordon's answer
+    node = k8s.core.read_node(a)
+    assert node.spec.unschedulable and node.metadata.annotations[KEY] == "1"
+
+
+def test_a_view_gone_stale_loses_nothing_another_writer_set(testbed: Any, k8s: Any) -> None:
+    """The lookup's view says schedulable; another drain cordons and records an earlier start before this cordon:
+    the cordon (a patch that, after a GET, would need no resourceVersion) goes under the view's version, is refused
+    and reads again, so the first start stays and is reported."""
+    (a,) = k8s.add_nodes(1)
+    earlier = "2026-01-01T00:00:00Z"
+    with drainer(testbed) as kube:
+        assert read_node(kube, a) is not None
+        k8s.core.patch_node(
+            a, {"spec": {"unschedulable": True}, "metadata": {"annotations": {ANN_STARTED_AT: earlier}}}
+        )
+        calls0 = kube.calls
+        done = cordon(kube, a, reason="test", now=time.time())
+        assert kube.calls - calls0 >= 2  # the refused PATCH, then a GET (and the reason's PATCH)
+    assert k8s.core.read_node(a).metadata.annotations[ANN_STARTED_AT] == earlier
+    assert done.cordoned_at == datetime.strptime(earlier, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def test_a_view_older_than_a_moment_is_read_again(testbed: Any, k8s: Any) -> None:
+    (a,) = k8s.add_nodes(1)
+    with drainer(testbed) as kube:
+        assert read_node(kube, a) is not None
+        time.sleep(FRESH_SECONDS + 0.2)  # the view's age is what is tested
+        calls0 = kube.calls
+        update_annotations(kube, a, _increment)
+        assert kube.calls - calls0 == 2  # GET + PATCH

@@ -40,8 +40,8 @@ from drain_orchestrator.engine.pass_state import (
 from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.engine.surge import record_seen, surge_pass
 from drain_orchestrator.kube.cordon import cordon
-from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
+from drain_orchestrator.kube.node_marks import read_node_fresh
 from drain_orchestrator.kube.owners import classify_node
 from drain_orchestrator.kube.pods import list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
@@ -92,7 +92,8 @@ def drain_pass(
     report.cordoned = True
 
     state.listed_at = time.time()
-    listed = list_node_pods_at(kube, node, options.pod_selector)
+    # the first pass may start from the gate's listing of a moment ago; later ones list after their own evictions
+    listed = list_node_pods_at(kube, node, options.pod_selector, reuse=state.pods_rv is None)
     state.pods_rv = listed.resource_version
     pods = [PodInfo.from_dict(p) for p in listed.items]
     _announce_gone(state, pods, say)
@@ -142,11 +143,7 @@ def _check_node_exists(kube: Kube, node: str, state: DrainState, options: DrainO
     if state.node_seen is not None and mono - state.node_seen < options.node_check_seconds:
         return
     state.node_seen = mono
-    resp = kube.request("GET", f"/api/v1/nodes/{node}")
-    if resp.status == 404:
-        raise NodeGone(node)
-    if not resp.ok:
-        raise resp.error(f"get node/{node}")
+    read_node_fresh(kube, node)  # NodeGone when it is gone; a view of a moment ago (the cordon's answer) will do
 
 
 def _shorten_past_deadline(

@@ -39,8 +39,8 @@ from drain_orchestrator.drain.surge import (
     unschedulable_message,
 )
 from drain_orchestrator.drain.surge_expiry import expiry_of
-from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.node_marks import AnnotationChange, update_annotations
+from drain_orchestrator.kube.errors import KubeError, NodeGone
+from drain_orchestrator.kube.node_marks import AnnotationChange, read_node_fresh, update_annotations
 from drain_orchestrator.kube.node_records import COMPONENT
 from drain_orchestrator.kube.rest import Kube
 
@@ -309,10 +309,11 @@ def record_seen(facts: SurgeFacts, annotations: Mapping[str, str]) -> None:
 
 
 def _read_record(kube: Kube, node: str) -> list[str] | None:
-    resp = kube.request("GET", f"/api/v1/nodes/{node}")
-    if not resp.ok:
+    try:
+        body = read_node_fresh(kube, node)  # a view of a moment ago (the settle's write) will do
+    except KubeError:
         return None
-    return parse_node_record(((resp.body.get("metadata") or {}).get("annotations") or {}).get(NODE_RECORD))
+    return parse_node_record(((body.get("metadata") or {}).get("annotations") or {}).get(NODE_RECORD))
 
 
 def _write_record(kube: Kube, node: str, *, add: str | None = None, remove: str | None = None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from drain_orchestrator.kube.recent import remember_node
 from drain_orchestrator.kube.rest import Kube
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -50,6 +51,7 @@ def read_node(kube: Kube, name: str) -> dict[str, Any] | None:
         return None
     if not resp.ok:
         raise resp.error(f"get node/{name}")
+    remember_node(kube, resp.body)  # the cordon that follows writes on it without a GET
     return resp.body
 
 

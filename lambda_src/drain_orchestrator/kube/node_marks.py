@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Any
 
 from drain_orchestrator.kube.errors import KubeError, NodeGone
+from drain_orchestrator.kube.recent import NODES, remember_node
 from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
 
 ANNOTATION_PREFIX = "drain-orchestrator.io/"
@@ -51,10 +52,17 @@ def get_node(kube: Kube, node: str) -> dict[str, Any]:
     """The Node's JSON; NodeGone if it does not exist."""
     current = kube.request("GET", node_path(node))
     if current.status == 404:
+        NODES.drop(kube, node)
         raise NodeGone(node)
     if not current.ok:
         raise current.error(f"get node/{node}")
+    remember_node(kube, current.body)
     return current.body
+
+
+def read_node_fresh(kube: Kube, node: str) -> dict[str, Any]:
+    """The Node as this client saw it within the last moment (kube/recent.py), else :func:`get_node`."""
+    return NODES.get(kube, node) or get_node(kube, node)
 
 
 def patch_node(kube: Kube, node: str, patch: dict[str, Any], *, dry_run: bool = False) -> bool:
@@ -63,7 +71,10 @@ def patch_node(kube: Kube, node: str, patch: dict[str, Any], *, dry_run: bool = 
     query = {"dryRun": "All"} if dry_run else None
     resp = kube.request("PATCH", node_path(node), query=query, body=patch, content_type=STRATEGIC_MERGE)
     if resp.ok:
+        if not dry_run:
+            remember_node(kube, resp.body)  # the Node as written: the next write needs no GET
         return True
+    NODES.drop(kube, node)
     if resp.status == 409:
         return False
     if resp.status == 404:
@@ -80,13 +91,24 @@ def update_node(
     attempts: int = CONFLICT_RETRIES,
 ) -> NodeUpdate:
     """Read the node, let ``change`` compute the patch from it (None: nothing to do), send it; on a 409 read again.
-    A patch that depends on what was read carries ``metadata.resourceVersion`` (``change`` sets it)."""
+    A patch that depends on what was read carries ``metadata.resourceVersion`` (``change`` sets it). The first
+    attempt may start from this client's view of a moment ago (a read or a write's answer) instead of a GET; a
+    patch computed from a view always carries the view's resourceVersion, so it is written only if the node is
+    still exactly as seen (else 409, and the next attempt reads)."""
     body: dict[str, Any] = {}
-    for _ in range(attempts):
-        body = get_node(kube, node)
+    view = NODES.get(kube, node)
+    for _ in range(attempts + (view is not None)):  # a view gone stale does not use up an attempt
+        body = view if view is not None else get_node(kube, node)
         patch = change(body)
         if patch is None:
             return NodeUpdate(Write.UNCHANGED, body)
+        if view is not None:
+            meta = {
+                **(patch.get("metadata") or {}),
+                "resourceVersion": (body.get("metadata") or {}).get("resourceVersion"),
+            }
+            patch = {**patch, "metadata": meta}
+            view = None
         if patch_node(kube, node, patch, dry_run=dry_run):
             return NodeUpdate(Write.WRITTEN, body)
     return NodeUpdate(Write.CONTENDED, body)

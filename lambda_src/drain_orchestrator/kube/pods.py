@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+from drain_orchestrator.kube.recent import Recent
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
 
@@ -27,8 +28,17 @@ def list_node_pods(kube: Kube, node: str, label_selector: str | None = None) -> 
     return list_node_pods_at(kube, node, label_selector).items
 
 
-def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None) -> NodePods:
-    """``list_node_pods`` and the LIST's resourceVersion."""
+_LISTED: Recent[tuple[str, str | None], NodePods] = Recent()  # (node, label selector) → the last listing
+
+
+def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None, *, reuse: bool = False) -> NodePods:
+    """``list_node_pods`` and the LIST's resourceVersion. ``reuse``: this client's listing of a moment ago will do
+    (kube/recent.py), for a reader that has not acted on the pods since (the first drain pass after the gate's look:
+    a pod bound in that moment is found by the drain's settling re-list, as one bound just after any LIST)."""
+    if reuse:
+        seen = _LISTED.get(kube, (node, label_selector))
+        if seen is not None:
+            return seen
     items: list[dict[str, Any]] = []
     token: str | None = None
     rv: str | None = None
@@ -47,7 +57,9 @@ def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None) 
         rv = rv or meta.get("resourceVersion")
         token = meta.get("continue") or None
         if not token:
-            return NodePods(items, rv)
+            listed = NodePods(items, rv)
+            _LISTED.put(kube, (node, label_selector), listed)
+            return listed
 
 
 def wait_for_deletions(
