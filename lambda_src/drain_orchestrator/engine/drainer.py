@@ -26,6 +26,7 @@ from drain_orchestrator.drain.plan import (
 )
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
 from drain_orchestrator.engine.edges import name_late_pods, note_problems, redelete_stuck, settle_wait
+from drain_orchestrator.engine.first_wave import hold_first_wave
 from drain_orchestrator.engine.held import budgets_selecting, park_until_deadline_policy, record_hold, report_waiting
 from drain_orchestrator.engine.held_pass import HoldCheck
 from drain_orchestrator.engine.pass_state import (
@@ -106,6 +107,7 @@ def drain_pass(
     note_held(state, verdicts, found.policies, options, now)
 
     candidates = [] if report.refused else to_evict_now(verdicts)
+    hold_first_wave(kube, state, candidates, options, say)  # in a storm: budget-bound pods go at their turn
     batch, by_budget = due(candidates, options, state)
     results = _evict_all(kube, batch, options, say)
     for v, res in zip(batch, results, strict=True):

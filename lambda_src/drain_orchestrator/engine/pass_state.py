@@ -54,6 +54,7 @@ class DrainState:
     pods_watchable: bool = True  # False once a watch of pods was refused (a role without watch pods)
     seen: set[str] = field(default_factory=set)  # pods listed so far (pods bound after the cordon are named)
     redeleted: set[str] = field(default_factory=set)  # stuck terminating pods deleted again near the deadline
+    first_wave_read: bool = False  # the first wave's budgets were looked at (engine/first_wave.py)
 
     def record(self, ident: str) -> PodRecord:
         """The pod's record to write to, made on first use."""

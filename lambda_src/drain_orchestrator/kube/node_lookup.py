@@ -6,7 +6,7 @@ from typing import Any
 from urllib.parse import quote
 
 from drain_orchestrator.kube.recent import remember_node
-from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.rest import METADATA_LIST, Kube
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 _NOT_FOUND = 404
@@ -79,3 +79,22 @@ def _scan_provider_ids(kube: Kube, instance_id: str, selector: str | None, page_
         token = (resp.body.get("metadata") or {}).get("continue") or None
         if not token:
             return None
+
+
+def count_marked_cordoned(kube: Kube, annotation: str, *, page_size: int = 500) -> int | None:
+    """How many cordoned nodes carry ``annotation`` (a drain's mark): one metadata-only LIST of the unschedulable
+    nodes a page; None when the LIST fails (the caller goes on without knowing)."""
+    count, token = 0, None
+    while True:
+        query = {"fieldSelector": "spec.unschedulable=true", "limit": page_size, "continue": token}
+        resp = kube.request("GET", "/api/v1/nodes", query=query, accept=METADATA_LIST)
+        if not resp.ok:
+            return None
+        count += sum(
+            1
+            for n in resp.body.get("items") or []
+            if annotation in ((n.get("metadata") or {}).get("annotations") or {})
+        )
+        token = (resp.body.get("metadata") or {}).get("continue") or None
+        if not token:
+            return count

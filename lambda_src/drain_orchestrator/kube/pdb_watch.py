@@ -71,6 +71,16 @@ class Turns:
         return Budgets(due, now, dict(self.allowed), rv)
 
 
+def list_budgets(kube: Kube, namespaces: set[str]) -> tuple[list[dict[str, Any]], str | None] | None:
+    """The budgets of ``namespaces`` (one LIST: of the namespace, or of all when several) and the LIST's
+    resourceVersion, where a wait on them may start its watch; None when the LIST fails."""
+    resp = kube.request("GET", _path(namespaces))
+    if not resp.ok:
+        return None
+    items = [p for p in resp.body.get("items") or [] if (p.get("metadata") or {}).get("namespace") in namespaces]
+    return items, (resp.body.get("metadata") or {}).get("resourceVersion")
+
+
 def wait_for_budget(
     kube: Kube,
     pdbs: Iterable[Key],

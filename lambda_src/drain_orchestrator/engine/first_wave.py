@@ -1,0 +1,74 @@
+"""The first wave in turn (drain/first_wave.py says which pods): before a drain's first evictions, when other nodes
+are being drained too, its pods under a budget too small for all of them wait on it as if refused once, and go at
+their turn (engine/pass_state.py: the budget's watch, a hold-off as wide as the contention). Costs two LISTs a
+drain (the draining nodes, metadata only; the budgets, which the first wait then watches without listing again)
+against a refusal for most pods of a storm."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from drain_orchestrator.drain.classify import PodVerdict
+from drain_orchestrator.drain.first_wave import contention_of, first_wave_turns
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.plan import force_delete_at
+from drain_orchestrator.drain.report import HeldPod
+from drain_orchestrator.engine.pass_state import DrainState
+from drain_orchestrator.engine.pod_record import ident_of
+from drain_orchestrator.kube.cordon import ANN_STARTED_AT
+from drain_orchestrator.kube.evict import HoldReason
+from drain_orchestrator.kube.node_lookup import count_marked_cordoned
+from drain_orchestrator.kube.pdb_watch import Budgets, list_budgets
+from drain_orchestrator.kube.rest import Kube
+
+# the first wave is the evictions right after the cordon; a pass long after it (a held drain looking again after a
+# durable wait) does not read the budgets for it again
+FIRST_WAVE_SECONDS = 60.0
+
+
+def hold_first_wave(
+    kube: Kube, state: DrainState, candidates: list[PodVerdict], options: DrainOptions, say: Callable[[str], None]
+) -> None:
+    """Once per drain, before its first evictions: put the pods that should wait for their turn on their budget."""
+    if state.first_wave_read or options.dry_run or not candidates:
+        return
+    state.first_wave_read = True
+    if state.cordoned_at is not None and time.time() - state.cordoned_at > FIRST_WAVE_SECONDS:
+        return
+    draining = count_marked_cordoned(kube, ANN_STARTED_AT)
+    if draining is None or draining < 2:
+        return  # alone (or not known): evict at once, as a drain alone is never refused by a rival
+    listed = list_budgets(kube, {v.pod.namespace for v in candidates})
+    if listed is None:
+        return
+    items, rv = listed
+    pods = [(ident_of(v.pod), v.pod.namespace, v.pod.labels) for v in candidates]
+    turns = first_wave_turns(pods, items, draining)
+    seen = {
+        ((p.get("metadata") or {}).get("namespace", ""), (p.get("metadata") or {}).get("name", "")): int(
+            (p.get("status") or {}).get("disruptionsAllowed") or 0
+        )
+        for p in items
+    }
+    # the first wait on these budgets resumes from this LIST: no LIST of its own
+    state.budget_watch = Budgets({}, time.monotonic(), seen, rv)
+    if turns:
+        state.contention = max(state.contention, contention_of(draining))
+    now, mono = time.time(), time.monotonic()
+    for v in candidates:
+        turn = turns.get(ident_of(v.pod))
+        if turn is None:
+            continue
+        rec = state.record(ident_of(v.pod))
+        message = (
+            f"waiting for its turn at PodDisruptionBudget {turn.budget}: {turn.allowed} disruptions allowed, "
+            f"{draining} nodes draining"
+        )
+        rec.pdbs, rec.waiting_on, rec.last_block = [turn.budget], [(turn.namespace, turn.budget)], message
+        rec.last_hold = HeldPod(pod=v.pod.key, reason=HoldReason.PDB.value, message=message, pdbs=[turn.budget])
+        due = force_delete_at(v.pod.termination_grace_period, options.deadline, options.deadline_margin)
+        if options.force_delete_on_deadline and due is not None:
+            rec.force_at = mono + (due - now)
+    if turns:
+        say(f"{len(turns)} pods wait for their turn at their budgets ({draining} nodes draining)")
