@@ -134,3 +134,32 @@ def test_a_role_that_may_not_watch_pods_is_told_apart_from_a_cut_watch(
         api.close()
     assert ended is None, ended  # forbidden: the drain polls from here on (a cut watch would be False)
     assert took < 5, took
+
+
+def test_waits_on_a_budget_read_on_from_the_watch_the_last_one_left_open(testbed: Testbed, k8s: KubeScenario) -> None:
+    """A wait hands its watch back open: the next wait of the drain sends no request, and a rise that came in
+    between (while the pass ran) is in the watch's queue, not lost."""
+    k8s.add_nodes(1)
+    k8s.deployment("web", 2)
+    k8s.wait_pods_ready("app=web", 2)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=0)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    key = (k8s.ns, "web")
+    with drainer(testbed) as kube:
+        first = wait_for_budget(kube, [key], 1.0, keep_open=60)
+        try:
+            assert first.allowed == {} and first.stream is not None  # shut: timed out, the watch left open
+            k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+            k8s.wait_pdb("web", disruptions_allowed=1)  # risen while no wait was running
+            calls0 = kube.calls
+            second = wait_for_budget(kube, [key], 20, resume=first, keep_open=60)
+            assert second.allowed == {key: 1}, second
+            assert kube.calls == calls0, "the second wait sent a request of its own"
+            assert second.stream is first.stream
+        finally:
+            first.close()
+        closed_by = time.monotonic() + 5
+        event = first.stream.watch.next(5)
+        while isinstance(event, dict):  # what was queued before the close, then the end
+            event = first.stream.watch.next(closed_by - time.monotonic())
+        assert event is None, "the closed watch's reader did not end"

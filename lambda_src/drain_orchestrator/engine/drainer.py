@@ -31,6 +31,7 @@ from drain_orchestrator.engine.held import budgets_selecting, park_until_deadlin
 from drain_orchestrator.engine.held_pass import HoldCheck
 from drain_orchestrator.engine.pass_state import (
     DrainState,
+    close_budget_watch,
     due,
     forget,
     note_contention,
@@ -352,6 +353,22 @@ def drain_node(
     if options.deadline is not None:
         end = min(end, start + (options.deadline - time.time()))
     state = DrainState()
+    try:
+        return _drain_loop(kube, node, options, state, say, start, end, hold)
+    finally:
+        close_budget_watch(state)  # a wait may have left its watch open for the next one
+
+
+def _drain_loop(
+    kube: Kube,
+    node: str,
+    options: DrainOptions,
+    state: DrainState,
+    say: Progress,
+    start: float,
+    end: float,
+    hold: HoldCheck | None,
+) -> DrainReport:
     calls0 = kube.calls
     total = last = drain_pass(kube, node, options, state=state, progress=say)
     interval = options.poll_min

@@ -52,6 +52,8 @@ def hold_first_wave(
         for p in items
     }
     # the first wait on these budgets resumes from this LIST: no LIST of its own
+    if state.budget_watch is not None:
+        state.budget_watch.close()
     state.budget_watch = Budgets({}, time.monotonic(), seen, rv)
     if turns:
         state.contention = max(state.contention, contention_of(draining))

@@ -189,7 +189,7 @@ def wait_between_passes(
         # meanwhile are seen by the pass after; the node cannot be drained before its budget-bound pods anyway)
         wait = max(0.0, min(end, retry_at, mono + BUDGET_WAIT_SECONDS) - mono)
         if wait > 0:
-            _wait_for_budgets(kube, state, options, pdbs, wait, check)
+            _wait_for_budgets(kube, state, options, pdbs, wait, check, max(0.0, end - mono))
             return
     if going and node is not None and check is not None and state.pods_rv and state.pods_watchable:
         wait = max(0.0, min(end, retry_at) - mono)
@@ -217,7 +217,7 @@ def wait_between_passes(
         time.sleep(min(delay, budget) if budget > 0 else options.poll_min)
         return
     if pdbs and budget > 0:
-        _wait_for_budgets(kube, state, options, pdbs, budget, check)
+        _wait_for_budgets(kube, state, options, pdbs, budget, check, max(0.0, end - mono))
         return
     if any(r.held_until is not None for r in recs) and budget > 0:
         time.sleep(budget)  # only pods let finish: look every node check (or at a release), not every second
@@ -232,7 +232,11 @@ def _wait_for_budgets(
     pdbs: set[Budget],
     wait: float,
     check: Callable[[], None] | None,
+    keep_open: float,
 ) -> None:
+    """Wait on the budgets; the watch stays open for the rest of the pass (``keep_open`` seconds), so the next wait
+    reads on from it without a request (``close_budget_watch`` when the drain ends)."""
+
     def hold_off() -> float:
         # drawn at each rise: after a lost race, not before its backoff; else a window that widens with the
         # races lost in a row (at least the first slot: a drain waiting here was refused once already)
@@ -241,8 +245,16 @@ def _wait_for_budgets(
         return max(backoff, contention_jitter(max(1, state.contention), slot, cap))
 
     every, resume = options.node_check_seconds, state.budget_watch
-    ended = wait_for_budget(kube, pdbs, wait, hold_off=hold_off, check=check, check_every=every, resume=resume)
+    ended = wait_for_budget(
+        kube, pdbs, wait, hold_off=hold_off, check=check, check_every=every, resume=resume, keep_open=keep_open
+    )
     state.budgets, state.budget_watch = ended, ended
+
+
+def close_budget_watch(state: DrainState) -> None:
+    """End the budget watch a wait left open (the drain is over, or the pass)."""
+    if state.budget_watch is not None:
+        state.budget_watch.close()
 
 
 def _sent_uids(recs: list[PodRecord]) -> set[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from drain_orchestrator.kube.rest import Kube
@@ -33,17 +33,39 @@ def _allows(pdb: dict[str, Any]) -> bool:
 
 
 Key = tuple[str, str]  # (namespace, name)
+STREAM_MAX_SECONDS = 600.0  # longest a watch is kept open for waits to come (a pass is shorter)
+
+
+@dataclass
+class BudgetStream:
+    """A watch of budgets left open after a wait, for the drain's next wait to read on (no request of its own); the
+    events of the pass in between wait in its queue. The drain closes it when it ends."""
+
+    path: str
+    watch: Watch
+    until: float  # monotonic: when the server ends it (its timeoutSeconds)
+
+    def usable(self, path: str) -> bool:
+        return self.path == path and not self.watch.ended and time.monotonic() < self.until - 1
+
+    def close(self) -> None:
+        self.watch.close()
 
 
 @dataclass(frozen=True)
 class Budgets:
     """What a wait on budgets ended with: (namespace, name) → ``disruptionsAllowed`` of those whose turn came (the
-    others 0), and where the next wait may resume its watch without a LIST."""
+    others 0), and where the next wait may go on watching without a LIST: its open watch, else its version."""
 
     allowed: dict[Key, int]
     at: float  # monotonic
     seen: dict[Key, int] = field(default_factory=dict)  # every watched budget as last seen
     rv: str | None = None  # the watch's last resourceVersion (None: the next wait lists again)
+    stream: BudgetStream | None = field(default=None, compare=False, repr=False)
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
 
 
 class Turns:
@@ -90,6 +112,7 @@ def wait_for_budget(
     check: Callable[[], None] | None = None,
     check_every: float = 5.0,
     resume: Budgets | None = None,
+    keep_open: float = 0.0,
 ) -> Budgets:
     """Block until one of ``pdbs`` allows a disruption (or disappears), or ``timeout`` seconds pass: the budgets whose
     turn came (the others as allowing nothing; none on a timeout or when the watch cannot be used).
@@ -99,7 +122,9 @@ def wait_for_budget(
     the disruption, the others see the budget fall back to 0 and wait on without a request, instead of all evicting
     at the rise and all but one being refused. ``check`` runs every ``check_every`` seconds meanwhile (the node
     still there?); what it raises ends the wait. ``resume``: the last wait's answer; its watch goes on from there
-    (one request per wait, no LIST) unless that version is gone (410), then it lists again."""
+    (no LIST; no request at all while the watch it left open still runs) unless that version is gone (410), then
+    it lists again. ``keep_open``: seconds the caller may come back for another wait; the watch is opened for that
+    long and handed back open with a turn or a timeout (the caller closes the last answer)."""
     keys = set(pdbs)
     now = time.monotonic()
     if not keys or timeout <= 0:
@@ -108,6 +133,10 @@ def wait_for_budget(
     path = _path({ns for ns, _ in keys})
     turns = Turns(hold_off)
     resumed = resume is not None and resume.rv is not None and keys <= resume.seen.keys()
+    stream = resume.stream if resume is not None else None
+    if stream is not None and not (resumed and stream.usable(path)):
+        stream.close()
+        stream = None
     if resume is not None and resumed:
         rv: str | None = resume.rv
         for key in keys:
@@ -126,24 +155,36 @@ def wait_for_budget(
         rv = (listed.body.get("metadata") or {}).get("resourceVersion")
     left = end - time.monotonic()
     if left <= 0:
+        if stream is not None:
+            stream.close()
         return Budgets({}, time.monotonic(), dict(turns.allowed), rv)
-    query = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": max(1, math.ceil(left))}
-    watch = Watch(kube, path, query, timeout=left + 5)
+    if stream is None:
+        keep = max(left, min(keep_open, STREAM_MAX_SECONDS))
+        query = {"watch": "1", "resourceVersion": rv, "timeoutSeconds": max(1, math.ceil(keep))}
+        stream = BudgetStream(path, Watch(kube, path, query, timeout=keep + 5), time.monotonic() + keep)
+    watch = stream.watch
+    handed_back = False
     next_check = time.monotonic() + check_every
     try:
         while True:
-            now, turn = time.monotonic(), turns.next
-            if turn is not None and now >= turn:
-                return turns.taken(now, rv)
-            if now >= end:
-                return Budgets({}, now, dict(turns.allowed), rv)
-            if check is not None and now >= next_check:
-                check()
-                next_check = time.monotonic() + check_every
-            until = min(end, turn if turn is not None else end, next_check if check is not None else end)
-            event = watch.next(until - now)
+            # what is already there first (a watch handed back queued the events of the pass in between), then
+            # decide on the budgets as they are now
+            event = watch.next(0.0)
             if event is False:
-                continue
+                now, turn = time.monotonic(), turns.next
+                if turn is not None and now >= turn:
+                    handed_back = True
+                    return replace(turns.taken(now, rv), stream=stream)
+                if now >= end:
+                    handed_back = True
+                    return Budgets({}, now, dict(turns.allowed), rv, stream)
+                if check is not None and now >= next_check:
+                    check()
+                    next_check = time.monotonic() + check_every
+                until = min(end, turn if turn is not None else end, next_check if check is not None else end)
+                event = watch.next(until - now)
+                if event is False:
+                    continue
             if event is None:  # the watch ended early (a restart): the pass after this one lists again
                 if turn is not None:
                     time.sleep(max(0.0, turn - time.monotonic()))
@@ -156,7 +197,9 @@ def wait_for_budget(
             if event.get("type") == "ERROR":  # the version is gone (410): list again, within the same wait
                 watch.close()
                 left = end - time.monotonic()
-                return wait_for_budget(kube, keys, left, hold_off=hold_off, check=check, check_every=check_every)
+                return wait_for_budget(
+                    kube, keys, left, hold_off=hold_off, check=check, check_every=check_every, keep_open=keep_open
+                )
             rv = meta.get("resourceVersion") or rv
             key = (meta.get("namespace", ""), meta.get("name", ""))
             if key not in keys:
@@ -166,4 +209,5 @@ def wait_for_budget(
                 return Budgets(dict(turns.allowed), time.monotonic())
             turns.see(key, _allowed(obj))
     finally:
-        watch.close()
+        if not handed_back:
+            watch.close()

@@ -20,6 +20,7 @@ class Watch:
         self._raw: Any = None
         self._closed = False
         self.status: int | None = None  # the response's HTTP status once it arrived (403: the role may not watch)
+        self.ended = False  # the reader is done (the server ended the watch, it broke, or it was closed)
         threading.Thread(target=self._read, args=(kube, path, query, timeout), daemon=True).start()
 
     def _read(self, kube: Kube, path: str, query: dict[str, Any], timeout: float) -> None:
@@ -27,6 +28,7 @@ class Watch:
         with contextlib.suppress(Exception):
             for event in kube.stream_lines(path, query, timeout, opened=self._opened):
                 self.events.put(event)
+        self.ended = True
         self.events.put(None)
 
     def _opened(self, raw: Any) -> bool:
