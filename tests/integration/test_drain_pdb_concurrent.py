@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from bench.storm import apiserver_metrics, metric_sum
 
+from drain_orchestrator.kube.node_claim import look_at
+from drain_orchestrator.kube.rest import Kube
 from tests.integration.drain_support import drain, drainer, pods_on, set_unschedulable
 
 pytestmark = pytest.mark.integration
@@ -19,6 +21,12 @@ pytestmark = pytest.mark.integration
 DRAINS = 4
 PODS_PER_NODE = 4
 HOLD_SECONDS = 8  # how long the budget stays at 0 once every drain has been refused
+
+
+def claim(kube: Kube, node: str) -> None:
+    """The drain claim an execution takes before its first pass: what tells other drains this node is draining."""
+    now = time.time()
+    assert look_at(kube, node, f"run-{node}", now + 300, now, 120).claim.holder == f"run-{node}"
 
 
 def _evictions(api: Any) -> dict[str, float]:
@@ -44,6 +52,7 @@ def test_concurrent_drains_under_one_pdb_retry_only_what_a_budget_rise_allows(te
 
     def run(node: str) -> None:
         with drainer(testbed) as kube:  # one client each, like one Lambda container per execution
+            claim(kube, node)
             gate.wait()
             reports[node] = drain(kube, node, timeout=150)
 
@@ -92,6 +101,7 @@ def test_drains_waiting_on_one_budget_take_its_rises_in_turn_instead_of_all_at_o
 
     def run(node: str) -> None:
         with drainer(testbed) as kube:
+            claim(kube, node)
             gate.wait()
             reports[node] = drain(kube, node, timeout=150)
 

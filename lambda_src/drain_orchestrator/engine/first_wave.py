@@ -1,30 +1,39 @@
 """The first wave in turn (drain/first_wave.py says which pods): before a drain's first evictions, when other nodes
-are being drained too, its pods under a budget too small for all of them wait on it as if refused once, and go at
-their turn (engine/pass_state.py: the budget's watch, a hold-off as wide as the contention). Costs two LISTs a
-drain (the draining nodes, metadata only; the budgets, which the first wait then watches without listing again)
-against a refusal for most pods of a storm."""
+are being drained too (cordoned, their drain claim held and without a verdict), its pods under a budget too small
+for all of them wait on it as if refused once, and go at their turn (engine/pass_state.py: the budget's watch, a
+hold-off as wide as the contention). Costs two LISTs a drain (the draining nodes, metadata only; the budgets, which
+the first wait then watches without listing again) against a refusal for most pods of a storm."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 
 from drain_orchestrator.drain.classify import PodVerdict
 from drain_orchestrator.drain.first_wave import contention_of, first_wave_turns
+from drain_orchestrator.drain.node_claim import NodeClaim
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import force_delete_at
 from drain_orchestrator.drain.report import HeldPod
 from drain_orchestrator.engine.pass_state import DrainState
 from drain_orchestrator.engine.pod_record import ident_of
-from drain_orchestrator.kube.cordon import ANN_STARTED_AT
 from drain_orchestrator.kube.evict import HoldReason
-from drain_orchestrator.kube.node_lookup import count_marked_cordoned
+from drain_orchestrator.kube.node_claim import ANN_DRAINER
+from drain_orchestrator.kube.node_lookup import count_cordoned
 from drain_orchestrator.kube.pdb_watch import Budgets, list_budgets
 from drain_orchestrator.kube.rest import Kube
 
 # the first wave is the evictions right after the cordon; a pass long after it (a held drain looking again after a
 # durable wait) does not read the budgets for it again
 FIRST_WAVE_SECONDS = 60.0
+
+
+def _draining(now: float, annotations: Mapping[str, str]) -> bool:
+    """A drain is under way on the node: its drain claim is held, not expired, and has no verdict yet (a node only
+    cordoned, for a rebalance recommendation, or one whose drain is over, takes no disruption)."""
+    claim = NodeClaim.from_json(annotations.get(ANN_DRAINER))
+    return claim is not None and claim.verdict is None and claim.expires > now
 
 
 def hold_first_wave(
@@ -36,7 +45,7 @@ def hold_first_wave(
     state.first_wave_read = True
     if state.cordoned_at is not None and time.time() - state.cordoned_at > FIRST_WAVE_SECONDS:
         return
-    draining = count_marked_cordoned(kube, ANN_STARTED_AT)
+    draining = count_cordoned(kube, partial(_draining, time.time()))
     if draining is None or draining < 2:
         return  # alone (or not known): evict at once, as a drain alone is never refused by a rival
     listed = list_budgets(kube, {v.pod.namespace for v in candidates})

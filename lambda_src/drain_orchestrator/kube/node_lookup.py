@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -81,9 +82,9 @@ def _scan_provider_ids(kube: Kube, instance_id: str, selector: str | None, page_
             return None
 
 
-def count_marked_cordoned(kube: Kube, annotation: str, *, page_size: int = 500) -> int | None:
-    """How many cordoned nodes carry ``annotation`` (a drain's mark): one metadata-only LIST of the unschedulable
-    nodes a page; None when the LIST fails (the caller goes on without knowing)."""
+def count_cordoned(kube: Kube, marked: Callable[[Mapping[str, str]], bool], *, page_size: int = 500) -> int | None:
+    """How many cordoned nodes' annotations satisfy ``marked`` (a drain under way): one metadata-only LIST of the
+    unschedulable nodes a page; None when the LIST fails (the caller goes on without knowing)."""
     count, token = 0, None
     while True:
         query = {"fieldSelector": "spec.unschedulable=true", "limit": page_size, "continue": token}
@@ -91,9 +92,7 @@ def count_marked_cordoned(kube: Kube, annotation: str, *, page_size: int = 500) 
         if not resp.ok:
             return None
         count += sum(
-            1
-            for n in resp.body.get("items") or []
-            if annotation in ((n.get("metadata") or {}).get("annotations") or {})
+            1 for n in resp.body.get("items") or [] if marked((n.get("metadata") or {}).get("annotations") or {})
         )
         token = (resp.body.get("metadata") or {}).get("continue") or None
         if not token:
