@@ -65,7 +65,7 @@ def hold_first_wave(
         state.budget_watch.close()
     state.budget_watch = Budgets({}, time.monotonic(), seen, rv)
     if turns:
-        state.contention = max(state.contention, contention_of(draining))
+        state.first_wave_contention = contention_of(draining)
     now, mono = time.time(), time.monotonic()
     for v in candidates:
         turn = turns.get(ident_of(v.pod))

@@ -39,6 +39,9 @@ class DrainState:
     cordoned: bool = False
     deletion_times: list[float] = field(default_factory=list)  # epoch deletionTimestamps still pending
     contention: int = 0  # budget-admitted retries refused in a row (other drains took the disruption first)
+    # the first wave's estimate of the drains sharing its budgets (engine/first_wave.py): spreads the first turns
+    # until this drain's first budget-admitted eviction goes through, then the refusals it meets say (contention)
+    first_wave_contention: int = 0
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
     surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (engine/surge.py)
     # drain policies (drain/policy.py): controllers looked up once per drain
@@ -122,6 +125,8 @@ def _allowing(state: DrainState, mono: float) -> dict[Budget, int]:
 
 def note_contention(state: DrainState, outcomes: list[Outcome], options: DrainOptions) -> None:
     """Budget-admitted retries that were refused mean other drains took the disruption first: back off more."""
+    if Outcome.EVICTED in outcomes:
+        state.first_wave_contention = 0
     if Outcome.BLOCKED in outcomes:
         state.contention += 1
         pause = contention_jitter(state.contention, options.budget_jitter_slot, options.budget_jitter_cap)
@@ -242,7 +247,7 @@ def _wait_for_budgets(
         # races lost in a row (at least the first slot: a drain waiting here was refused once already)
         backoff = state.budget_not_before - time.monotonic()
         slot, cap = options.budget_jitter_slot, options.budget_jitter_cap
-        return max(backoff, contention_jitter(max(1, state.contention), slot, cap))
+        return max(backoff, contention_jitter(max(1, state.contention, state.first_wave_contention), slot, cap))
 
     every, resume = options.node_check_seconds, state.budget_watch
     ended = wait_for_budget(
