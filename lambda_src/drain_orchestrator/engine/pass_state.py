@@ -39,8 +39,9 @@ class DrainState:
     cordoned: bool = False
     deletion_times: list[float] = field(default_factory=list)  # epoch deletionTimestamps still pending
     contention: int = 0  # budget-admitted retries refused in a row (other drains took the disruption first)
-    # the first wave's estimate of the drains sharing its budgets (engine/first_wave.py): spreads the first turns
-    # until this drain's first budget-admitted eviction goes through, then the refusals it meets say (contention)
+    # the first wave's estimate of the drains sharing its budgets (engine/first_wave.py): spreads its turns, one
+    # step less with each budget-admitted eviction that goes through (cleared at once, the storm's tail was shorter
+    # but its refusals three times as many: docs/benchmarks.md)
     first_wave_contention: int = 0
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
     surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (engine/surge.py)
@@ -126,7 +127,7 @@ def _allowing(state: DrainState, mono: float) -> dict[Budget, int]:
 def note_contention(state: DrainState, outcomes: list[Outcome], options: DrainOptions) -> None:
     """Budget-admitted retries that were refused mean other drains took the disruption first: back off more."""
     if Outcome.EVICTED in outcomes:
-        state.first_wave_contention = 0
+        state.first_wave_contention = max(0, state.first_wave_contention - 1)
     if Outcome.BLOCKED in outcomes:
         state.contention += 1
         pause = contention_jitter(state.contention, options.budget_jitter_slot, options.budget_jitter_cap)
