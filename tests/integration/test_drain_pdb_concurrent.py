@@ -75,10 +75,10 @@ def test_concurrent_drains_under_one_pdb_retry_only_what_a_budget_rise_allows(te
     # Other drains are under way, so each pod waits for its turn at the budget before its first eviction: the two
     # the budget allows go, the others are not sent (all at once, 14 would be refused here) and, while it allows
     # nothing, not retried (a backoff timer alone would retry each pod every few seconds: 75 refusals); once the
-    # replacements come, each rise is tried for at most what it allows. Slack of one per drain: a drain that
+    # replacements come, each rise is tried for at most what it allows. Slack of two per drain: a drain that
     # looked before the others had cordoned evicts at once, and on a loaded apiserver an eviction can come back
     # 429 without naming the budget (its own conflict retries on the PDB's status gave up).
-    assert held <= DRAINS, f"{held} refusals while the budget was held at 0"
+    assert held <= 2 * DRAINS, f"{held} refusals while the budget was held at 0"
     assert refused <= replicas, f"{refused} refused evictions for {replicas} pods"
 
 

@@ -94,8 +94,8 @@ def drain_pass(
     report.cordoned = True
 
     state.listed_at = time.time()
-    # the first pass may start from the gate's listing of a moment ago; later ones list after their own evictions
-    listed = list_node_pods_at(kube, node, options.pod_selector, reuse=state.pods_rv is None)
+    # always a LIST of its own: a listing of a moment ago (another caller's, a drain before) may miss a pod bound since
+    listed = list_node_pods_at(kube, node, options.pod_selector)
     state.pods_rv = listed.resource_version
     pods = [PodInfo.from_dict(p) for p in listed.items]
     _announce_gone(state, pods, say)

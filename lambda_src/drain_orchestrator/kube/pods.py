@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from drain_orchestrator.kube.recent import Recent
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
 
@@ -28,17 +27,8 @@ def list_node_pods(kube: Kube, node: str, label_selector: str | None = None) -> 
     return list_node_pods_at(kube, node, label_selector).items
 
 
-_LISTED: Recent[tuple[str, str | None], NodePods] = Recent()  # (node, label selector) → the last listing
-
-
-def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None, *, reuse: bool = False) -> NodePods:
-    """``list_node_pods`` and the LIST's resourceVersion. ``reuse``: this client's listing of a moment ago will do
-    (kube/recent.py), for a reader that has not acted on the pods since (the first drain pass after the gate's look:
-    a pod bound in that moment is found by the drain's settling re-list, as one bound just after any LIST)."""
-    if reuse:
-        seen = _LISTED.get(kube, (node, label_selector))
-        if seen is not None:
-            return seen
+def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None) -> NodePods:
+    """``list_node_pods`` and the LIST's resourceVersion."""
     items: list[dict[str, Any]] = []
     token: str | None = None
     rv: str | None = None
@@ -57,9 +47,7 @@ def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None, 
         rv = rv or meta.get("resourceVersion")
         token = meta.get("continue") or None
         if not token:
-            listed = NodePods(items, rv)
-            _LISTED.put(kube, (node, label_selector), listed)
-            return listed
+            return NodePods(items, rv)
 
 
 def wait_for_deletions(

@@ -1,6 +1,6 @@
 """Answers of the apiserver kept for a moment, per client: the write right after a read (the cordon after the
-lookup, the claim after the cordon, the report after the settle) and the first drain pass right after the gate's
-look at the node's pods need no request of their own.
+lookup, the claim after the cordon, the report after the settle) needs no GET of its own. Pod listings are not
+kept: a drain pass acts on what is on the node, and a listing of a moment ago may miss a pod bound since.
 
 A node's view is the base of a write only under its resourceVersion (a view gone stale answers 409 and the writer
 reads again), or, while it is a couple of seconds old, of a read as good as a GET that returned that long ago.
