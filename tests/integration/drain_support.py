@@ -85,3 +85,24 @@ def pods_with_workloads_on(k8s: Any, target: str, spare: str, build: Any) -> Non
     set_unschedulable(k8s, spare, True)
     build()
     set_unschedulable(k8s, spare, False)
+
+
+@contextmanager
+def role_bound_to_group(testbed: Any, group: str, rules: list[dict[str, Any]]) -> Iterator[None]:
+    """A ClusterRole with ``rules`` bound to ``group`` (both named after it), removed afterwards: an older role."""
+    from kubernetes import client
+
+    rbac = client.RbacAuthorizationV1Api(testbed.admin_api_client())
+    rbac.create_cluster_role({"metadata": {"name": group}, "rules": rules})
+    rbac.create_cluster_role_binding(
+        {
+            "metadata": {"name": group},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": group},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
+        }
+    )
+    try:
+        yield
+    finally:
+        rbac.delete_cluster_role_binding(group)
+        rbac.delete_cluster_role(group)

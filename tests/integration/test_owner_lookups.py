@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
 
 from drain_orchestrator.drain.classify import PodInfo
 from drain_orchestrator.drain.options import DrainOptions
@@ -19,7 +18,7 @@ from drain_orchestrator.kube.owners import classify_node
 from drain_orchestrator.kube.pods import list_node_pods
 from drain_orchestrator.kube.rest import Kube
 from testbed.control_plane import RBAC_FILE
-from tests.integration.drain_support import DRAIN_USER, drainer
+from tests.integration.drain_support import DRAIN_USER, drainer, role_bound_to_group
 
 pytestmark = pytest.mark.integration
 
@@ -60,21 +59,8 @@ def role_without_list_replicasets(testbed: Any) -> Iterator[None]:
     shipped = next(d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d and d["kind"] == "ClusterRole")
     rules = [r for r in shipped["rules"] if not (r["resources"] == ["replicasets"] and r["verbs"] == ["list"])]
     assert len(rules) == len(shipped["rules"]) - 1, "the shipped role grants replicasets list in a rule of its own"
-    rbac = client.RbacAuthorizationV1Api(testbed.admin_api_client())
-    name = OLD_GROUP
-    rbac.create_cluster_role({"metadata": {"name": name}, "rules": rules})
-    rbac.create_cluster_role_binding(
-        {
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": OLD_GROUP}],
-        }
-    )
-    try:
+    with role_bound_to_group(testbed, OLD_GROUP, rules):
         yield
-    finally:
-        rbac.delete_cluster_role_binding(name)
-        rbac.delete_cluster_role(name)
 
 
 def test_a_role_without_list_replicasets_still_finds_every_controller(

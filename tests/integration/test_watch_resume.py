@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
 
 from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
 from drain_orchestrator.kube.pods import list_node_pods_at, wait_for_deletions
@@ -21,7 +20,7 @@ from testbed.bed import Testbed
 from testbed.control_plane import RBAC_FILE
 from testbed.faults import BedFaults
 from testbed.kube import KubeScenario
-from tests.integration.drain_support import DRAIN_USER, drainer
+from tests.integration.drain_support import DRAIN_USER, drainer, role_bound_to_group
 
 pytestmark = pytest.mark.integration
 
@@ -96,20 +95,8 @@ def role_without_watch_pods(testbed: Testbed) -> Iterator[None]:
         for r in shipped["rules"]
     ]
     assert rules != shipped["rules"], "the shipped role no longer grants pods watch"
-    rbac = client.RbacAuthorizationV1Api(testbed.admin_api_client())
-    rbac.create_cluster_role({"metadata": {"name": OLD_GROUP}, "rules": rules})
-    rbac.create_cluster_role_binding(
-        {
-            "metadata": {"name": OLD_GROUP},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": OLD_GROUP},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": OLD_GROUP}],
-        }
-    )
-    try:
+    with role_bound_to_group(testbed, OLD_GROUP, rules):
         yield
-    finally:
-        rbac.delete_cluster_role_binding(OLD_GROUP)
-        rbac.delete_cluster_role(OLD_GROUP)
 
 
 def test_a_role_that_may_not_watch_pods_is_told_apart_from_a_cut_watch(
