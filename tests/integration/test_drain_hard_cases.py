@@ -127,3 +127,60 @@ def test_the_settle_relist_is_bounded_by_the_deadline(testbed: Any, k8s: Any) ->
         report = drain(kube, a, timeout=60, deadline=time.time() + 3)
     assert report.drained
     assert time.monotonic() - started < 3  # no time left to wait for the settle: done with what it saw
+
+
+def pod_lists_of(kube: Any) -> list[float]:
+    """When ``kube`` listed pods (monotonic): the real client, its LISTs of pods noted on the way through."""
+    at: list[float] = []
+    real = kube.request
+
+    def request(method: str, path: str, **kw: Any) -> Any:
+        if method == "GET" and path == "/api/v1/pods":
+            at.append(time.monotonic())
+        return real(method, path, **kw)
+
+    kube.request = request
+    return at
+
+
+def test_pods_gone_soon_after_the_cordon_are_watched_up_to_the_settle_point_and_listed_once_more(
+    testbed: Any, k8s: Any
+) -> None:
+    (a,) = k8s.add_nodes(1)
+    for i in range(3):
+        k8s.bare_pod(f"quick-{i}", node=a, grace=0)  # gone as soon as evicted, well before the settle point
+    k8s.wait_for(lambda: len(pods_on(k8s, a)) == 3, timeout=30, what="3 pods on the node")
+    started = time.monotonic()
+    with drainer(testbed) as kube:
+        lists = pod_lists_of(kube)
+        report = drain(kube, a, timeout=60, force=True)
+    assert report.drained and len(report.evicted) == 3, report
+    assert pods_on(k8s, a) == []
+    # the first pass's LIST and one at the settle point: the watch saw the pods go and no pod arrive in between,
+    # so no LIST right after they went
+    assert len(lists) == 2, lists
+    assert lists[1] - started >= 5.0 - 0.5  # listed again late enough after the cordon to be the last look
+
+
+def test_a_pod_bound_while_the_drain_watches_toward_the_settle_point_is_evicted_at_once_and_named(
+    testbed: Any, k8s: Any
+) -> None:
+    (a,) = k8s.add_nodes(1)
+    k8s.bare_pod("quick", node=a, grace=0)
+    k8s.wait_for(lambda: len(pods_on(k8s, a)) == 1, timeout=30, what="a pod on the node")
+    lines, seen_at = Lines(), {}
+
+    def late_binding(line: str) -> None:
+        lines(line)
+        seen_at.setdefault(line, time.monotonic())
+        if line.endswith(" cordoned"):  # lands after "quick" went, while the watch waits for the settle point
+            threading.Timer(2.0, lambda: k8s.bare_pod("late", node=a, grace=0)).start()
+
+    with drainer(testbed) as kube:
+        report = drain(kube, a, timeout=60, force=True, progress=late_binding)  # type: ignore[arg-type]
+    assert report.drained and sorted(report.evicted) == [f"{k8s.ns}/late", f"{k8s.ns}/quick"], report
+    assert f"Warning: bound to the node after the cordon, drained too: {k8s.ns}/late" in report.warnings
+    (cordoned,) = [t for line, t in seen_at.items() if line.endswith(" cordoned")]
+    (evicting,) = [t for line, t in seen_at.items() if line.startswith(f"evicting pod {k8s.ns}/late")]
+    assert evicting - cordoned < 4.5, "the late pod waited for the settle point instead of waking the watch"
+    assert pods_on(k8s, a) == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason
 from drain_orchestrator.engine.held_pass import HoldCheck, held
 from drain_orchestrator.engine.pass_state import DrainState
@@ -48,6 +50,18 @@ def test_a_quick_check_ends_at_first_look_unless_the_pass_progressed() -> None:
     moved = DrainReport(node="n", evicted=["ns/x"], remaining=["ns/a"], blocked=report.blocked)
     assert not check.ends(state, moved)  # it evicted: lingers like a first pass
     assert HoldCheck(linger=0, quick=False).ends(state, report)
+
+
+def test_a_budget_that_rises_while_other_drains_take_it_keeps_the_pass_watching() -> None:
+    state, report = _blocked("ns/a")
+    check = HoldCheck(linger=0.05)
+    assert not check.ends(state, report)  # the linger starts
+    time.sleep(0.06)
+    state.budget_rose_at = time.monotonic()  # the budget rose (another drain took it): it is moving
+    assert not check.ends(state, report)
+    time.sleep(0.06)
+    assert check.ends(state, report)  # shut for a whole linger since its last rise: held
+    assert HoldCheck(linger=30, quick=True).ends(state, report)  # a pass after a held pass still ends at first look
 
 
 def test_held_waits_grow_and_start_over_when_a_pass_evicts() -> None:

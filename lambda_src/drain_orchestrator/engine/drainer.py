@@ -134,9 +134,16 @@ def drain_pass(
     report.active_tier = active_tier(verdicts)
     report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT, Verdict.HOLD)]
     report.drained = not report.remaining and not report.refused
+    state.only_going = _only_going(report)
     report.api_calls = kube.calls - calls0
     report.elapsed = time.monotonic() - started
     return report
+
+
+def _only_going(report: DrainReport) -> bool:
+    going = {*report.evicted, *report.terminating, *(f.pod for f in report.forced)}
+    stuck = report.blocked or report.throttled or report.failed or report.held_by_policy or report.refused
+    return bool(report.remaining) and not stuck and set(report.remaining) <= going
 
 
 def _check_node_exists(kube: Kube, node: str, state: DrainState, options: DrainOptions) -> None:
@@ -397,10 +404,12 @@ def _drain_loop(
         check = partial(_check_node_exists, kube, node, state, options)
         wait_between_passes(kube, state, options, interval, until, check, node)
         interval = min(options.poll_max, interval * 1.5)
+        before = set(state.seen)
         later = last = drain_pass(kube, node, options, state=state, progress=say)
         if later.evicted or later.forced:
             interval = options.poll_min
         total.absorb(later)
+        name_late_pods(total, later, before, say)
     total.api_calls = kube.calls - calls0
     total.elapsed = time.monotonic() - start
     if total.drained:

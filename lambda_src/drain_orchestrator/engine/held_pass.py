@@ -3,8 +3,10 @@
 A pass is held when every pod still on the node is refused by a PodDisruptionBudget that allows nothing (or parked
 until the deadline policy), or let finish by its drain policy, and no pod is on its way out. Only something outside
 the drain changes that (a replacement becoming Ready, an operator), so the pass watches the budgets for
-HELD_LINGER_SECONDS after its last progress, then ends; the workflow waits durably, longer each time
-(pacing.held_recheck), and looks again. A pass that starts held after a held pass ends at its first look.
+HELD_LINGER_SECONDS after its last progress or the last rise of a budget it waits on (in a storm the budgets move
+while other drains take their turns, and this drain's turn comes within the pass), then ends; the workflow waits
+durably, longer each time (pacing.held_recheck), and looks again. A pass that starts held after a held pass ends
+at its first look.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ class HoldCheck:
             return False
         if self._since is None:
             self._since = mono
+        rose = state.budget_rose_at
+        if rose is not None and rose > self._since:
+            self._since = rose  # a budget it waits on is moving (a storm's drains take it in turn): watch on
         if (self.quick and not self._progressed) or mono - self._since >= self.linger:
             self.ended = True
             self.wake_at = _wake_at(state, mono)

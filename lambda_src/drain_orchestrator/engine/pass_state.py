@@ -59,6 +59,8 @@ class DrainState:
     seen: set[str] = field(default_factory=set)  # pods listed so far (pods bound after the cordon are named)
     redeleted: set[str] = field(default_factory=set)  # stuck terminating pods deleted again near the deadline
     first_wave_read: bool = False  # the first wave's budgets were looked at (engine/first_wave.py)
+    budget_rose_at: float | None = None  # monotonic: a budget waited on last rose (others take turns; ours comes)
+    only_going: bool = False  # every pod the last pass left is on its way out: nothing to retry, hold or wait on
 
     def record(self, ident: str) -> PodRecord:
         """The pod's record to write to, made on first use."""
@@ -200,7 +202,14 @@ def wait_between_passes(
     if going and node is not None and check is not None and state.pods_rv and state.pods_watchable:
         wait = max(0.0, min(end, retry_at) - mono)
         gone = wait_for_deletions(
-            kube, node, state.pods_rv, state.leaving | _sent_uids(recs), wait, check=check, check_every=budget
+            kube,
+            node,
+            state.pods_rv,
+            state.leaving | _sent_uids(recs),
+            wait,
+            check=check,
+            check_every=budget,
+            quiet_until=_settle_point(state, options, mono, now),
         )
         if gone is None:  # the role cannot watch pods (not upgraded yet): poll as before
             state.pods_watchable = False
@@ -255,12 +264,23 @@ def _wait_for_budgets(
         kube, pdbs, wait, hold_off=hold_off, check=check, check_every=every, resume=resume, keep_open=keep_open
     )
     state.budgets, state.budget_watch = ended, ended
+    if ended.rose_at is not None:
+        state.budget_rose_at = ended.rose_at
 
 
 def close_budget_watch(state: DrainState) -> None:
     """End the budget watch a wait left open (the drain is over, or the pass)."""
     if state.budget_watch is not None:
         state.budget_watch.close()
+
+
+def _settle_point(state: DrainState, options: DrainOptions, mono: float, now: float) -> float | None:
+    """When only pods on their way out are left, the watch goes on until ``settle_seconds`` after the cordon
+    (monotonic), so that the pass after it lists late enough and is the last."""
+    if not state.only_going or state.cordoned_at is None:
+        return None
+    left = state.cordoned_at + options.settle_seconds - now
+    return mono + left if left > 0 else None
 
 
 def _sent_uids(recs: list[PodRecord]) -> set[str]:

@@ -62,6 +62,7 @@ class Budgets:
     seen: dict[Key, int] = field(default_factory=dict)  # every watched budget as last seen
     rv: str | None = None  # the watch's last resourceVersion (None: the next wait lists again)
     stream: BudgetStream | None = field(default=None, compare=False, repr=False)
+    rose_at: float | None = None  # monotonic: a watched budget was last seen rising to allowing (it is moving)
 
     def close(self) -> None:
         if self.stream is not None:
@@ -75,8 +76,11 @@ class Turns:
         self.allowed: dict[Key, int] = {}
         self._turn: dict[Key, float] = {}  # monotonic: this drain's turn at the budget's latest rise
         self._hold_off = hold_off
+        self.rose_at: float | None = None
 
     def see(self, key: Key, allowed: int) -> None:
+        if allowed > 0 and self.allowed.get(key, 0) <= 0:
+            self.rose_at = time.monotonic()
         self.allowed[key] = allowed
         if allowed <= 0:
             self._turn.pop(key, None)  # another drain took the rise first, or it fell back: wait for the next
@@ -90,7 +94,7 @@ class Turns:
     def taken(self, now: float, rv: str | None) -> Budgets:
         """The budgets whose turn has come, as allowing; every other one as allowing nothing (not yet this drain's)."""
         due = {k: (n if self._turn.get(k, now + 1) <= now else 0) for k, n in self.allowed.items()}
-        return Budgets(due, now, dict(self.allowed), rv)
+        return Budgets(due, now, dict(self.allowed), rv, rose_at=self.rose_at)
 
 
 def list_budgets(kube: Kube, namespaces: set[str]) -> tuple[list[dict[str, Any]], str | None] | None:
@@ -177,7 +181,7 @@ def wait_for_budget(
                     return replace(turns.taken(now, rv), stream=stream)
                 if now >= end:
                     handed_back = True
-                    return Budgets({}, now, dict(turns.allowed), rv, stream)
+                    return Budgets({}, now, dict(turns.allowed), rv, stream, turns.rose_at)
                 if check is not None and now >= next_check:
                     check()
                     next_check = time.monotonic() + check_every

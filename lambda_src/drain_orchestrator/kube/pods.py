@@ -59,16 +59,21 @@ def wait_for_deletions(
     *,
     check: Callable[[], None] | None = None,
     check_every: float = 5.0,
+    quiet_until: float | None = None,
 ) -> bool | None:
     """Block until every pod in ``uids`` has been deleted from ``node`` (watched from the LIST at ``since``), or
     ``timeout`` seconds pass: True when all went, False on timeout, a watch cut short or a version gone (410: the
     next pass lists again), None when the watch was forbidden (a role without ``watch pods``): the caller polls.
     One request however many pods go and however long they take. ``check`` runs every ``check_every`` seconds
-    meanwhile; what it raises ends it."""
-    left = set(uids)
+    meanwhile; what it raises ends it. A pod bound to the node meanwhile ends it at once (True: the next pass
+    evicts it). With ``quiet_until`` (monotonic), once all went it watches on until then: a node just cordoned is
+    looked at again a few seconds after the cordon for pods the scheduler bound late, and a watch that saw none
+    arrive spares the LIST right after the pods went."""
+    left, known = set(uids), set(uids)
     if not left or timeout <= 0:
         return bool(not left)
     end = time.monotonic() + timeout
+    quiet = min(end, quiet_until) if quiet_until is not None else None
     query = {
         "watch": "1",
         "fieldSelector": f"spec.nodeName={node}",
@@ -80,14 +85,17 @@ def wait_for_deletions(
     next_check = time.monotonic() + check_every
     seen = False
     try:
-        while left:
+        while True:
             now = time.monotonic()
+            if not left and (quiet is None or now >= quiet):
+                return True
             if now >= end:
-                return False
+                return not left
             if check is not None and now >= next_check:
                 check()
                 next_check = time.monotonic() + check_every
-            event = watch.next(min(end, next_check if check is not None else end) - now)
+            wake = end if left or quiet is None else quiet
+            event = watch.next(min(wake, next_check if check is not None else wake) - now)
             if event is False:
                 continue
             if event is None:
@@ -95,15 +103,18 @@ def wait_for_deletions(
                     return None
                 # cut (an apiserver restart) or not served yet (429 while a restarted apiserver's cache fills):
                 # the next pass lists again, after a moment so that a refusing apiserver is not asked in a loop
-                if not seen:
+                if not seen and left:
                     time.sleep(max(0.0, min(end - time.monotonic(), 1.0)))
-                return False
+                return not left
             assert isinstance(event, dict)
             seen = True
-            if event.get("type") == "ERROR":  # the version is gone (410): the next pass lists afresh
+            kind = event.get("type")
+            if kind == "ERROR":  # the version is gone (410): the next pass lists afresh
                 return False
-            if event.get("type") == "DELETED":
-                left.discard(str(((event.get("object") or {}).get("metadata") or {}).get("uid", "")))
-        return True
+            uid = str(((event.get("object") or {}).get("metadata") or {}).get("uid", ""))
+            if kind == "DELETED":
+                left.discard(uid)
+            elif kind == "ADDED" and uid not in known:
+                return True  # bound to the node meanwhile: the next pass lists it and sends it on its way
     finally:
         watch.close()
