@@ -89,7 +89,7 @@ def test_asg_terminate_drains_heartbeats_and_completes_continue(
     reasons = {
         e.reason for e in k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
     }
-    assert {"NodeCordoned", "DrainStarted", "DrainCompleted"} <= reasons
+    assert {"DrainStarted", "DrainCompleted"} <= reasons and "NodeCordoned" not in reasons  # the start says both
 
 
 def test_event_for_another_clusters_instance_leaves_its_hook_alone(
@@ -158,6 +158,8 @@ def test_rebalance_cordons_only_by_default(
     assert k8s.core.read_node(node).spec.unschedulable is True
     assert len(_node_pods(k8s, node)) >= 1  # nothing evicted
     assert lam.notifications() == []
+    events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    assert [e.reason for e in events] == ["NodeCordoned"]  # a cordon only says so, and nothing of a drain
 
 
 def test_asg_launch_waits_for_ready_node_then_continues(

@@ -1,7 +1,8 @@
 """What a node's drain says: the announcement of its start, and the last word on it.
 
-`announce_step` runs once after the cordon step, for the execution holding the phase claims: metric, Kubernetes
-Events, the "started" notification. A step of its own, checkpointed, so a replay of the cordon does not repeat it.
+`announce_step` runs once after the cordon step, for the execution holding the phase claims: metric, one Kubernetes
+Event (DrainStarted for a drain, NodeCordoned for a cordon only), the "started" notification. A step of its own,
+checkpointed, so a replay of the cordon does not repeat it.
 `report_step` runs once the lifecycle action is settled, whatever happened before: phase claim, metrics, Kubernetes
 Event and the final notification (``completed``, ``failed``, or ``stopped`` when an operator's decision ended it).
 Every part is best effort and independent:
@@ -38,15 +39,16 @@ def announce_step(step_ctx: StepContext, job: DrainJob, cordoned: Cordoned) -> A
         logger.warning("no Kubernetes client for the announcement", extra={"error": str(exc)[:300]})
     if cordoned.cordon_claimed:
         metric("NodesCordoned", cluster=job.cluster, kind=event.kind)
-        if kube is not None:
+        if kube is not None and not cordoned.drain_claimed:  # a drain says both in its DrainStarted Event
             message = f"cordoned for {event.kind} (event {event.event_id})"
             node_event(kube, node, "NodeCordoned", message, dry_run=ws.dry_run)
     if not cordoned.drain_claimed:
         return Announced(notified=False)
     when = deadline_fields(job.plan.deadline, cordoned.now)
     if kube is not None:
+        what = "cordoned and draining" if cordoned.cordon_claimed else "draining"
         message = (
-            f"draining for {event.kind}, deadline {when['deadline']}, {when['seconds_left']} s left "
+            f"{what} for {event.kind}, deadline {when['deadline']}, {when['seconds_left']} s left "
             f"(event {event.event_id})"
         )
         node_event(kube, node, "DrainStarted", message, dry_run=ws.dry_run)
