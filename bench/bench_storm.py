@@ -66,7 +66,9 @@ def _run_execution(event: dict[str, Any], timeout: int) -> tuple[str, dict[str, 
 
     from drain_orchestrator.handler import handler
 
-    with DurableFunctionTestRunner(handler=handler) as runner:
+    # real waits, as in Lambda: a skipped wait would end a held drain's durable wait at once (flattering the
+    # storm's time) while its steps read the real clock
+    with DurableFunctionTestRunner(handler=handler, skip_time=False) as runner:
         res = runner.run(input=json.dumps(event), execution_timeout=timeout)
         ops = Counter(getattr(op.operation_type, "name", str(op.operation_type)) for op in res.get_all_operations())
     status = getattr(res.status, "name", str(res.status))
