@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -106,3 +107,17 @@ def role_bound_to_group(testbed: Any, group: str, rules: list[dict[str, Any]]) -
     finally:
         rbac.delete_cluster_role_binding(group)
         rbac.delete_cluster_role(group)
+
+
+def pod_lists_of(kube: Any) -> list[float]:
+    """When ``kube`` listed pods (monotonic): the real client, its LISTs of pods noted on the way through."""
+    at: list[float] = []
+    real = kube.request
+
+    def request(method: str, path: str, **kw: Any) -> Any:
+        if method == "GET" and path == "/api/v1/pods":
+            at.append(time.monotonic())
+        return real(method, path, **kw)
+
+    kube.request = request
+    return at

@@ -11,7 +11,16 @@ from typing import Any
 import pytest
 
 from drain_orchestrator.kube.evict import Outcome, delete_pod, evict_pod
-from tests.integration.drain_support import Lines, drain, drainer, hold, pods_on, release, set_unschedulable
+from tests.integration.drain_support import (
+    Lines,
+    drain,
+    drainer,
+    hold,
+    pod_lists_of,
+    pods_on,
+    release,
+    set_unschedulable,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -127,20 +136,6 @@ def test_the_settle_relist_is_bounded_by_the_deadline(testbed: Any, k8s: Any) ->
         report = drain(kube, a, timeout=60, deadline=time.time() + 3)
     assert report.drained
     assert time.monotonic() - started < 3  # no time left to wait for the settle: done with what it saw
-
-
-def pod_lists_of(kube: Any) -> list[float]:
-    """When ``kube`` listed pods (monotonic): the real client, its LISTs of pods noted on the way through."""
-    at: list[float] = []
-    real = kube.request
-
-    def request(method: str, path: str, **kw: Any) -> Any:
-        if method == "GET" and path == "/api/v1/pods":
-            at.append(time.monotonic())
-        return real(method, path, **kw)
-
-    kube.request = request
-    return at
 
 
 def test_pods_gone_soon_after_the_cordon_are_watched_up_to_the_settle_point_and_listed_once_more(

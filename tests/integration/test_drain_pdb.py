@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from drain_orchestrator.kube.evict import MULTIPLE_PDBS
-from tests.integration.drain_support import Lines, drain, drainer, pods_on, ready_pods_on, set_unschedulable
+from tests.integration.drain_support import (
+    Lines,
+    drain,
+    drainer,
+    pod_lists_of,
+    pods_on,
+    ready_pods_on,
+    set_unschedulable,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -159,3 +167,30 @@ def test_terminating_pod_whose_grace_ends_after_the_deadline_is_shortened_with_f
     assert report.drained, report
     assert [f.pod for f in report.forced] == [f"{k8s.ns}/slow"]
     assert 1 <= report.forced[0].grace_seconds <= 6
+
+
+def test_pods_a_budget_admits_one_by_one_are_evicted_from_the_last_list_not_listed_at_each_turn(
+    testbed: Any, k8s: Any
+) -> None:
+    from drain_orchestrator.engine.pass_state import TURN_LISTING_SECONDS
+
+    a, b = k8s.add_nodes(2)
+    _web_on(k8s, a, b, 4)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=1)
+    k8s.wait_pdb("web", disruptions_allowed=1)
+    sent: list[float] = []
+
+    def progress(line: str) -> None:
+        if line.startswith("evicting pod"):
+            sent.append(time.monotonic())
+
+    with drainer(testbed) as kube:
+        lists = pod_lists_of(kube)
+        report = drain(kube, a, timeout=90, progress=progress)  # type: ignore[arg-type]
+    assert report.drained and len(report.evicted) == 4, report
+    assert pods_on(k8s, a) == []
+    # the first pass sends all four (one goes, three are refused); the budget then admits them one turn at a time,
+    # and each turn's pass evicts from the first LIST (while younger than TURN_LISTING_SECONDS), not listing again
+    assert len(sent) > 4, "no pod waited for a turn of the budget"
+    between = [t for t in lists if sent[0] < t < sent[-1] and t - lists[0] < TURN_LISTING_SECONDS]
+    assert between == [], [round(t - lists[0], 2) for t in lists]

@@ -25,7 +25,13 @@ from drain_orchestrator.drain.plan import (
     to_evict_now,
 )
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
-from drain_orchestrator.engine.edges import name_late_pods, note_problems, redelete_stuck, settle_wait
+from drain_orchestrator.engine.edges import (
+    name_late_pods,
+    note_problems,
+    redelete_stuck,
+    settle_wait,
+    shorten_past_deadline,
+)
 from drain_orchestrator.engine.first_wave import hold_first_wave
 from drain_orchestrator.engine.held import budgets_selecting, park_until_deadline_policy, record_hold, report_waiting
 from drain_orchestrator.engine.held_pass import HoldCheck
@@ -37,6 +43,7 @@ from drain_orchestrator.engine.pass_state import (
     note_contention,
     note_held,
     retry_later,
+    turn_listing,
     wait_between_passes,
 )
 from drain_orchestrator.engine.pod_record import ident_of
@@ -93,9 +100,12 @@ def drain_pass(
         _check_node_exists(kube, node, state, options)
     report.cordoned = True
 
-    state.listed_at = time.time()
-    # always a LIST of its own: a listing of a moment ago (another caller's, a drain before) may miss a pod bound since
-    listed = list_node_pods_at(kube, node, options.pod_selector)
+    # a LIST of its own (a listing of another caller's, or a drain before, may miss a pod bound since), except right
+    # after a budget's turn: its own LIST of a moment ago names the pods the turn admits
+    turn = turn_listing(state)
+    listed = turn if turn is not None else list_node_pods_at(kube, node, options.pod_selector)
+    if turn is None:
+        state.listing, state.listed_at = listed, time.time()
     state.pods_rv = listed.resource_version
     pods = [PodInfo.from_dict(p) for p in listed.items]
     _announce_gone(state, pods, say)
@@ -108,6 +118,8 @@ def drain_pass(
     note_held(state, verdicts, found.policies, options, now)
 
     candidates = [] if report.refused else to_evict_now(verdicts)
+    if turn is not None:  # sent since that LIST: on their way out, not to be sent again
+        candidates = [v for v in candidates if not state.known(ident_of(v.pod)).sent]
     hold_first_wave(kube, state, candidates, options, say)  # in a storm: budget-bound pods go at their turn
     batch, by_budget = due(candidates, options, state)
     results = _evict_all(kube, batch, options, say)
@@ -122,18 +134,18 @@ def drain_pass(
             report.blocked.append(BlockedPod(v.pod.key, rec.pdbs, rec.last_block))
         if v not in batch:
             report_waiting(report, state, ident)
-    if options.surge != "never" and not options.dry_run and not report.refused:
+    if options.surge != "never" and not options.dry_run and not report.refused and turn is None:
         surge_pass(kube, node, report, verdicts, state.surge, options, state.owners)  # replacements first
 
     if options.force_delete_on_deadline and not report.refused:
-        _shorten_past_deadline(kube, report, state, verdicts, options, say)
+        shorten_past_deadline(kube, report, state, verdicts, options, say)
     redelete_stuck(kube, report, state, verdicts, options, say)
     leaving = [v.pod for v in verdicts if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None]
     state.deletion_times = [p.deletion_timestamp for p in leaving if p.deletion_timestamp is not None]
     state.leaving = {p.uid for p in leaving if p.uid}
     report.active_tier = active_tier(verdicts)
     report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT, Verdict.HOLD)]
-    report.drained = not report.remaining and not report.refused
+    report.drained = not report.remaining and not report.refused and turn is None
     state.only_going = _only_going(report)
     report.api_calls = kube.calls - calls0
     report.elapsed = time.monotonic() - started
@@ -154,32 +166,6 @@ def _check_node_exists(kube: Kube, node: str, state: DrainState, options: DrainO
         return
     state.node_seen = mono
     read_node_fresh(kube, node)  # NodeGone when it is gone; a view of a moment ago (the cordon's answer) will do
-
-
-def _shorten_past_deadline(
-    kube: Kube,
-    report: DrainReport,
-    state: DrainState,
-    verdicts: list[PodVerdict],
-    options: DrainOptions,
-    say: Progress,
-) -> None:
-    """A pod already terminating whose grace runs past the deadline (deleted earlier with a long grace) gets
-    a second DELETE with the time that is left, which the apiserver accepts only to shorten the grace."""
-    if options.deadline is None:
-        return
-    limit = options.deadline - options.deadline_margin
-    for v in verdicts:
-        ts = v.pod.deletion_timestamp
-        if v.verdict is not Verdict.WAIT or ts is None or ts <= limit:
-            continue
-        grace = max(1, int(limit - time.time()))
-        res = delete_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=grace, dry_run=options.dry_run)
-        if res.outcome is Outcome.EVICTED:
-            reason = f"terminating until {ts - options.deadline:.0f}s past the deadline: grace shortened"
-            report.forced.append(ForcedPod(v.pod.key, grace, reason))
-            state.record(ident_of(v.pod)).expected_gone = time.time() + grace
-            say(f"deleting pod {v.pod.key} (grace {grace}s): {reason}")
 
 
 def _announce_gone(state: DrainState, pods: list[PodInfo], say: Progress) -> None:

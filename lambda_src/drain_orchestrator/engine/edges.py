@@ -1,6 +1,6 @@
-"""The drain's edge cases, kept out of the pass itself: a pod a finalizer keeps in Terminating near the deadline, the
-re-list of a node that looked empty too soon after its cordon (pods the scheduler bound before it saw the cordon),
-and warnings printed once per drain.
+"""The drain's edge cases, kept out of the pass itself: a pod a finalizer keeps in Terminating near the deadline, a
+pod whose grace runs past the deadline, the re-list of a node that looked empty too soon after its cordon (pods the
+scheduler bound before it saw the cordon), and warnings printed once per drain.
 """
 
 from __future__ import annotations
@@ -71,3 +71,29 @@ def name_late_pods(total: DrainReport, later: DrainReport, before: set[str], say
         line = f"Warning: bound to the node after the cordon, drained too: {', '.join(late)}"
         total.warnings.append(line)
         say(line)
+
+
+def shorten_past_deadline(
+    kube: Kube,
+    report: DrainReport,
+    state: DrainState,
+    verdicts: list[PodVerdict],
+    options: DrainOptions,
+    say: Progress,
+) -> None:
+    """A pod already terminating whose grace runs past the deadline (deleted earlier with a long grace) gets
+    a second DELETE with the time that is left, which the apiserver accepts only to shorten the grace."""
+    if options.deadline is None:
+        return
+    limit = options.deadline - options.deadline_margin
+    for v in verdicts:
+        ts = v.pod.deletion_timestamp
+        if v.verdict is not Verdict.WAIT or ts is None or ts <= limit:
+            continue
+        grace = max(1, int(limit - time.time()))
+        res = delete_pod(kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=grace, dry_run=options.dry_run)
+        if res.outcome is Outcome.EVICTED:
+            reason = f"terminating until {ts - options.deadline:.0f}s past the deadline: grace shortened"
+            report.forced.append(ForcedPod(v.pod.key, grace, reason))
+            state.record(ident_of(v.pod)).expected_gone = time.time() + grace
+            say(f"deleting pod {v.pod.key} (grace {grace}s): {reason}")

@@ -20,12 +20,16 @@ from drain_orchestrator.drain.surge import SurgeFacts
 from drain_orchestrator.engine.pod_record import PodRecord, ident_of
 from drain_orchestrator.kube.evict import Outcome
 from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
-from drain_orchestrator.kube.pods import wait_for_deletions
+from drain_orchestrator.kube.pods import NodePods, wait_for_deletions
 from drain_orchestrator.kube.rest import Kube
 
 Budget = tuple[str, str]  # (namespace, PodDisruptionBudget name)
 # a wait on budgets hands what it watched to the pass right after it (no LIST of its own)
 BUDGETS_FRESH_SECONDS = 2.0
+# a pass right after a budget's turn evicts from the last LIST when it is younger than this (the evictions' UID
+# preconditions make a stale pod harmless: gone answers 404, replaced 409); a node is only called drained from a
+# LIST of its own
+TURN_LISTING_SECONDS = 10.0
 # longest wait on budgets without a pass (the node is still checked every node_check_seconds meanwhile): a pod
 # deleted by someone else, or bound to the node, while its budget stays shut is seen within this time
 BUDGET_WAIT_SECONDS = 30.0
@@ -60,6 +64,7 @@ class DrainState:
     redeleted: set[str] = field(default_factory=set)  # stuck terminating pods deleted again near the deadline
     first_wave_read: bool = False  # the first wave's budgets were looked at (engine/first_wave.py)
     budget_rose_at: float | None = None  # monotonic: a budget waited on last rose (others take turns; ours comes)
+    listing: NodePods | None = None  # the last pass's LIST of the node's pods (at listed_at)
     only_going: bool = False  # every pod the last pass left is on its way out: nothing to retry, hold or wait on
 
     def record(self, ident: str) -> PodRecord:
@@ -113,6 +118,17 @@ def due(batch: list[PodVerdict], options: DrainOptions, state: DrainState) -> tu
         )
 
     return [v for v in batch if ready(v)], share
+
+
+def turn_listing(state: DrainState) -> NodePods | None:
+    """The last LIST, for a pass that follows a wait whose news is a budget's turn (the budget-bound pods it admits
+    are known from that LIST), unless it is older than TURN_LISTING_SECONDS; None: list again."""
+    seen, listing = state.budgets, state.listing
+    if seen is None or listing is None or state.listed_at is None:
+        return None
+    if time.monotonic() - seen.at > BUDGETS_FRESH_SECONDS or not any(n > 0 for n in seen.allowed.values()):
+        return None
+    return listing if time.time() - state.listed_at <= TURN_LISTING_SECONDS else None
 
 
 def _allowing(state: DrainState, mono: float) -> dict[Budget, int]:
