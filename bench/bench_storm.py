@@ -216,7 +216,8 @@ def build_phase(
 def with_requests(bed: Testbed, phase: Phase, who: str = audit_counts.ORCHESTRATOR) -> Phase:
     """The phase with its requests counted from the bed's audit log, from the events to the last node done."""
     end = max([*phase.hook_s, *phase.drained_s, 0.0]) + 2.0
-    return replace(phase, requests=audit_counts.read(bed.audit_log, who, phase.t0 - 1.0, phase.t0 + end))
+    # from the release on: the phase before it (the warm-up, the solo's report) may have ended a moment earlier
+    return replace(phase, requests=audit_counts.read(bed.audit_log, who, phase.t0 - 0.01, phase.t0 + end))
 
 
 def warm_up(aws: AwsSeed, k8s: KubeScenario) -> float:

@@ -1,11 +1,13 @@
 """A model of a termination storm at any fleet size (not a test): Kubernetes requests, durable operations, Lambda
-compute and cost per drain, calibrated on one storm run of `bench_storm --json` and checked against the others.
+compute and cost per drain, calibrated on storm runs of `bench_storm --json` and checked against the others.
 
-    python -m bench.fleet_model .local/storm-50.json .local/storm-200.json --nodes 1000 --wave-seconds 2 9
+    python -m bench.fleet_model .local/storm-50x2.json .local/storm-100x2.json .local/storm-200x2.json --nodes 1000
 
 What it assumes, from the measurements (docs/benchmarks.md, "A storm of 200 nodes, and a model of 1,000"):
-- a drain's requests are its solo drain's (the same pods alone: cordon, lists, evictions, verdict) plus a rate per
-  second it waits behind the storm's budgets (node checks, budget watches, its turns' passes);
+- a drain's requests are its solo drain's (the same pods alone: cordon, lists, evictions, verdict), plus a few for
+  being in a storm (the first wave's reads of the draining nodes and budgets, its budget watch), plus a rate per
+  second it waits behind the storm's budgets (node checks, budget watches, its turns' passes): a line through the
+  calibration runs' extra requests against their mean wait;
 - durable operations and log volume per drain do not grow with the storm (no drain goes held while its budgets move);
 - an execution is billed from its event to its hook's completion (it waits inside its pass, not durably);
 - the storm lasts waves x one wave's time, where the waves are set by the budgets (a Deployment spread one replica a
@@ -75,6 +77,7 @@ class Run:
 @dataclass(frozen=True)
 class Model:
     solo_requests: float
+    in_storm: float  # requests a drain sends because others drain too (the first wave's reads, its budget watch)
     per_wait_second: float  # requests a drain sends per second it waits behind the storm
     solo_drained_s: float
     operations: float
@@ -82,12 +85,20 @@ class Model:
     log_bytes: float
 
     @classmethod
-    def calibrated(cls, run: Run) -> Model:
-        rate = (run.requests - run.solo_requests) / run.wait_s if run.wait_s > 0 else 0.0
-        return cls(run.solo_requests, rate, run.solo_drained_s, run.operations, run.invocations, run.log_bytes)
+    def calibrated(cls, runs: list[Run]) -> Model:
+        """From one run: every extra request is put on the wait. From two: a line through both (extra requests
+        against the wait), so a drain in a storm pays ``in_storm`` once and ``per_wait_second`` while it waits."""
+        a, b = runs[0], runs[-1]
+        extra_a, extra_b = a.requests - a.solo_requests, b.requests - b.solo_requests
+        if len(runs) > 1 and b.wait_s != a.wait_s:
+            rate = (extra_b - extra_a) / (b.wait_s - a.wait_s)
+            fixed = extra_a - rate * a.wait_s
+        else:
+            rate, fixed = (extra_a / a.wait_s if a.wait_s > 0 else 0.0), 0.0
+        return cls(a.solo_requests, fixed, rate, a.solo_drained_s, a.operations, a.invocations, a.log_bytes)
 
     def requests(self, wait_s: float) -> float:
-        return self.solo_requests + self.per_wait_second * wait_s
+        return self.solo_requests + self.in_storm + self.per_wait_second * wait_s
 
     def storm(self, nodes: int, waves: int, wave_s: float) -> dict[str, float]:
         """A storm of ``nodes`` drains whose budgets let them go in ``waves`` of ``wave_s`` seconds each: the drains
@@ -122,11 +133,12 @@ def waves_of(max_unavailable: str) -> int:
     return math.ceil(100 / float(max_unavailable.rstrip("%")))
 
 
-def render(runs: list[Run], model: Model, nodes: int, waves: int, wave_seconds: list[float]) -> str:
+def render(runs: list[Run], model: Model, calibration: list[Run], nodes: int, waves: int, wave_s: list[float]) -> str:
+    sizes = " and ".join(f"{r.nodes}" for r in calibration)
     out = [
-        f"calibrated on the {runs[0].nodes}-node run: a drain alone {model.solo_requests:.0f} requests, "
-        f"{model.per_wait_second:.3f} more per second it waits; {model.operations:.0f} durable operations, "
-        f"{model.log_bytes / 1000:.1f} KB of logs per drain",
+        f"calibrated on the {sizes}-node runs: a drain alone {model.solo_requests:.0f} requests, in a storm "
+        f"{model.in_storm:.1f} more and {model.per_wait_second:.3f} a second it waits; "
+        f"{model.operations:.0f} durable operations, {model.log_bytes / 1000:.1f} KB of logs per drain",
         "",
         "| run | requests per drain: measured | model (from its measured wait) | error | wait, s | operations | "
         "refusals per pod |",
@@ -147,7 +159,7 @@ def render(runs: list[Run], model: Model, nodes: int, waves: int, wave_seconds: 
         "| $ per drain | $ for the storm |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for w in wave_seconds:
+    for w in wave_s:
         s = model.storm(nodes, waves, w)
         out.append(
             f"| {w:g} s | {s['storm_s']:.0f} s | {s['requests_per_drain']:.1f} | {s['requests']:,.0f} | "
@@ -160,14 +172,16 @@ def render(runs: list[Run], model: Model, nodes: int, waves: int, wave_seconds: 
 
 def main() -> int:
     p = argparse.ArgumentParser(description="model a storm of any size from bench_storm --json runs")
-    p.add_argument("runs", nargs="+", type=Path, help="bench_storm --json results; the first calibrates the model")
+    p.add_argument("runs", nargs="+", type=Path, help="bench_storm --json results, smallest first")
+    p.add_argument("--calibrate", type=int, default=2, help="how many of the runs (the first) calibrate the model")
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--wave-seconds", type=float, nargs="+", default=[2.0, 9.0])
     a = p.parse_args()
     results = [json.loads(path.read_text()) for path in a.runs]
     runs = [Run.of(r) for r in results]
-    model = Model.calibrated(runs[0])
-    print(render(runs, model, a.nodes, waves_of(results[0]["max_unavailable"]), a.wave_seconds))
+    calibration = runs[: max(1, min(a.calibrate, len(runs)))]
+    model = Model.calibrated(calibration)
+    print(render(runs, model, calibration, a.nodes, waves_of(results[0]["max_unavailable"]), a.wave_seconds))
     return 0
 
 
