@@ -37,7 +37,7 @@ from drain_orchestrator.engine.held import budgets_selecting, park_until_deadlin
 from drain_orchestrator.engine.held_pass import HoldCheck
 from drain_orchestrator.engine.pass_state import (
     DrainState,
-    close_budget_watch,
+    close_watches,
     due,
     forget,
     note_contention,
@@ -50,7 +50,7 @@ from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.engine.surge import record_seen, surge_pass
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
-from drain_orchestrator.kube.node_marks import read_node_fresh
+from drain_orchestrator.kube.node_watch import NodePresence
 from drain_orchestrator.kube.owners import classify_node
 from drain_orchestrator.kube.pods import list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
@@ -158,14 +158,18 @@ def _only_going(report: DrainReport) -> bool:
     return bool(report.remaining) and not stuck and set(report.remaining) <= going
 
 
-def _check_node_exists(kube: Kube, node: str, state: DrainState, options: DrainOptions) -> None:
-    """A GET at most every ``node_check_seconds``: a Node deleted mid-drain (instance terminated) ends the drain
-    within that time, and passes that follow each other sooner (pods going) do not each read the node."""
+def _check_node_exists(
+    kube: Kube, node: str, state: DrainState, options: DrainOptions, *, waiting: bool = False
+) -> None:
+    """At most every ``node_check_seconds`` a look: a Node deleted mid-drain (instance terminated) ends the drain
+    within that time, and passes that follow each other sooner (pods going) do not each read the node. A look
+    during a wait watches the node from then on, so the looks after it send nothing (kube/node_watch.py)."""
+    presence = state.presence = state.presence or NodePresence(kube, node)
     mono = time.monotonic()
-    if state.node_seen is not None and mono - state.node_seen < options.node_check_seconds:
+    if not presence.watching and state.node_seen is not None and mono - state.node_seen < options.node_check_seconds:
         return
     state.node_seen = mono
-    read_node_fresh(kube, node)  # NodeGone when it is gone; a view of a moment ago (the cordon's answer) will do
+    presence.check(waiting=waiting)  # NodeGone when it is gone; a view of a moment ago (the cordon's answer) will do
 
 
 def _announce_gone(state: DrainState, pods: list[PodInfo], say: Progress) -> None:
@@ -349,7 +353,7 @@ def drain_node(
     try:
         return _drain_loop(kube, node, options, state, say, start, end, hold)
     finally:
-        close_budget_watch(state)  # a wait may have left its watch open for the next one
+        close_watches(state)  # a wait may have left a watch open for the next one
 
 
 def _drain_loop(
@@ -387,7 +391,7 @@ def _drain_loop(
             total.warnings.append(f"stopped: API call cap of {options.max_api_calls} reached")
             break
         until = end if hold is None else hold.until(end)
-        check = partial(_check_node_exists, kube, node, state, options)
+        check = partial(_check_node_exists, kube, node, state, options, waiting=True)
         wait_between_passes(kube, state, options, interval, until, check, node)
         interval = min(options.poll_max, interval * 1.5)
         before = set(state.seen)

@@ -19,6 +19,7 @@ from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy, release_
 from drain_orchestrator.drain.surge import SurgeFacts
 from drain_orchestrator.engine.pod_record import PodRecord, ident_of
 from drain_orchestrator.kube.evict import Outcome
+from drain_orchestrator.kube.node_watch import NodePresence
 from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
 from drain_orchestrator.kube.pods import NodePods, wait_for_deletions
 from drain_orchestrator.kube.rest import Kube
@@ -55,6 +56,7 @@ class DrainState:
     cordoned_at: float | None = None  # epoch; a drained pass only counts once it listed settle_seconds after it
     listed_at: float | None = None  # epoch of the last pass's LIST
     node_seen: float | None = None  # monotonic: the node was last read (cordon or existence check)
+    presence: NodePresence | None = None  # is the node still there: a GET, then a watch while the drain waits
     budgets: Budgets | None = None  # the budgets as the last wait on them saw them (kube/pdb_watch.py)
     budget_watch: Budgets | None = None  # where the next wait on budgets resumes its watch (no LIST)
     pods_rv: str | None = None  # resourceVersion of the last pass's LIST: pods going are watched from there
@@ -266,7 +268,7 @@ def _wait_for_budgets(
     keep_open: float,
 ) -> None:
     """Wait on the budgets; the watch stays open for the rest of the pass (``keep_open`` seconds), so the next wait
-    reads on from it without a request (``close_budget_watch`` when the drain ends)."""
+    reads on from it without a request (``close_watches`` when the drain ends)."""
 
     def hold_off() -> float:
         # drawn at each rise: after a lost race, not before its backoff; else a window that widens with the
@@ -284,10 +286,12 @@ def _wait_for_budgets(
         state.budget_rose_at = ended.rose_at
 
 
-def close_budget_watch(state: DrainState) -> None:
-    """End the budget watch a wait left open (the drain is over, or the pass)."""
+def close_watches(state: DrainState) -> None:
+    """End the watches waits left open for the next ones (budgets, the node): the drain is over, or the pass."""
     if state.budget_watch is not None:
         state.budget_watch.close()
+    if state.presence is not None:
+        state.presence.close()
 
 
 def _settle_point(state: DrainState, options: DrainOptions, mono: float, now: float) -> float | None:

@@ -1,0 +1,71 @@
+"""Is the node still there? A drain that waits (on budgets, on pods going) asks every ``node_check_seconds``: a Node
+deleted mid-drain (its instance terminated) must end the drain within that time. Asked with a GET each time, a
+drain waiting a minute reads its node a dozen times; here the first look of a wait is a GET, which also opens a
+watch of that one node from the GET's resourceVersion, and every later look reads what the watch queued, without a
+request. A watch that ends (its timeout, a cut, 410, a role without ``watch nodes``) goes back to a GET.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from drain_orchestrator.kube.errors import NodeGone
+from drain_orchestrator.kube.node_marks import read_node_fresh
+from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.watch import Watch
+
+WATCH_SECONDS = 300  # the server ends the watch after this long (a drain pass is shorter); a GET then opens another
+
+
+class NodePresence:
+    def __init__(self, kube: Kube, node: str) -> None:
+        self.kube, self.node = kube, node
+        self.watchable = True  # False once the watch was refused (403: an older role): GETs only
+        self._watch: Watch | None = None
+
+    @property
+    def watching(self) -> bool:
+        """A look now costs no request."""
+        return self._watch is not None
+
+    def check(self, *, waiting: bool) -> None:
+        """Raise NodeGone when the node is gone. ``waiting``: more looks follow soon, worth a watch."""
+        if self._watch is not None:
+            seen = self._read_on()
+            if seen is True:
+                return
+            self.close()  # ended: look with a GET, and watch again from there
+        node = read_node_fresh(self.kube, self.node)  # NodeGone when it is gone
+        rv = (node.get("metadata") or {}).get("resourceVersion")
+        if waiting and self.watchable and rv:
+            query = {
+                "watch": "1",
+                "fieldSelector": f"metadata.name={self.node}",
+                "resourceVersion": rv,
+                "allowWatchBookmarks": "false",
+                "timeoutSeconds": WATCH_SECONDS,
+            }
+            self._watch = Watch(self.kube, "/api/v1/nodes", query, timeout=WATCH_SECONDS + 5)
+
+    def _read_on(self) -> bool:
+        """True: the watch runs and saw the node stay; False: it ended. NodeGone: it saw the node deleted."""
+        assert self._watch is not None
+        while True:
+            event = self._watch.next(0.0)
+            if event is False:
+                return not self._watch.ended
+            if event is None:
+                if self._watch.status == HTTPStatus.FORBIDDEN:
+                    self.watchable = False
+                return False
+            assert isinstance(event, dict)
+            if event.get("type") == "DELETED":
+                self.close()
+                raise NodeGone(self.node)
+            if event.get("type") == "ERROR":  # its version is gone (410)
+                return False
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
