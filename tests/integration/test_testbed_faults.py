@@ -47,41 +47,6 @@ def test_apiserver_stop_and_restart_with_the_same_arguments_lets_clients_reconne
     print(f"MEASURE tool=apiserver-restart healthy_after_s={took:.1f}")
 
 
-def test_an_apiserver_that_dies_as_it_restarts_is_started_once_more(
-    testbed: Testbed, k8s: KubeScenario, bed_faults: BedFaults
-) -> None:
-    import os
-    import signal
-    import threading
-
-    before = next(p for p in testbed.state.procs if p.name == "kube-apiserver").pid
-    bed_faults.stop("kube-apiserver")
-    done: dict[str, object] = {}
-
-    def restart() -> None:
-        try:
-            done["took"] = bed_faults.restart("kube-apiserver")
-        except BaseException as e:  # reported below
-            done["error"] = e
-
-    t = threading.Thread(target=restart, daemon=True)
-    t.start()
-    killed = None
-    deadline = time.monotonic() + 30
-    while killed is None and time.monotonic() < deadline:
-        pid = next(p for p in testbed.state.procs if p.name == "kube-apiserver").pid
-        if pid != before:  # the restarted one: kill it before it is healthy, as a start that dies at once
-            os.kill(pid, signal.SIGKILL)
-            killed = pid
-        time.sleep(0.01)
-    t.join(timeout=150)
-    assert killed is not None, "the restart never spawned the apiserver"
-    assert "error" not in done, done["error"]
-    now = next(p for p in testbed.state.procs if p.name == "kube-apiserver").pid
-    assert now not in (before, killed) and bed_faults.running("kube-apiserver")
-    assert k8s.core.list_namespace(limit=1).items
-
-
 def test_revoked_access_entry_gets_401_and_authenticates_again_once_restored(
     testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, bed_faults: BedFaults
 ) -> None:
