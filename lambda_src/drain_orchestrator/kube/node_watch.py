@@ -55,7 +55,9 @@ class NodePresence:
             if event is False:
                 return not self._watch.ended
             if event is None:
-                if self._watch.status == HTTPStatus.FORBIDDEN:
+                if self._watch.status not in (None, HTTPStatus.OK):
+                    # refused (403: an older role; 429: a loaded apiserver): GETs for the rest of the drain, not a
+                    # GET and a refused watch at every look
                     self.watchable = False
                 return False
             assert isinstance(event, dict)
