@@ -109,6 +109,33 @@ def role_bound_to_group(testbed: Any, group: str, rules: list[dict[str, Any]]) -
         rbac.delete_cluster_role(group)
 
 
+def shipped_rules_without(resource: str, verb: str) -> list[dict[str, Any]]:
+    """The shipped ClusterRole's rules as they were before ``verb`` on ``resource`` (an older role)."""
+    import yaml
+
+    from testbed.control_plane import RBAC_FILE
+
+    shipped = next(d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d and d["kind"] == "ClusterRole")
+    rules = [
+        {**r, "verbs": [v for v in r["verbs"] if v != verb]} if r["resources"] == [resource] else r
+        for r in shipped["rules"]
+    ]
+    assert rules != shipped["rules"], f"the shipped role no longer grants {resource} {verb}"
+    return rules
+
+
+@contextmanager
+def impersonating(testbed: Any, group: str) -> Iterator[Kube]:
+    """A client acting as the product's user in ``group`` (a role of its own, e.g. an older one)."""
+    api = testbed.admin_api_client()
+    api.set_default_header("Impersonate-User", DRAIN_USER)
+    api.set_default_header("Impersonate-Group", group)
+    try:
+        yield Kube(api)
+    finally:
+        api.close()
+
+
 def pod_lists_of(kube: Any) -> list[float]:
     """When ``kube`` listed pods (monotonic): the real client, its LISTs of pods noted on the way through."""
     at: list[float] = []

@@ -10,14 +10,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.rest import Kube
 from testbed.bed import Testbed
-from testbed.control_plane import RBAC_FILE
 from testbed.kube import KubeScenario
-from tests.integration.drain_support import DRAIN_USER, drain, drainer, role_bound_to_group
+from tests.integration.drain_support import (
+    drain,
+    drainer,
+    impersonating,
+    role_bound_to_group,
+    shipped_rules_without,
+)
 
 pytestmark = pytest.mark.integration
 OLD_GROUP = "drain-orchestrator-without-node-watch"
@@ -84,13 +88,7 @@ def test_a_node_deleted_while_its_drain_waits_on_a_budget_ends_the_drain_within_
 @pytest.fixture
 def role_without_watch_nodes(testbed: Testbed) -> Iterator[None]:
     """The shipped ClusterRole as it was before `nodes watch`, bound to a group of its own."""
-    shipped = next(d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d and d["kind"] == "ClusterRole")
-    rules = [
-        {**r, "verbs": [v for v in r["verbs"] if v != "watch"]} if r["resources"] == ["nodes"] else r
-        for r in shipped["rules"]
-    ]
-    assert rules != shipped["rules"], "the shipped role no longer grants nodes watch"
-    with role_bound_to_group(testbed, OLD_GROUP, rules):
+    with role_bound_to_group(testbed, OLD_GROUP, shipped_rules_without("nodes", "watch")):
         yield
 
 
@@ -98,16 +96,10 @@ def test_a_role_that_may_not_watch_nodes_reads_the_node_with_gets(
     testbed: Testbed, k8s: KubeScenario, role_without_watch_nodes: None
 ) -> None:
     node = shut_budget(k8s)
-    api = testbed.admin_api_client()
-    api.set_default_header("Impersonate-User", DRAIN_USER)
-    api.set_default_header("Impersonate-Group", OLD_GROUP)
-    kube = Kube(api)
-    try:
+    with impersonating(testbed, OLD_GROUP) as kube:
         k8s.wait_for(lambda: kube.request("GET", f"/api/v1/nodes/{node}").ok, what="the binding")
         seen = node_reads_of(kube, node)
         report = drain(kube, node, timeout=60, deadline=time.time() + 17)
-    finally:
-        api.close()
     assert not report.drained and "deadline reached" in report.warnings
     assert seen["get"] >= 2, seen  # the refused watch is not retried at every check, and the checks go on as GETs
     assert seen["watch"] <= 2, seen

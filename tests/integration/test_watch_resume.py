@@ -11,16 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
 from drain_orchestrator.kube.pods import list_node_pods_at, wait_for_deletions
 from drain_orchestrator.kube.rest import Kube
 from testbed.bed import Testbed
-from testbed.control_plane import RBAC_FILE
 from testbed.faults import BedFaults
 from testbed.kube import KubeScenario
-from tests.integration.drain_support import DRAIN_USER, drainer, role_bound_to_group
+from tests.integration.drain_support import drainer, impersonating, role_bound_to_group, shipped_rules_without
 
 pytestmark = pytest.mark.integration
 
@@ -89,13 +87,7 @@ OLD_GROUP = "drain-orchestrator-without-watch-pods"
 @pytest.fixture
 def role_without_watch_pods(testbed: Testbed) -> Iterator[None]:
     """The shipped ClusterRole as it was before `pods watch`, bound to a group of its own."""
-    shipped = next(d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d and d["kind"] == "ClusterRole")
-    rules = [
-        {**r, "verbs": [v for v in r["verbs"] if v != "watch"]} if r["resources"] == ["pods"] else r
-        for r in shipped["rules"]
-    ]
-    assert rules != shipped["rules"], "the shipped role no longer grants pods watch"
-    with role_bound_to_group(testbed, OLD_GROUP, rules):
+    with role_bound_to_group(testbed, OLD_GROUP, shipped_rules_without("pods", "watch")):
         yield
 
 
@@ -104,11 +96,7 @@ def test_a_role_that_may_not_watch_pods_is_told_apart_from_a_cut_watch(
 ) -> None:
     node, spare = k8s.add_nodes(2)
     k8s.deployment_on("web", 1, [node], spare)
-    api = testbed.admin_api_client()
-    api.set_default_header("Impersonate-User", DRAIN_USER)
-    api.set_default_header("Impersonate-Group", OLD_GROUP)
-    kube = Kube(api)
-    try:
+    with impersonating(testbed, OLD_GROUP) as kube:
         # the authorizer learns of a new binding from its informer: wait until the group may list the node's pods
         k8s.wait_for(lambda: kube.request("GET", "/api/v1/pods", query={"limit": 1}).ok, what="the binding")
         listed = list_node_pods_at(kube, node)
@@ -117,8 +105,6 @@ def test_a_role_that_may_not_watch_pods_is_told_apart_from_a_cut_watch(
         uids = {str(p["metadata"]["uid"]) for p in listed.items}
         ended = wait_for_deletions(kube, node, listed.resource_version, uids, 20)
         took = time.monotonic() - t0
-    finally:
-        api.close()
     assert ended is None, ended  # forbidden: the drain polls from here on (a cut watch would be False)
     assert took < 5, took
 
