@@ -145,7 +145,10 @@ def test_pod_deleted_while_its_eviction_is_refused(testbed: Any, k8s: Any) -> No
         k8s.wait_for(lambda: len(lines.matching("error when evicting")) >= 2, what="evictions refused")
         for i in range(2):
             k8s.core.delete_namespaced_pod(f"solo-{i}", k8s.ns, grace_period_seconds=0)
-        t.join(30)
+        # a budget that stays shut is waited on for up to BUDGET_WAIT_SECONDS (30 s) before the pass that sees the
+        # pods gone; room beyond it for a loaded host
+        t.join(45)
+    assert "r" in result, "the drain did not end within 45 s of the pods' deletion"
     report = result["r"]
     assert report.drained and report.evicted == []
     assert pods_on(k8s, a) == []
