@@ -87,5 +87,27 @@ RETRY_POLICIES: dict[FailureKind, RetryPolicy] = {
 }
 
 
+@dataclass(frozen=True)
+class InPlaceRetry:
+    """A few quick resends inside one step, for an answer that says the request was never executed and when to try
+    again: API Priority and Fairness turns a request away with 429 and Retry-After when its priority level is full.
+    Each wait honours Retry-After up to ``max_wait`` plus up to ``jitter`` seconds (the turned-away clients of a
+    storm must not come back in step); after ``attempts`` sends the answer goes up to the step's durable retry."""
+
+    attempts: int
+    max_wait: float
+    jitter: float
+
+    def wait(self, retry_after: float | None, draw: float) -> float:
+        """Seconds before the next send: ``retry_after`` (1 s when the server named none), capped, plus
+        ``draw`` (0..1) of the jitter."""
+        asked = retry_after if retry_after is not None and retry_after > 0 else 1.0
+        return min(self.max_wait, asked) + self.jitter * draw
+
+
+# three sends over at most ~5 s: a storm's burst passes within that; a level full for longer is the step's retry
+APF_RETRY = InPlaceRetry(attempts=3, max_wait=2.0, jitter=0.5)
+
+
 def kind_of(exc: BaseException) -> FailureKind:
     return exc.kind if isinstance(exc, ApiError) else FailureKind.UNEXPECTED

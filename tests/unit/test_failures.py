@@ -6,7 +6,15 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
 from drain_orchestrator.aws.errors import from_botocore_error, from_client_error, translated
-from drain_orchestrator.failures import RETRY_POLICIES, ApiError, FailureKind, kind_for_status, kind_of
+from drain_orchestrator.failures import (
+    APF_RETRY,
+    RETRY_POLICIES,
+    ApiError,
+    FailureKind,
+    InPlaceRetry,
+    kind_for_status,
+    kind_of,
+)
 from drain_orchestrator.kube.errors import KubeError, NodeGone
 
 
@@ -92,3 +100,14 @@ def test_backoff_grows_to_its_cap_then_slows_down_for_long_outages() -> None:
     assert delays[:5] == [2, 4, 8, 16, 30]
     assert max(delays[:20]) == 30
     assert delays[20:] == [120] * 5
+
+
+def test_a_turned_away_request_waits_what_the_server_asked_within_a_cap() -> None:
+    rule = InPlaceRetry(attempts=3, max_wait=2.0, jitter=0.5)
+    assert rule.wait(1.0, 0.0) == 1.0  # the apiserver's usual Retry-After: 1
+    assert rule.wait(None, 0.0) == 1.0  # no Retry-After: a second, not a tight loop
+    assert rule.wait(0.0, 0.0) == 1.0
+    assert rule.wait(30.0, 0.0) == 2.0  # a long ask is the step's durable retry's business, not a sleep's
+    assert rule.wait(1.0, 1.0) == 1.5  # jitter spreads a storm's clients
+    # every in-place wait together stays a few seconds of a drain's budget
+    assert (APF_RETRY.attempts - 1) * (APF_RETRY.max_wait + APF_RETRY.jitter) <= 5.0

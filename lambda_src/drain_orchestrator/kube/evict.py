@@ -55,17 +55,6 @@ class EvictionResult:
     reason: HoldReason | None = None  # why it did not go through (None: it did, or nothing to do)
 
 
-def _retry_after(resp: Response) -> float | None:
-    value = resp.headers.get("Retry-After") or resp.headers.get("retry-after")
-    if value:
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    seconds = (resp.body.get("details") or {}).get("retryAfterSeconds")
-    return float(seconds) if seconds else None
-
-
 def classify_response(resp: Response) -> EvictionResult:
     """Map an eviction/delete response to an outcome (the table in reference §1.9)."""
     status, message = resp.status, resp.message
@@ -81,11 +70,11 @@ def classify_response(resp: Response) -> EvictionResult:
     cause_text = "; ".join(str(c.get("message", "")) for c in causes if c.get("message"))
     if status == 429 and "DisruptionBudget" in reasons:
         return EvictionResult(
-            Outcome.BLOCKED, status, cause_text or message, pdbs, _retry_after(resp), reason=HoldReason.PDB
+            Outcome.BLOCKED, status, cause_text or message, pdbs, resp.retry_after, reason=HoldReason.PDB
         )
     if status in {429, 504}:
         return EvictionResult(
-            Outcome.THROTTLED, status, message, retry_after=_retry_after(resp), reason=HoldReason.THROTTLED
+            Outcome.THROTTLED, status, message, retry_after=resp.retry_after, reason=HoldReason.THROTTLED
         )
     if status == 500 and message == MULTIPLE_PDBS:
         return EvictionResult(Outcome.BLOCKED, status, message, reason=HoldReason.MULTIPLE_PDBS)
@@ -126,7 +115,9 @@ def evict_pod(
         "deleteOptions": _delete_options(uid, grace, dry_run),
     }
     query = {"dryRun": "All"} if dry_run else None
-    resp = kube.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction", query=query, body=body)
+    # a 429 here is usually a budget's refusal: the drain schedules every 429 of an eviction itself (no resend here)
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+    resp = kube.request("POST", path, query=query, body=body, retry_throttled=False)
     return classify_response(resp)
 
 

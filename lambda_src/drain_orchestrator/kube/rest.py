@@ -8,7 +8,9 @@ TLS, impersonation and default headers still come from the ApiClient. Every requ
 from __future__ import annotations
 
 import json
+import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,12 +18,20 @@ from urllib.parse import urlencode
 
 import urllib3
 
+from drain_orchestrator.failures import APF_RETRY
 from drain_orchestrator.kube.errors import KubeError, unreachable
 
 JSON = "application/json"
 # a LIST answered with metadata only (names, annotations, ownerReferences): what a controller lookup needs
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+# What urllib3 may resend by itself under the generated client: a connection that failed (a keep-alive connection
+# the endpoint closed while the container was frozen), once. Not an answer: urllib3's default would resend a GET
+# turned away with 429 three times, a second apart, and a read that timed out three times, 30 s each, beyond any
+# rule of ours; 429s are resent by Kube.request (failures.APF_RETRY), the rest by the steps' durable retries.
+TRANSPORT_RETRY = urllib3.Retry(
+    total=1, connect=1, read=1, redirect=0, status=0, other=0, respect_retry_after_header=False, raise_on_status=False
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,18 @@ class Response:
         """This (failed) response as a typed error: ``what`` names the request, e.g. "get node/n1"."""
         return KubeError(f"{what}: {self.status} {self.message}", self.status)
 
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds the server asked to wait (Retry-After header, else details.retryAfterSeconds)."""
+        value = self.headers.get("Retry-After") or self.headers.get("retry-after")
+        if value:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+        seconds = (self.body.get("details") or {}).get("retryAfterSeconds") if self.body else None
+        return float(seconds) if seconds else None
+
     def causes(self) -> list[dict[str, Any]]:
         details = self.body.get("details") or {}
         return list(details.get("causes") or [])
@@ -58,8 +80,11 @@ class Kube:
         self.connection = connection
         self._lock = threading.Lock()
         self.calls = 0
-        if pool_size is not None and api_client is not None:
-            ensure_pool_size(api_client, pool_size)
+        self.throttled = 0  # answers turned away by API Priority and Fairness and sent again in place
+        if api_client is not None:
+            own_transport_retries(api_client)
+            if pool_size is not None:
+                ensure_pool_size(api_client, pool_size)
 
     def close(self) -> None:
         (self.connection or self.api_client).close()
@@ -100,6 +125,29 @@ class Kube:
         content_type: str = JSON,
         accept: str = JSON,
         timeout: float | None = 30.0,
+        retry_throttled: bool = True,
+    ) -> Response:
+        """One request; a 429 (API Priority and Fairness: never executed) is sent again per ``APF_RETRY`` unless
+        ``retry_throttled`` is False (an eviction's 429 may be a budget's refusal, which the drain schedules)."""
+        attempt = 1
+        while True:
+            resp = self._once(method, path, query, body, content_type, accept, timeout)
+            if resp.status != 429 or not retry_throttled or attempt >= APF_RETRY.attempts:
+                return resp
+            with self._lock:
+                self.throttled += 1
+            time.sleep(APF_RETRY.wait(resp.retry_after, random.random()))  # jitter, not a secret
+            attempt += 1
+
+    def _once(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        accept: str,
+        timeout: float | None,
     ) -> Response:
         url, headers, payload = self._prepare(method, path, query, body, content_type, accept)
         self._count()
@@ -156,6 +204,14 @@ class Kube:
             # The caller may stop reading mid-stream: close instead of returning a dirty connection.
             raw.close()
             raw.release_conn()
+
+
+def own_transport_retries(api_client: Any) -> None:
+    """The client's connection pools resend only per TRANSPORT_RETRY (pools are created lazily, per host)."""
+    manager = api_client.rest_client.pool_manager
+    if manager.connection_pool_kw.get("retries") is not TRANSPORT_RETRY:
+        manager.connection_pool_kw["retries"] = TRANSPORT_RETRY
+        manager.clear()
 
 
 def ensure_pool_size(api_client: Any, size: int) -> None:
