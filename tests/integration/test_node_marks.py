@@ -16,7 +16,13 @@ import pytest
 from drain_orchestrator.kube.cordon import ANN_STARTED_AT, cordon
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.node_lookup import read_node
-from drain_orchestrator.kube.node_marks import AnnotationChange, Write, patch_node, update_annotations
+from drain_orchestrator.kube.node_marks import (
+    AnnotationChange,
+    Write,
+    patch_node,
+    read_node_fresh,
+    update_annotations,
+)
 from drain_orchestrator.kube.recent import FRESH_SECONDS
 from tests.integration.drain_support import drainer
 
@@ -120,11 +126,27 @@ def test_a_view_gone_stale_loses_nothing_another_writer_set(testbed: Any, k8s: A
     assert done.cordoned_at == datetime.strptime(earlier, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
-def test_a_view_older_than_a_moment_is_read_again(testbed: Any, k8s: Any) -> None:
-    (a,) = k8s.add_nodes(1)
+def test_a_view_of_seconds_ago_is_the_base_of_a_write_not_of_a_read_or_of_nothing_to_do(testbed: Any, k8s: Any) -> None:
+    """Within WRITE_BASE_SECONDS a view is the base of a write under its resourceVersion (one PATCH, or a refused
+    one, a GET and a PATCH if the node changed meanwhile); a read, or a change found unnecessary on it, goes to the
+    apiserver once the view is older than FRESH_SECONDS."""
+    a, b, c = k8s.add_nodes(3)
     with drainer(testbed) as kube:
-        assert read_node(kube, a) is not None
-        time.sleep(FRESH_SECONDS + 0.2)  # the view's age is what is tested
+        views = {n: read_node(kube, n) for n in (a, b, c)}
+        assert all(views.values())
+        time.sleep(FRESH_SECONDS + 0.2)  # the views' age is what is tested
+
         calls0 = kube.calls
-        update_annotations(kube, a, _increment)
-        assert kube.calls - calls0 == 2  # GET + PATCH
+        assert read_node_fresh(kube, b)["metadata"]["name"] == b
+        assert kube.calls - calls0 == 1  # a read: the GET
+
+        calls0 = kube.calls
+        assert update_annotations(kube, c, lambda _: None).write is Write.UNCHANGED
+        assert kube.calls - calls0 == 1  # nothing to do, concluded from a GET, not from the older view
+
+        unchanged = k8s.core.read_node(a).metadata.resource_version == views[a]["metadata"]["resourceVersion"]
+        calls0 = kube.calls
+        assert update_annotations(kube, a, _increment).write is Write.WRITTEN
+        # the PATCH on the view; kwok's heartbeat may have changed the node meanwhile: refused, read, written
+        assert kube.calls - calls0 == (1 if unchanged else 3)
+    assert k8s.core.read_node(a).metadata.annotations[KEY] == "1"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
-from drain_orchestrator.kube.pods import list_node_pods_at, wait_for_deletions
+from drain_orchestrator.kube.pods import PodsWatched, list_node_pods_at, wait_for_deletions
 from drain_orchestrator.kube.rest import Kube
 from testbed.bed import Testbed
 from testbed.faults import BedFaults
@@ -76,8 +76,8 @@ def test_watches_from_a_version_a_restarted_apiserver_no_longer_holds_list_again
         uids = {str(p["metadata"]["uid"]) for p in listed.items}
         ended = wait_for_deletions(kube, target, listed.resource_version, uids, 20)
         took = time.monotonic() - t0
-        # False: the next pass lists again and watches from there; None would stop watching pods for the drain
-        assert ended is False, ended
+        # ENDED: the next pass lists again and watches from there; FORBIDDEN would stop watching pods for the drain
+        assert ended is PodsWatched.ENDED, ended
         assert took < 10, f"a gone version should end the wait at once, not after {took:.1f} s"
 
 
@@ -105,7 +105,7 @@ def test_a_role_that_may_not_watch_pods_is_told_apart_from_a_cut_watch(
         uids = {str(p["metadata"]["uid"]) for p in listed.items}
         ended = wait_for_deletions(kube, node, listed.resource_version, uids, 20)
         took = time.monotonic() - t0
-    assert ended is None, ended  # forbidden: the drain polls from here on (a cut watch would be False)
+    assert ended is PodsWatched.FORBIDDEN, ended  # the drain polls from here on (a cut watch would be ENDED)
     assert took < 5, took
 
 

@@ -26,6 +26,7 @@ from drain_orchestrator.drain.plan import (
 )
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, PodReason
 from drain_orchestrator.engine.edges import (
+    drained_as_watched,
     name_late_pods,
     note_problems,
     redelete_stuck,
@@ -395,7 +396,9 @@ def _drain_loop(
         wait_between_passes(kube, state, options, interval, until, check, node)
         interval = min(options.poll_max, interval * 1.5)
         before = set(state.seen)
-        later = last = drain_pass(kube, node, options, state=state, progress=say)
+        watched = drained_as_watched(state, last, say)
+        later = watched or drain_pass(kube, node, options, state=state, progress=say)
+        last = later if watched is None else last
         if later.evicted or later.forced:
             interval = options.poll_min
         total.absorb(later)

@@ -1,6 +1,7 @@
 """The drain's edge cases, kept out of the pass itself: a pod a finalizer keeps in Terminating near the deadline, a
 pod whose grace runs past the deadline, the re-list of a node that looked empty too soon after its cordon (pods the
-scheduler bound before it saw the cordon), and warnings printed once per drain.
+scheduler bound before it saw the cordon), the pass a watch of the pods going makes unnecessary, and warnings
+printed once per drain.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from drain_orchestrator.drain.classify import PodVerdict, Verdict
+from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import MIN_GRACE_SECONDS
 from drain_orchestrator.drain.report import DrainReport, ForcedPod
@@ -61,6 +62,30 @@ def settle_wait(state: DrainState, options: DrainOptions) -> float:
     if state.cordoned_at is None or state.listed_at is None:
         return 0.0
     return max(0.0, state.cordoned_at + options.settle_seconds - state.listed_at)
+
+
+def drained_as_watched(state: DrainState, last: DrainReport, say: Progress) -> DrainReport | None:
+    """The pass after a wait that watched every pod the last pass left go and none arrive (PodsWatched.GONE): the
+    node holds the last LIST's pods less those, so the pass would find it drained; its report, without the LIST.
+    None when the watch does not settle it (a pass lists)."""
+    gone, state.watched_gone = state.watched_gone, set()
+    if not gone or not state.only_going or state.listing is None or state.watched_at is None:
+        return None
+    pods = [PodInfo.from_dict(p) for p in state.listing.items]
+    uid_of = {p.key: p.uid for p in pods}
+    if not all(uid_of.get(key) in gone for key in last.remaining):
+        return None
+    for p in pods:
+        rec = state.pods.get(ident_of(p))
+        if p.uid in gone and rec is not None and rec.sent:
+            say(f"pod/{p.name} evicted")
+            rec.sent, rec.expected_gone = False, None
+            state.tidy(ident_of(p))
+    state.listed_at = state.watched_at  # as good as a LIST then, for the look after the cordon
+    state.only_going = False
+    return DrainReport(
+        node=last.node, dry_run=last.dry_run, cordoned=True, drained=True, skipped=last.skipped, passes=0
+    )
 
 
 def name_late_pods(total: DrainReport, later: DrainReport, before: set[str], say: Progress) -> None:

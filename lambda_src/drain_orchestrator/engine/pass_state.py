@@ -21,7 +21,7 @@ from drain_orchestrator.engine.pod_record import PodRecord, ident_of
 from drain_orchestrator.kube.evict import Outcome
 from drain_orchestrator.kube.node_watch import NodePresence
 from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
-from drain_orchestrator.kube.pods import NodePods, wait_for_deletions
+from drain_orchestrator.kube.pods import NodePods, PodsWatched, wait_for_deletions
 from drain_orchestrator.kube.rest import Kube
 
 Budget = tuple[str, str]  # (namespace, PodDisruptionBudget name)
@@ -68,6 +68,9 @@ class DrainState:
     budget_rose_at: float | None = None  # monotonic: a budget waited on last rose (others take turns; ours comes)
     listing: NodePods | None = None  # the last pass's LIST of the node's pods (at listed_at)
     only_going: bool = False  # every pod the last pass left is on its way out: nothing to retry, hold or wait on
+    # uids the last wait watched go with no pod arriving, and when (epoch): the node as a LIST then would show it
+    watched_gone: set[str] = field(default_factory=set)
+    watched_at: float | None = None
 
     def record(self, ident: str) -> PodRecord:
         """The pod's record to write to, made on first use."""
@@ -219,19 +222,22 @@ def wait_between_passes(
             return
     if going and node is not None and check is not None and state.pods_rv and state.pods_watchable:
         wait = max(0.0, min(end, retry_at) - mono)
+        uids = state.leaving | _sent_uids(recs)
         gone = wait_for_deletions(
             kube,
             node,
             state.pods_rv,
-            state.leaving | _sent_uids(recs),
+            uids,
             wait,
             check=check,
             check_every=budget,
             quiet_until=_settle_point(state, options, mono, now),
         )
-        if gone is None:  # the role cannot watch pods (not upgraded yet): poll as before
+        if gone is PodsWatched.FORBIDDEN:  # the role cannot watch pods (not upgraded yet): poll as before
             state.pods_watchable = False
         else:
+            if gone is PodsWatched.GONE:
+                state.watched_gone, state.watched_at = uids, time.time()
             for r in recs:
                 r.expected_gone = None
                 state.tidy(r.ident)

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from drain_orchestrator.kube.errors import KubeError, NodeGone
-from drain_orchestrator.kube.recent import NODES, remember_node
+from drain_orchestrator.kube.recent import FRESH_SECONDS, NODES, WRITE_BASE_SECONDS, remember_node
 from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
 
 ANNOTATION_PREFIX = "drain-orchestrator.io/"
@@ -92,15 +92,20 @@ def update_node(
 ) -> NodeUpdate:
     """Read the node, let ``change`` compute the patch from it (None: nothing to do), send it; on a 409 read again.
     A patch that depends on what was read carries ``metadata.resourceVersion`` (``change`` sets it). The first
-    attempt may start from this client's view of a moment ago (a read or a write's answer) instead of a GET; a
-    patch computed from a view always carries the view's resourceVersion, so it is written only if the node is
-    still exactly as seen (else 409, and the next attempt reads)."""
+    attempt may start from this client's view of the last half minute (a read or a write's answer) instead of a
+    GET; a patch computed from a view always carries the view's resourceVersion, so it is written only if the node
+    is still exactly as seen (else 409, and the next attempt reads). "Nothing to do" is only concluded from a view
+    of a moment ago or a read: an older view that needs no change is read again."""
     body: dict[str, Any] = {}
-    view = NODES.get(kube, node)
+    seen = NODES.aged(kube, node, WRITE_BASE_SECONDS)
+    view, age = (seen[1], seen[0]) if seen is not None else (None, 0.0)
     for _ in range(attempts + (view is not None)):  # a view gone stale does not use up an attempt
         body = view if view is not None else get_node(kube, node)
         patch = change(body)
         if patch is None:
+            if view is not None and age > FRESH_SECONDS:
+                view = None
+                continue
             return NodeUpdate(Write.UNCHANGED, body)
         if view is not None:
             meta = {

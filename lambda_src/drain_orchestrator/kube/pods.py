@@ -7,6 +7,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from http import HTTPStatus
 from typing import Any
 
@@ -20,6 +21,15 @@ CHUNK_SIZE = 500  # kubectl's --chunk-size default
 class NodePods:
     items: list[dict[str, Any]]
     resource_version: str | None  # of the LIST: a watch from here misses nothing that happened after it
+
+
+class PodsWatched(StrEnum):
+    """How a wait for pods to go ended."""
+
+    GONE = "gone"  # every pod waited for went and none arrived: the node holds the LIST's pods less those
+    ARRIVED = "arrived"  # a pod was bound to the node meanwhile: the next pass lists it and sends it on its way
+    ENDED = "ended"  # the time ran out, the watch was cut or its version is gone (410): the next pass lists again
+    FORBIDDEN = "forbidden"  # the role may not watch pods (not upgraded yet): the caller polls
 
 
 def list_node_pods(kube: Kube, node: str, label_selector: str | None = None) -> list[dict[str, Any]]:
@@ -60,18 +70,15 @@ def wait_for_deletions(
     check: Callable[[], None] | None = None,
     check_every: float = 5.0,
     quiet_until: float | None = None,
-) -> bool | None:
+) -> PodsWatched:
     """Block until every pod in ``uids`` has been deleted from ``node`` (watched from the LIST at ``since``), or
-    ``timeout`` seconds pass: True when all went, False on timeout, a watch cut short or a version gone (410: the
-    next pass lists again), None when the watch was forbidden (a role without ``watch pods``): the caller polls.
-    One request however many pods go and however long they take. ``check`` runs every ``check_every`` seconds
-    meanwhile; what it raises ends it. A pod bound to the node meanwhile ends it at once (True: the next pass
-    evicts it). With ``quiet_until`` (monotonic), once all went it watches on until then: a node just cordoned is
-    looked at again a few seconds after the cordon for pods the scheduler bound late, and a watch that saw none
-    arrive spares the LIST right after the pods went."""
+    ``timeout`` seconds pass. One request however many pods go and however long they take. ``check`` runs every
+    ``check_every`` seconds meanwhile; what it raises ends it. With ``quiet_until`` (monotonic), once all went it
+    watches on until then: a node just cordoned is looked at again a few seconds after the cordon for pods the
+    scheduler bound late, and a watch that saw none arrive (GONE) stands for a LIST at its end."""
     left, known = set(uids), set(uids)
     if not left or timeout <= 0:
-        return bool(not left)
+        return PodsWatched.ENDED  # nothing watched: only a LIST says what is on the node
     end = time.monotonic() + timeout
     quiet = min(end, quiet_until) if quiet_until is not None else None
     query = {
@@ -88,9 +95,9 @@ def wait_for_deletions(
         while True:
             now = time.monotonic()
             if not left and (quiet is None or now >= quiet):
-                return True
+                return PodsWatched.GONE
             if now >= end:
-                return not left
+                return PodsWatched.ENDED if left else PodsWatched.GONE
             if check is not None and now >= next_check:
                 check()
                 next_check = time.monotonic() + check_every
@@ -99,22 +106,22 @@ def wait_for_deletions(
             if event is False:
                 continue
             if event is None:
-                if not seen and watch.status == HTTPStatus.FORBIDDEN:  # the role may not watch pods: the caller polls
-                    return None
+                if not seen and watch.status == HTTPStatus.FORBIDDEN:
+                    return PodsWatched.FORBIDDEN
                 # cut (an apiserver restart) or not served yet (429 while a restarted apiserver's cache fills):
                 # the next pass lists again, after a moment so that a refusing apiserver is not asked in a loop
                 if not seen and left:
                     time.sleep(max(0.0, min(end - time.monotonic(), 1.0)))
-                return not left
+                return PodsWatched.ENDED
             assert isinstance(event, dict)
             seen = True
             kind = event.get("type")
             if kind == "ERROR":  # the version is gone (410): the next pass lists afresh
-                return False
+                return PodsWatched.ENDED
             uid = str(((event.get("object") or {}).get("metadata") or {}).get("uid", ""))
             if kind == "DELETED":
                 left.discard(uid)
             elif kind == "ADDED" and uid not in known:
-                return True  # bound to the node meanwhile: the next pass lists it and sends it on its way
+                return PodsWatched.ARRIVED
     finally:
         watch.close()

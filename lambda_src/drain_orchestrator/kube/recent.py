@@ -3,7 +3,8 @@ lookup, the claim after the cordon, the report after the settle) needs no GET of
 kept: a drain pass acts on what is on the node, and a listing of a moment ago may miss a pod bound since.
 
 A node's view is the base of a write only under its resourceVersion (a view gone stale answers 409 and the writer
-reads again), or, while it is a couple of seconds old, of a read as good as a GET that returned that long ago.
+reads again), for up to half a minute, or, while it is a couple of seconds old, of a read as good as a GET that
+returned that long ago.
 Everything lives in memory per client: nothing is persisted, so an upgrade or a new container starts with none."""
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from typing import Any
 from drain_orchestrator.kube.rest import Kube
 
 FRESH_SECONDS = 2.0
+# a stale base costs one refused PATCH; kubelets report a node's status only when it changes (or every few minutes,
+# with leases), so a view of half a minute ago usually still is the node: the verdict's write after a drain of
+# seconds needs no GET
+WRITE_BASE_SECONDS = 30.0
 
 
 class Recent[K, V]:
@@ -35,11 +40,17 @@ class Recent[K, V]:
 
     def get(self, kube: Kube, key: K, within: float = FRESH_SECONDS) -> V | None:
         """The answer for ``key`` if it came at most ``within`` seconds ago, else None."""
+        seen = self.aged(kube, key, within)
+        return None if seen is None else seen[1]
+
+    def aged(self, kube: Kube, key: K, within: float) -> tuple[float, V] | None:
+        """(its age in seconds, the answer for ``key``) if it came at most ``within`` seconds ago, else None."""
         with self._lock:
             seen = (self._by.get(kube) or {}).get(key)
-        if seen is None or time.monotonic() - seen[0] > within:
+        if seen is None:
             return None
-        return seen[1]
+        age = time.monotonic() - seen[0]
+        return None if age > within else (age, seen[1])
 
 
 NODES: Recent[str, dict[str, Any]] = Recent()  # node name → the Node as last read or written
