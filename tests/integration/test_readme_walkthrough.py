@@ -39,6 +39,8 @@ def _clean_env(bed: Testbed) -> dict[str, str]:
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != venv_bin)
     env["DRAIN_TESTBED_DIR"] = str(bed.dir)
     env.pop("VIRTUAL_ENV", None)
+    for key in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):  # a reader's shell is not inside make (`make -s env` prints)
+        env.pop(key, None)
     return env
 
 

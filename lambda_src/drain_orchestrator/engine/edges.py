@@ -71,6 +71,8 @@ def drained_as_watched(state: DrainState, last: DrainReport, say: Progress) -> D
     gone, state.watched_gone = state.watched_gone, set()
     if not gone or not state.only_going or state.listing is None or state.watched_at is None:
         return None
+    if state.surge.held:  # a surge to take back once its replacement is Ready: the pass looks at that
+        return None
     pods = [PodInfo.from_dict(p) for p in state.listing.items]
     uid_of = {p.key: p.uid for p in pods}
     if not all(uid_of.get(key) in gone for key in last.remaining):
