@@ -125,10 +125,10 @@ def shipped_rules_without(resource: str, verb: str) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def impersonating(testbed: Any, group: str) -> Iterator[Kube]:
-    """A client acting as the product's user in ``group`` (a role of its own, e.g. an older one)."""
+def impersonating(testbed: Any, group: str, user: str = DRAIN_USER) -> Iterator[Kube]:
+    """A client acting as ``user`` (the product's) in ``group`` (a role of its own, e.g. an older one)."""
     api = testbed.admin_api_client()
-    api.set_default_header("Impersonate-User", DRAIN_USER)
+    api.set_default_header("Impersonate-User", user)
     api.set_default_header("Impersonate-Group", group)
     try:
         yield Kube(api)

@@ -25,7 +25,7 @@ from drain_orchestrator.failures import APF_RETRY
 from drain_orchestrator.kube.rest import Kube
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
-from tests.integration.drain_support import DRAIN_GROUP
+from tests.integration.drain_support import DRAIN_GROUP, impersonating
 
 pytestmark = pytest.mark.integration
 REG = ("admissionregistration.k8s.io", "v1")
@@ -153,17 +153,6 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-@contextlib.contextmanager
-def acting_as(testbed: Testbed, user: str) -> Iterator[Kube]:
-    api = testbed.admin_api_client()
-    api.set_default_header("Impersonate-User", user)
-    api.set_default_header("Impersonate-Group", DRAIN_GROUP)
-    try:
-        yield Kube(api)
-    finally:
-        api.close()
-
-
 def classified_into(kube: Kube, level: str, flowcontrol: Any, timeout: float = 60) -> None:
     uid = flowcontrol.read_priority_level_configuration(level).metadata.uid
     end, seen = time.monotonic() + timeout, None
@@ -195,15 +184,25 @@ def hold_the_seat(kube: Kube, k8s: KubeScenario, holder: SeatHolder) -> threadin
     return thread
 
 
+@contextlib.contextmanager
+def turned_away(testbed: Testbed, k8s: KubeScenario, user: str, holder: SeatHolder) -> Iterator[Kube]:
+    """A client of ``user`` whose priority level is held full (by another client of ``user``) until released."""
+    flowcontrol = client.FlowcontrolApiserverV1Api(k8s.api_client)
+    with impersonating(testbed, DRAIN_GROUP, user) as seat_kube, impersonating(testbed, DRAIN_GROUP, user) as kube:
+        classified_into(kube, user, flowcontrol)
+        seat = hold_the_seat(seat_kube, k8s, holder)
+        try:
+            yield kube
+        finally:
+            holder.release()
+            seat.join(30)
+
+
 def test_a_request_turned_away_by_a_full_priority_level_is_sent_again_in_place(
     testbed: Testbed, k8s: KubeScenario, full_level: tuple[str, SeatHolder]
 ) -> None:
     user, holder = full_level
-    flowcontrol = client.FlowcontrolApiserverV1Api(k8s.api_client)
-    with acting_as(testbed, user) as seat_kube, acting_as(testbed, user) as kube:
-        classified_into(kube, user, flowcontrol)
-        seat = hold_the_seat(seat_kube, k8s, holder)
-
+    with turned_away(testbed, k8s, user, holder) as kube:
         # while the seat is held, APF turns the user's requests away: what a caller without the retry sees, at once
         # (urllib3 under the generated client would resend a GET three times, a second apart: kube/rest.py's
         # TRANSPORT_RETRY leaves 429s to APF_RETRY)
@@ -224,7 +223,6 @@ def test_a_request_turned_away_by_a_full_priority_level_is_sent_again_in_place(
         assert kube.throttled >= 1, "the first send was not turned away: the test held no seat"
         assert kube.calls - before == kube.throttled + 1
         assert took < 6.0, f"in-place resends took {took:.1f} s: more than APF_RETRY allows"
-        seat.join(30)
 
 
 def test_a_level_full_for_longer_is_given_up_after_the_last_in_place_send(
@@ -232,14 +230,9 @@ def test_a_level_full_for_longer_is_given_up_after_the_last_in_place_send(
 ) -> None:
     """The caller (the step, with its durable retry bounded by the drain's deadline) gets the 429 back."""
     user, holder = full_level
-    flowcontrol = client.FlowcontrolApiserverV1Api(k8s.api_client)
-    with acting_as(testbed, user) as seat_kube, acting_as(testbed, user) as kube:
-        classified_into(kube, user, flowcontrol)
-        seat = hold_the_seat(seat_kube, k8s, holder)
+    with turned_away(testbed, k8s, user, holder) as kube:
         before = kube.calls
         answer = kube.request("GET", "/api/v1/nodes", query={"limit": 1})
-        holder.release()
-        assert answer.status == 429, answer
-        assert kube.calls - before == APF_RETRY.attempts
-        assert kube.throttled == APF_RETRY.attempts - 1
-        seat.join(30)
+    assert answer.status == 429, answer
+    assert kube.calls - before == APF_RETRY.attempts
+    assert kube.throttled == APF_RETRY.attempts - 1
