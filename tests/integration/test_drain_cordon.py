@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from drain_orchestrator.drain.node_claim import Ask, NodeClaim, Role
 from drain_orchestrator.kube.cordon import (
     ANN_DEADLINE,
     ANN_EVENT_ID,
@@ -15,6 +16,7 @@ from drain_orchestrator.kube.cordon import (
     cordon,
     uncordon,
 )
+from drain_orchestrator.kube.node_claim import ANN_DRAINER
 from tests.integration.drain_support import drainer
 
 pytestmark = pytest.mark.integration
@@ -99,3 +101,25 @@ def test_cordon_takes_the_phase_claims_in_its_own_write_and_of_racing_drains_one
     assert len(results) == 4 and len(holders) == 1, results  # the resourceVersion makes one writer win
     assert results[holders[0]].claimed == {"cordoned", "drain-started"}
     assert k8s.core.read_node(b).metadata.annotations["drain-orchestrator.io/cordoned"] == holders[0]
+
+
+def test_cordon_takes_the_drain_claim_in_its_own_write_and_a_second_drain_joins_it_as_a_waiter(
+    testbed: Any, k8s: Any
+) -> None:
+    (a,) = k8s.add_nodes(1)
+    now = 1_899_999_880.0
+    with drainer(testbed) as kube:
+        calls0 = kube.calls
+        first = cordon(kube, a, now=now, claims={"cordoned": "run-1"}, drain_claim=Ask("run-1", now + 600, now, 300))
+        assert kube.calls - calls0 == 2  # one GET, one PATCH: cordon, phase claim and drain claim together
+        calls1 = kube.calls
+        replay = cordon(kube, a, now=now + 1, drain_claim=Ask("run-1", now + 600, now + 1, 300))
+        assert kube.calls - calls1 <= 1  # the holder's replay writes nothing (a GET at most, if the view aged)
+        other = cordon(kube, a, now=now + 2, drain_claim=Ask("run-2", now + 300, now + 2, 300))
+    assert first.drain_claim is not None and first.drain_claim.role is Role.HOLDER
+    assert replay.drain_claim is not None and replay.drain_claim.role is Role.HOLDER
+    assert other.drain_claim is not None and other.drain_claim.role is Role.WAITER
+    stored = NodeClaim.from_json(k8s.core.read_node(a).metadata.annotations[ANN_DRAINER])
+    assert stored is not None and stored.holder == "run-1"
+    assert stored.deadlines == {"run-1": now + 600, "run-2": now + 300}  # the waiter's deadline, for the holder
+    assert stored.expires == now + 300

@@ -133,6 +133,8 @@ def test_ip_mode_targets_of_the_nodes_pods_hold_the_hook_and_other_pods_do_not(
         run = _terminate(aws, lam, iid)
     inst = _only(run)
     assert inst["result"] == "drained"
+    # the drainer's IPs come from its first pass's LIST of the node's pods: no LIST of their own before the drain
+    assert not [op for op in run.operations if getattr(op, "name", "") == "gate-pod-ips"]
     lbs = inst["gates"]["load_balancers"]
     assert lbs["held"] == sorted(f"tg-api-ip ({ip})" for ip in ips)
     assert lbs["still_draining"] == []

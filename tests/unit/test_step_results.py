@@ -7,6 +7,7 @@ from drain_orchestrator.ownership import Decision, Reason
 from drain_orchestrator.workflow.event_flow import Decided, Parsed
 from drain_orchestrator.workflow.results import (
     BeatOutcome,
+    ClaimCheck,
     Completion,
     Cordoned,
     DrainPlan,
@@ -37,7 +38,9 @@ def test_every_result_type_round_trips() -> None:
         Located(DECISION, 1.0, fault=FAULT),
         Cordoned(now=1.0, cordoned=True, changed=True),
         Cordoned(now=1.0, gone=True),
+        Cordoned(now=1.0, cordoned=True, claim=ClaimCheck(now=1.0, role="holder", holder="run", earliest=2.0)),
         PassOutcome(now=1.0, report=report, last_beat=0.9),
+        PassOutcome(now=1.0, fault=FAULT, pod_ips=["10.0.0.7"]),
         PassOutcome(now=1.0, fault=FAULT),
         BeatOutcome("recorded", 1.0),
         BeatOutcome("failed", 1.0, FAULT),

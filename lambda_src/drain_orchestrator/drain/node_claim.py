@@ -83,6 +83,19 @@ def look(current: NodeClaim | None, run: str, deadline: float, now: float, ttl: 
     return Look(Role.WAITER, replace(current, deadlines=deadlines))
 
 
+@dataclass(frozen=True)
+class Ask:
+    """One execution's look at the claim (``look``), to be taken in another write: the cordon's."""
+
+    run: str
+    deadline: float
+    now: float
+    ttl: float
+
+    def look(self, current: NodeClaim | None) -> Look:
+        return look(current, self.run, self.deadline, self.now, self.ttl)
+
+
 def renew(current: NodeClaim | None, run: str, now: float, ttl: float) -> NodeClaim | None:
     """The holder's renewal at a drain pass; None when it no longer holds the claim (taken over after expiry)."""
     if current is None or current.holder != run or current.verdict is not None:

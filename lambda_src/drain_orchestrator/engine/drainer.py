@@ -53,7 +53,7 @@ from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
 from drain_orchestrator.kube.node_watch import NodePresence
 from drain_orchestrator.kube.owners import classify_node
-from drain_orchestrator.kube.pods import list_node_pods_at
+from drain_orchestrator.kube.pods import SeenIps, list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
 
 __all__ = ["DrainState", "drain_node", "drain_pass"]
@@ -107,6 +107,8 @@ def drain_pass(
     listed = turn if turn is not None else list_node_pods_at(kube, node, options.pod_selector)
     if turn is None:
         state.listing, state.listed_at = listed, time.time()
+        if state.seen_ips is not None:
+            state.seen_ips.note(listed.items)
     state.pods_rv = listed.resource_version
     pods = [PodInfo.from_dict(p) for p in listed.items]
     _announce_gone(state, pods, say)
@@ -340,17 +342,19 @@ def drain_node(
     *,
     progress: Progress | None = None,
     hold: HoldCheck | None = None,
+    seen_ips: SeenIps | None = None,
 ) -> DrainReport:
     """Repeat passes until the node is drained, the timeout/deadline passes, a refusal (kubectl "cannot
     delete …") stops it, or the API-call cap is reached. Dry run: a single pass. With ``hold``, also when every
-    pod left is held (engine/held_pass.py): ``hold.ended`` says so."""
+    pod left is held (engine/held_pass.py): ``hold.ended`` says so. ``seen_ips`` gathers the pod IPs each LIST
+    found (filled even when a pass fails after its LIST)."""
     say = progress or _quiet
     kube = kube if isinstance(kube, Kube) else Kube(kube, pool_size=options.concurrency)
     start = time.monotonic()
     end = start + timeout if timeout else float("inf")
     if options.deadline is not None:
         end = min(end, start + (options.deadline - time.time()))
-    state = DrainState()
+    state = DrainState(seen_ips=seen_ips)
     try:
         return _drain_loop(kube, node, options, state, say, start, end, hold)
     finally:

@@ -21,7 +21,7 @@ from drain_orchestrator.engine.pod_record import PodRecord, ident_of
 from drain_orchestrator.kube.evict import Outcome
 from drain_orchestrator.kube.node_watch import NodePresence
 from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
-from drain_orchestrator.kube.pods import NodePods, PodsWatched, wait_for_deletions
+from drain_orchestrator.kube.pods import NodePods, PodsWatched, SeenIps, wait_for_deletions
 from drain_orchestrator.kube.rest import Kube
 
 Budget = tuple[str, str]  # (namespace, PodDisruptionBudget name)
@@ -68,6 +68,7 @@ class DrainState:
     budget_rose_at: float | None = None  # monotonic: a budget waited on last rose (others take turns; ours comes)
     listing: NodePods | None = None  # the last pass's LIST of the node's pods (at listed_at)
     only_going: bool = False  # every pod the last pass left is on its way out: nothing to retry, hold or wait on
+    seen_ips: SeenIps | None = None  # the caller's record of the pod IPs each LIST found (None: not wanted)
     # uids the last wait watched go with no pod arriving, and when (epoch): the node as a LIST then would show it
     watched_gone: set[str] = field(default_factory=set)
     watched_at: float | None = None

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from drain_orchestrator.drain.node_claim import Ask, Look, NodeClaim
+from drain_orchestrator.kube.node_claim import ANN_DRAINER
 from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, Write, gave_up, update_node
 from drain_orchestrator.kube.rest import Kube
 
@@ -32,6 +34,7 @@ class CordonResult:
     claimed: frozenset[str] = frozenset()  # the phase claims asked for that the owner holds (kube/node_records.py)
     # the node's annotations as read (before the write): what else the drain keeps on the node, without another GET
     annotations: Mapping[str, str] = field(default_factory=dict)
+    drain_claim: Look | None = None  # the node's drain claim as this write took or joined it (when asked)
 
 
 def _iso(epoch: float) -> str:
@@ -50,16 +53,19 @@ def cordon(
     now: float | None = None,
     dry_run: bool = False,
     claims: Mapping[str, str] | None = None,
+    drain_claim: Ask | None = None,
 ) -> CordonResult:
     """Make ``node`` unschedulable (+ optional taint/label/annotations). Existing annotations are kept, so
     two drains of one node agree on the first started-at and reason.
 
     ``claims`` (phase → owner): phase claims taken in the same write (set only if absent, under the node's
-    resourceVersion, as kube/node_records.py ``claim`` does), so a drain's start costs one GET and one PATCH."""
+    resourceVersion, as kube/node_records.py ``claim`` does), so a drain's start costs one GET and one PATCH.
+    ``drain_claim``: the node's drain claim (kube/node_claim.py) taken, joined or found settled in the same write."""
     asked = {ANNOTATION_PREFIX + phase: (phase, owner) for phase, owner in (claims or {}).items()}
 
-    def plan(body: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str], set[str]]:
-        """The cordon's own patch, the claims still absent, the claims the owner already holds."""
+    def plan(body: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str], set[str], Look | None]:
+        """The cordon's own patch, the claims still absent (and the drain claim's change), the claims the owner
+        already holds, the drain claim's look."""
         own = _cordon_patch(
             body,
             reason=reason,
@@ -72,27 +78,45 @@ def cordon(
         holders = (body.get("metadata") or {}).get("annotations") or {}
         absent = {k: owner for k, (_, owner) in asked.items() if k not in holders}
         held = {phase for k, (phase, owner) in asked.items() if holders.get(k) == owner}
-        return own, absent, held
+        seen = None
+        if drain_claim is not None:
+            current = NodeClaim.from_json(holders.get(ANN_DRAINER))
+            seen = drain_claim.look(current)
+            if seen.claim != current:
+                absent[ANN_DRAINER] = seen.claim.to_json()
+        return own, absent, held, seen
 
     def change(body: dict[str, Any]) -> dict[str, Any] | None:
-        own, absent, _ = plan(body)
+        own, absent, _, _ = plan(body)
         return _with_claims(own, absent, (body.get("metadata") or {}).get("resourceVersion"))
 
     done = update_node(kube, node, change, dry_run=dry_run)
     if done.write is Write.CONTENDED:
         raise gave_up(node)
-    own, absent, held = plan(done.node)
+    own, absent, held, look = plan(done.node)
     seen = dict((done.node.get("metadata") or {}).get("annotations") or {})
     if done.write is Write.UNCHANGED:
         at = _started_at(done.node)
         return CordonResult(
-            node, changed=False, dry_run=dry_run, cordoned_at=at, claimed=frozenset(held), annotations=seen
+            node,
+            changed=False,
+            dry_run=dry_run,
+            cordoned_at=at,
+            claimed=frozenset(held),
+            annotations=seen,
+            drain_claim=look,
         )
     before = None if not (done.node.get("spec") or {}).get("unschedulable") else _started_at(done.node)
     at = before if before is not None else now
-    claimed = frozenset(held | {asked[k][0] for k in absent})
+    claimed = frozenset(held | {asked[k][0] for k in absent if k in asked})
     return CordonResult(
-        node, changed=own is not None, dry_run=dry_run, cordoned_at=at, claimed=claimed, annotations=seen
+        node,
+        changed=own is not None,
+        dry_run=dry_run,
+        cordoned_at=at,
+        claimed=claimed,
+        annotations=seen,
+        drain_claim=look,
     )
 
 

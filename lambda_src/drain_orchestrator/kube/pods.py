@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from http import HTTPStatus
 from typing import Any
@@ -30,6 +30,30 @@ class PodsWatched(StrEnum):
     ARRIVED = "arrived"  # a pod was bound to the node meanwhile: the next pass lists it and sends it on its way
     ENDED = "ended"  # the time ran out, the watch was cut or its version is gone (410): the next pass lists again
     FORBIDDEN = "forbidden"  # the role may not watch pods (not upgraded yet): the caller polls
+
+
+def pod_ips(items: list[dict[str, Any]]) -> set[str]:
+    """The IPs of these pods that a load balancer's ip-mode target can be (host-network pods share the instance's)."""
+    return {
+        ip["ip"]
+        for p in items
+        if not (p.get("spec") or {}).get("hostNetwork")
+        for ip in (p.get("status") or {}).get("podIPs") or []
+        if ip.get("ip")
+    }
+
+
+@dataclass
+class SeenIps:
+    """The pod IPs a drain's LIST of the node found, for the load-balancer gate (its ip-mode targets are pod IPs,
+    and the pods are gone once drained): kept from the drain's own LIST instead of a LIST of their own."""
+
+    ips: set[str] = field(default_factory=set)
+    listed: bool = False  # a LIST of the node's pods was made (``ips`` may still be empty: no pod had an IP)
+
+    def note(self, items: list[dict[str, Any]]) -> None:
+        self.ips |= pod_ips(items)
+        self.listed = True
 
 
 def list_node_pods(kube: Kube, node: str, label_selector: str | None = None) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import time
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
-from drain_orchestrator.drain.node_claim import Role, claim_ttl
+from drain_orchestrator.drain.node_claim import Look, Role, claim_ttl
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.observability import logger
 from drain_orchestrator.workflow import runtime
@@ -35,6 +35,11 @@ def claim_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) ->
         except Exception as exc:
             fault = fault_of("drain-claim", exc)
             return ClaimCheck(now=now, last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault)
+    return check_of(job, seen, hb.last_beat, hb.hook_done)
+
+
+def check_of(job: DrainJob, seen: Look, last_beat: float | None, hook_done: bool) -> ClaimCheck:
+    """What a look at the claim found (claim_step's, or the cordon's write), logged as the flow will act on it."""
     claim = seen.claim
     if seen.took_over is not None:
         logger.warning(
@@ -52,8 +57,8 @@ def claim_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) ->
         holder=claim.holder,
         verdict=claim.verdict if seen.role is Role.SETTLED else None,
         took_over=seen.took_over,
-        last_beat=hb.last_beat,
-        hook_done=hb.hook_done,
+        last_beat=last_beat,
+        hook_done=hook_done,
         earliest=claim.earliest,
     )
 

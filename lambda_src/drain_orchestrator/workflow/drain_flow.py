@@ -30,6 +30,7 @@ from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
 from drain_orchestrator.workflow import gates, runtime
 from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
+from drain_orchestrator.workflow.gate_defs import PodIps
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
 from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.job import DrainJob
@@ -95,22 +96,22 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     if decision.action == "cordon":
         summary.result = Result.CORDONED
         return summary
-    job = replace(job, counts_pods=cordoned.drain_claimed)
+    job = replace(job, counts_pods=cordoned.drain_claimed, cordon_claim=cordoned.claim)
     result, report, error = gates.around_drain(
         ctx,
         job,
         pace,
         summary,
-        lambda: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace, summary)),
+        lambda ips: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace, summary, ips)),
     )
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
 
 
 def _drain_passes(
-    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, ips: PodIps
 ) -> tuple[Result, DrainReport | None, StepFault | None]:
     """Passes until drained, refused, gone, failed for good, an operator's decision, or the deadline.
-    Returns (result, report, error)."""
+    Returns (result, report, error); the first pass that lists says its pod IPs into ``ips`` when wanted."""
     ws = runtime.wsettings()
     deadline = job.plan.deadline
     report: DrainReport | None = None
@@ -128,11 +129,12 @@ def _drain_passes(
             if choice is Choice.FORCE:
                 job = replace(job, force_now=True)
         out: PassOutcome = ctx.step(
-            pass_step(job, n, pace.last_beat, holds.after_held),
+            pass_step(job, n, pace.last_beat, holds.after_held, ips.wanted),
             name=f"drain-pass-{n}",
             config=step_config(PassOutcome),
         )
         pace.absorb(out)
+        ips.absorb(out.pod_ips)
         if out.gone:
             return Result.NODE_GONE, report, None
         if out.claim_lost:

@@ -75,9 +75,14 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
 
 @durable_step
 def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> Cordoned:
+    from drain_orchestrator.drain.node_claim import Ask  # noqa: PLC0415
     from drain_orchestrator.kube.cordon import cordon  # noqa: PLC0415
+    from drain_orchestrator.workflow.claim_steps import check_of, ttl  # noqa: PLC0415
 
     decision, node, now = job.decision, job.node, time.time()
+    # a drain takes (or joins) the node's drain claim in the cordon's write: one PATCH less (one_drain.py)
+    drains = decision.action == "drain" and not runtime.wsettings().dry_run
+    ask = Ask(job.run_id, job.plan.deadline, now, ttl()) if drains else None
     with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             kube = runtime.kube(job.cluster)
@@ -99,6 +104,7 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
                 claims=dict.fromkeys(
                     ("cordoned", "drain-started") if decision.action == "drain" else ("cordoned",), job.run_id
                 ),
+                drain_claim=ask,
             )
             cordon_claimed = "cordoned" in res.claimed
             first = "drain-started" in res.claimed
@@ -109,6 +115,7 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
             return Cordoned(now=now, last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault_of("cordon", exc))
     logger.info("node cordoned" if res.changed else "node already cordoned", extra={"node": node})
     runtime.inject_fault("after-cordon")
+    claim = None if res.drain_claim is None else check_of(job, res.drain_claim, hb.last_beat, hb.hook_done)
     return Cordoned(
         now=now,
         cordoned=True,
@@ -117,6 +124,7 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
         hook_done=hb.hook_done,
         cordon_claimed=cordon_claimed,
         drain_claimed=bool(first),
+        claim=claim,
     )
 
 
@@ -135,18 +143,30 @@ def _just_claimed(job: DrainJob, n: int) -> bool:
 
 @durable_step
 def pass_step(
-    step_ctx: StepContext, job: DrainJob, n: int, last_beat: float | None, after_held: bool = False
+    step_ctx: StepContext,
+    job: DrainJob,
+    n: int,
+    last_beat: float | None,
+    after_held: bool = False,
+    want_ips: bool = False,
 ) -> PassOutcome:
     """One drain pass of at most DRAIN_PASS_SECONDS; it ends early when every pod left is held (at its first look
-    when the pass before ended held too, ``after_held``)."""
+    when the pass before ended held too, ``after_held``). ``want_ips``: say the pod IPs its LIST found, even if it
+    fails after it (the load-balancer gate's ip targets: the pods are gone once drained)."""
     from drain_orchestrator.engine.drainer import drain_node  # noqa: PLC0415
     from drain_orchestrator.engine.held_pass import HoldCheck  # noqa: PLC0415
     from drain_orchestrator.kube.node_claim import renew_claim  # noqa: PLC0415
+    from drain_orchestrator.kube.pods import SeenIps  # noqa: PLC0415
     from drain_orchestrator.workflow.claim_steps import ttl  # noqa: PLC0415
 
     ws = runtime.wsettings()
     event = job.event
     runtime.inject_fault(f"pass-{n}")
+    seen = SeenIps() if want_ips else None
+
+    def ips() -> list[str] | None:
+        return sorted(seen.ips) if seen is not None and seen.listed else None
+
     with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             deadline = job.plan.deadline
@@ -161,14 +181,18 @@ def pass_step(
             budget = deadlines.pass_budget(time.time(), deadline, ws)
             opts = replace(job.drain_options(), deadline=deadline)
             hold = HoldCheck(linger=pacing.HELD_LINGER_SECONDS, quick=after_held)
-            rep = drain_node(runtime.kube(job.cluster), job.node, opts, timeout=budget, hold=hold)
+            rep = drain_node(runtime.kube(job.cluster), job.node, opts, timeout=budget, hold=hold, seen_ips=seen)
         except NodeGone:
             # the Node object is gone (instance terminated, node deleted): nothing left to drain
             logger.info("node gone while draining", extra={"node": job.node})
-            return PassOutcome(now=time.time(), gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
+            return PassOutcome(
+                now=time.time(), gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done, pod_ips=ips()
+            )
         except Exception as exc:
             fault = fault_of("drain-pass", exc)
-            return PassOutcome(now=time.time(), last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault)
+            return PassOutcome(
+                now=time.time(), last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault, pod_ips=ips()
+            )
     if rep.evicted and job.counts_pods:
         metric("PodsEvicted", len(rep.evicted), cluster=job.cluster, kind=event.kind)
     if rep.blocked:
@@ -198,4 +222,5 @@ def pass_step(
         deadline=deadline,
         held=hold.ended,
         wake_at=hold.wake_at,
+        pod_ips=ips(),
     )

@@ -59,6 +59,27 @@ class Needs:
     rbac: tuple[RbacRule, ...] = ()
 
 
+@dataclass
+class PodIps:
+    """The node's pod IPs for the load-balancer gate's ip-mode targets (the pods are gone once drained): from the
+    drain passes' first LIST when this execution drains the node (``from_passes``), else from a step of their own
+    before the drain (an execution that waits on another's drain)."""
+
+    ips: set[str] = field(default_factory=set)
+    from_passes: bool = False
+    recorded: bool = False  # a pass said what its LIST found
+
+    @property
+    def wanted(self) -> bool:
+        """The next pass should say its LIST's pod IPs."""
+        return self.from_passes and not self.recorded
+
+    def absorb(self, found: list[str] | None) -> None:
+        if found is not None:
+            self.ips.update(found)
+            self.recorded = True
+
+
 class Run(Protocol):
     """One drain's use of a gate: its checks (each a durable step) and its part of the summary."""
 
@@ -78,7 +99,7 @@ class Gate(Protocol):
 
     def after(self, result: Result) -> bool: ...
 
-    def start(self, ctx: DurableContext, job: DrainJob, pace: Pace) -> Run: ...
+    def start(self, ctx: DurableContext, job: DrainJob, pace: Pace, ips: PodIps) -> Run: ...
 
     def look(
         self, kube: Any, elbv2: Any, cluster: str, node: str, instance_id: str | None, cache: dict[str, Any]
@@ -93,7 +114,7 @@ def configured(gate: Gate, ws: WorkflowSettings, lifecycle: bool) -> bool:
 
 
 class _TargetsRun:
-    def __init__(self, job: DrainJob, ips: list[str]) -> None:
+    def __init__(self, job: DrainJob, ips: PodIps) -> None:
         self.job, self.ips = job, ips
         self.groups: list[dict[str, Any]] | None = None
         self.previous: list[str] = []
@@ -103,7 +124,7 @@ class _TargetsRun:
 
     def check(self, ctx: DurableContext, pace: Pace, n: int, start: float) -> Check:
         t: TargetsCheck = ctx.step(
-            targets_step(self.job, self.ips, self.groups, self.previous, start),
+            targets_step(self.job, sorted(self.ips.ips), self.groups, self.previous, start),
             name=f"gate-targets-{n}",
             config=step_config(TargetsCheck),
         )
@@ -144,11 +165,16 @@ class LoadBalancerGate:
     def after(self, result: Result) -> bool:
         return succeeded(result)
 
-    def start(self, ctx: DurableContext, job: DrainJob, pace: Pace) -> Run:
-        """Before the drain: the node's pod IPs (ip-mode targets are pod IPs; the pods are gone later)."""
+    def start(self, ctx: DurableContext, job: DrainJob, pace: Pace, ips: PodIps) -> Run:
+        """The node's pod IPs (ip-mode targets are pod IPs; the pods are gone later): the drainer's first pass says
+        what its LIST found; an execution waiting on another's drain lists them now."""
+        if job.drains_itself:
+            ips.from_passes = True
+            return _TargetsRun(job, ips)
         snap: PodAddresses = ctx.step(pod_ips_step(job), name="gate-pod-ips", config=step_config(PodAddresses))
         pace.absorb(snap)
-        return _TargetsRun(job, snap.ips)  # unknown (a fault, already logged): it still waits on instance targets
+        ips.ips.update(snap.ips)  # unknown (a fault, already logged): it still waits on instance targets
+        return _TargetsRun(job, ips)
 
     def look(
         self, kube: Any, elbv2: Any, cluster: str, node: str, instance_id: str | None, cache: dict[str, Any]
@@ -205,7 +231,7 @@ class VolumeGate:
     def after(self, result: Result) -> bool:
         return result is Result.DRAINED  # a node gone takes its attachments' fate out of Kubernetes' hands
 
-    def start(self, ctx: DurableContext, job: DrainJob, pace: Pace) -> Run:
+    def start(self, ctx: DurableContext, job: DrainJob, pace: Pace, ips: PodIps) -> Run:
         return _VolumesRun(job)
 
     def look(

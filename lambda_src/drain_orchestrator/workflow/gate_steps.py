@@ -1,6 +1,7 @@
 """The steps of the gates between a drain and its verdict (orchestrated by gates.py). They never raise.
 
-- `pod_ips_step`: at drain start, the IPs of the node's pods (ip-mode targets are pod IPs; the pods are gone later).
+- `pod_ips_step`: at drain start, the IPs of the node's pods (ip-mode targets are pod IPs; the pods are gone later),
+  for an execution that waits on another's drain (the drainer keeps them from its first pass's LIST).
 - `targets_step`: the load-balancer targets that still hold the instance (instance id, or a recorded pod IP) in a
   state where traffic may still reach it; on its first run it finds the target groups in scope and deregisters the
   instance from the ones configured by ARN (registered by hand: nobody else will).
@@ -28,16 +29,9 @@ OUT_OF_SERVICE_TAINT = {"key": "node.kubernetes.io/out-of-service", "value": "no
 @durable_step
 @faults_as("gate-pod-ips", PodAddresses)
 def pod_ips_step(step_ctx: StepContext, job: DrainJob) -> PodAddresses:
-    from drain_orchestrator.kube.pods import list_node_pods  # noqa: PLC0415
+    from drain_orchestrator.kube.pods import list_node_pods, pod_ips  # noqa: PLC0415
 
-    pods = list_node_pods(runtime.kube(job.cluster), job.node)
-    ips = {
-        ip["ip"]
-        for p in pods
-        if not (p.get("spec") or {}).get("hostNetwork")  # host-network pods share the instance's address
-        for ip in (p.get("status") or {}).get("podIPs") or []
-        if ip.get("ip")
-    }
+    ips = pod_ips(list_node_pods(runtime.kube(job.cluster), job.node))
     return PodAddresses(now=time.time(), ips=sorted(ips))
 
 

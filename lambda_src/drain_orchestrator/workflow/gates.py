@@ -1,7 +1,8 @@
 """Gates between the drain and the verdict: the instance goes only once nothing outside Kubernetes still needs it.
 
     [state-change "terminated", OUT_OF_SERVICE_TAINT] out-of-service taint on the leftover Node
-    -> [load-balancer gate] record the node's pod IPs (ip-mode targets)
+    -> [load-balancer gate] the node's pod IPs (ip-mode targets): the first drain pass's LIST, or a LIST of their
+       own before the drain in an execution that waits on another's drain
     -> drain passes (drain_flow)
     -> when drained (or the node is gone): checks separated by durable waits (heartbeats when due), until
        no target in scope is initial/healthy/unhealthy/draining and the node has no VolumeAttachment left,
@@ -29,7 +30,7 @@ from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.outcome import InstanceOutcome, Result, succeeded
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.gate_defs import GATES, Check, Gate, Run, State, configured
+from drain_orchestrator.workflow.gate_defs import GATES, Check, Gate, PodIps, Run, State, configured
 from drain_orchestrator.workflow.gate_steps import out_of_service_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, gate_held, held_step
 from drain_orchestrator.workflow.job import DrainJob
@@ -75,9 +76,10 @@ class _Gate:
 
 
 def around_drain(
-    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, drain: Callable[[], Drained]
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, drain: Callable[[PodIps], Drained]
 ) -> Drained:
-    """Run ``drain`` inside the gates; returns its (result, report, error), or ``gate-held`` with the reason."""
+    """Run ``drain`` inside the gates; returns its (result, report, error), or ``gate-held`` with the reason.
+    ``drain`` records in its PodIps what its passes' LIST found when a gate wants them."""
     ws = runtime.wsettings()
     lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
     on = [g for g in GATES if configured(g, ws, lifecycle)]
@@ -85,8 +87,9 @@ def around_drain(
         tainted: Tainted = ctx.step(out_of_service_step(job), name="out-of-service", config=step_config(Tainted))
         pace.absorb(tainted)
         summary.out_of_service = tainted.tainted
-    runs = [(g, g.start(ctx, job, pace)) for g in on]
-    result, report, error = drain()
+    ips = PodIps()
+    runs = [(g, g.start(ctx, job, pace, ips)) for g in on]
+    result, report, error = drain(ips)
     if not succeeded(result) or not on:
         return result, report, error
     gates, reason = _hold(ctx, job, pace, [(g, run) for g, run in runs if g.after(result)])

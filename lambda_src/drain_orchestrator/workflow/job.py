@@ -7,7 +7,7 @@ from typing import Any
 
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.ownership import Decision
-from drain_orchestrator.workflow.results import DrainPlan
+from drain_orchestrator.workflow.results import ClaimCheck, DrainPlan
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,8 @@ class DrainJob:
     run_id: str
     # of several executions draining one node, only the holder of its "drain-started" claim counts pods
     counts_pods: bool = True
+    # the node's drain claim as the cordon's write took or joined it (None: not taken there; one_drain looks itself)
+    cordon_claim: ClaimCheck | None = None
     # this execution holds the node's drain claim (kube/node_claim.py): each pass renews it
     claimed: bool = False
     # when the claim was taken (epoch) and the earliest deadline it recorded: the first pass, right after, need not
@@ -36,6 +38,12 @@ class DrainJob:
     def node(self) -> str:
         assert self.decision.node is not None  # steps after locate only run when there is a node
         return self.decision.node
+
+    @property
+    def drains_itself(self) -> bool:
+        """The cordon's write made this execution the node's drainer: its own passes list the node's pods."""
+        c = self.cordon_claim
+        return c is not None and c.fault is None and c.role == "holder"
 
     def with_decision(self, decision: Decision) -> DrainJob:
         return replace(self, decision=decision)

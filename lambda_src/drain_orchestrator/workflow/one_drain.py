@@ -6,6 +6,8 @@
              result (adopted as this execution's own: it completes its own lifecycle action from it), its own
              deadline, or the holder stops renewing (then this execution takes the claim over and drains)
 
+The first look is the cordon's write (drain_steps.cordon_step takes or joins the claim in it); a caller whose job
+carries none gets a "drain-claim" step. The waiter's later looks are steps of their own.
 Dry runs change nothing, so they take no claim. The gates (gates.py) run in every execution after its drain result.
 """
 
@@ -35,7 +37,9 @@ def one_drain(
     if runtime.wsettings().dry_run:
         return passes(job)
     deadline = job.plan.deadline
-    check = pace.retrying("drain-claim", lambda lb: claim_step(job, lb), ClaimCheck, deadline)
+    check = job.cordon_claim
+    if check is None:
+        check = pace.retrying("drain-claim", lambda lb: claim_step(job, lb), ClaimCheck, deadline)
     n = 0
     while True:
         if check.gone:

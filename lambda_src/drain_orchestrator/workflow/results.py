@@ -88,8 +88,25 @@ class Located(Checkpointed):
 
 
 @dataclass(frozen=True)
-class Cordoned(Checkpointed):
+class ClaimCheck(Checkpointed):
+    """What an execution found on the node's drain claim (drain/node_claim.py)."""
+
     _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    role: str = "waiter"  # drain.node_claim.Role: holder | waiter | settled
+    holder: str | None = None  # the run id draining the node
+    verdict: str | None = None  # the holder's drain result (settled)
+    took_over: str | None = None  # an expired holder this execution replaced
+    gone: bool = False
+    last_beat: float | None = None
+    hook_done: bool = False
+    fault: StepFault | None = None
+    earliest: float | None = None  # the earliest deadline of those waiting on the claim (as this look wrote it)
+
+
+@dataclass(frozen=True)
+class Cordoned(Checkpointed):
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault, "claim": ClaimCheck}
     now: float
     cordoned: bool = False
     gone: bool = False
@@ -99,6 +116,7 @@ class Cordoned(Checkpointed):
     fault: StepFault | None = None
     cordon_claimed: bool = False  # this execution holds the node's "cordoned" claim (it announces the cordon)
     drain_claimed: bool = False  # this execution holds the node's "drain-started" claim (it counts the pods)
+    claim: ClaimCheck | None = None  # the node's drain claim as the cordon's write took or joined it (a drain's)
 
 
 @dataclass(frozen=True)
@@ -114,23 +132,7 @@ class PassOutcome(Checkpointed):
     claim_lost: bool = False  # another execution took the node's drain claim over: this one waits for it
     held: bool = False  # the pass ended early: every pod left was held (engine/held_pass.py)
     wake_at: float | None = None  # epoch: when the drain's own clock acts next (force-delete, a policy's release)
-
-
-@dataclass(frozen=True)
-class ClaimCheck(Checkpointed):
-    """What an execution found on the node's drain claim (drain/node_claim.py)."""
-
-    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
-    now: float
-    role: str = "waiter"  # drain.node_claim.Role: holder | waiter | settled
-    holder: str | None = None  # the run id draining the node
-    verdict: str | None = None  # the holder's drain result (settled)
-    took_over: str | None = None  # an expired holder this execution replaced
-    gone: bool = False
-    last_beat: float | None = None
-    hook_done: bool = False
-    fault: StepFault | None = None
-    earliest: float | None = None  # the earliest deadline of those waiting on the claim (as this look wrote it)
+    pod_ips: list[str] | None = None  # the pod IPs its LIST found, when asked (the load-balancer gate's ip targets)
 
 
 @dataclass(frozen=True)
