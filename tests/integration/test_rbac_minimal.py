@@ -124,7 +124,10 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]
     assert inst["result"] == "drained" and inst["node"] == node
-    assert len(inst["surge_restored"]) == 2, inst  # both surges taken back at the verdict
+    # both surges taken back: at the verdict, or by the pass once the replacement was Ready (kwok can be that quick)
+    in_pass = {n["workload"] for n in (inst["report"] or {}).get("surge", []) if n["status"] == "restored"}
+    at_verdict = {r.split(":", 1)[0] for r in inst["surge_restored"]}
+    assert in_pass | at_verdict == {f"Deployment {k8s.ns}/web", f"Deployment {k8s.ns}/api"}, inst
     assert k8s.apps.read_namespaced_deployment("web", k8s.ns).spec.replicas == 2
     events = audit_events(testbed, offset)
     refused = [(e["verb"], e["requestURI"]) for e in events if e.get("responseStatus", {}).get("code") == 403]
