@@ -13,11 +13,36 @@ from testbed.kube import KubeScenario
 
 
 class VolumeAttachments:
-    """VolumeAttachments on a node, as the attach/detach controller keeps them for attached CSI volumes."""
+    """VolumeAttachments on a node, as the attach/detach controller keeps them for attached CSI volumes, with the
+    volume recorded in the node's ``status.volumesAttached`` and ``status.volumesInUse`` (kwok's heartbeat keeps
+    both)."""
 
     def __init__(self, k8s: KubeScenario) -> None:
         self.storage = client.StorageV1Api(k8s.api_client)
+        self.core = k8s.core
         self.names: list[str] = []
+        self.nodes: dict[str, tuple[str, str]] = {}  # attachment → (node, its unique volume name)
+        self._lock = threading.Lock()  # a release timer and the test may record on one node at once
+
+    def _record(self, node: str, volume: str, attached: bool) -> None:
+        with self._lock:
+            status = self.core.read_node_status(node).status
+            have = [v.name for v in status.volumes_attached or []]
+            names = sorted({*have, volume} if attached else set(have) - {volume})
+            self._patch(node, names)
+
+    def _patch(self, node: str, names: list[str]) -> None:
+        self.core.patch_node_status(
+            node,
+            [
+                {
+                    "op": "add",
+                    "path": "/status/volumesAttached",
+                    "value": [{"name": n, "devicePath": ""} for n in names],
+                },
+                {"op": "add", "path": "/status/volumesInUse", "value": names},
+            ],
+        )
 
     def attach(self, node: str, pv: str) -> str:
         name = f"csi-{node[:20]}-{pv}".replace(".", "-")
@@ -30,6 +55,9 @@ class VolumeAttachments:
             }
         )
         self.names.append(name)
+        volume = f"kubernetes.io/csi/ebs.csi.aws.com^{pv}"
+        self._record(node, volume, attached=True)
+        self.nodes[name] = (node, volume)
         return name
 
     def release_after(self, name: str, seconds: float) -> threading.Timer:
@@ -52,6 +80,10 @@ class VolumeAttachments:
     def delete(self, name: str) -> None:
         with contextlib.suppress(ApiException):
             self.storage.delete_volume_attachment(name)
+        if name in self.nodes:
+            node, volume = self.nodes.pop(name)
+            with contextlib.suppress(ApiException):  # the node may be gone with its instance
+                self._record(node, volume, attached=False)
 
     def exists(self, name: str) -> bool:
         try:

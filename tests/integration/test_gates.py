@@ -16,6 +16,7 @@ import pytest
 
 from testbed import samples
 from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
 from testbed.kube import KubeScenario
 from testbed.load_balancers import (
     LoadBalancerControllerStandIn,
@@ -24,6 +25,7 @@ from testbed.load_balancers import (
     target_group,
     target_states,
 )
+from tests.integration.audit_support import audit_offset, by_verb_and_resource, function_requests
 from tests.integration.gates_support import VolumeAttachments, bound_claim, claim_volume, delete_volumes
 from tests.integration.lambda_support import LambdaHarness, Run
 
@@ -176,6 +178,24 @@ def test_volumes_released_late_hold_the_hook_until_detached(
     assert vols["waited_seconds"] >= 2
     assert volumes.exists(elsewhere)  # not this node's: never waited on
     assert "for volumes to detach" in _node_events(k8s, node)["DrainCompleted"]
+
+
+def test_a_node_whose_status_records_no_volume_is_not_listed_for_while_another_nodes_attachment_stays(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, volumes: VolumeAttachments
+) -> None:
+    iid, node = _instance_with_pods(aws, k8s)
+    (other_node,) = [n for n in k8s.nodes if n != node]
+    elsewhere = volumes.attach(other_node, "pv-elsewhere")
+    offset = audit_offset(testbed)
+    run = _terminate(aws, lam, iid)
+    inst = _only(run)
+    assert inst["result"] == "drained" and inst["lifecycle"]["outcome"] == "completed"
+    assert inst["gates"]["volumes"]["held"] == [] and inst["gates"]["volumes"]["still_attached"] == []
+    # the cordon's answer said the node has no volume: the cluster-wide list of attachments is not asked for
+    counted = by_verb_and_resource(function_requests(testbed, offset))
+    assert counted["patch nodes"] >= 1, counted
+    assert counted["list volumeattachments"] == 0, counted
+    assert volumes.exists(elsewhere)
 
 
 def test_volumes_of_pods_left_on_the_node_on_purpose_do_not_hold_the_hook(

@@ -7,6 +7,14 @@ CSI driver reports the detach, so "none left for the node" means every volume ca
 Volumes of pods the drain leaves on the node on purpose (DaemonSet pods kept, mirror pods, drain policy ``skip``)
 stay attached until the instance goes: like Karpenter's volume phase, they do not hold the gate. They are found
 pod → PersistentVolumeClaim → its ``spec.volumeName``, and only when the node has attachments at all.
+
+The list is cluster-wide (a page per 500 attachments), so it is skipped when this client's view of the Node (the
+cordon's answer, at most half a minute old) records no volume attached (the attach/detach controller's
+``status.volumesAttached``) and none in use (the kubelet's ``status.volumesInUse``): a node that had no volume when it
+was cordoned gets none after, as nothing is scheduled on it then but DaemonSet pods, whose volumes do not hold the
+gate. (An attach still in progress at the cordon, for a pod bound moments before, is not in the status yet: that
+one volume is not waited on.) Without such a view (a replay in a new container, the status CLI), or when it records
+any volume, the list decides.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from drain_orchestrator.drain.classify import PodInfo, Verdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.kube.owners import classify_node
 from drain_orchestrator.kube.pods import CHUNK_SIZE, list_node_pods
+from drain_orchestrator.kube.recent import NODES, WRITE_BASE_SECONDS
 from drain_orchestrator.kube.rest import Kube
 
 PATH = "/apis/storage.k8s.io/v1/volumeattachments"
@@ -28,6 +37,15 @@ PATH = "/apis/storage.k8s.io/v1/volumeattachments"
 class Attachments:
     holding: list[str] = field(default_factory=list)  # "<attachment> (<pv>)", sorted
     ignored: list[str] = field(default_factory=list)  # of pods left on purpose: "<attachment> (<pv>) for ns/pod"
+
+
+def _none_recorded(kube: Kube, node: str) -> bool:
+    """This client's recent view of the node records no volume attached or in use."""
+    seen = NODES.aged(kube, node, WRITE_BASE_SECONDS)
+    if seen is None:
+        return False
+    status = seen[1].get("status") or {}
+    return not status.get("volumesAttached") and not status.get("volumesInUse")
 
 
 def _list(kube: Kube, node: str) -> list[tuple[str, str | None]]:
@@ -65,6 +83,8 @@ def claimed_volumes(kube: Kube, claims: Iterable[tuple[str, str, str]]) -> dict[
 def node_attachments(kube: Kube, node: str, options: DrainOptions | None = None) -> Attachments:
     """The node's VolumeAttachments that hold the gate; with ``options`` (the drain's), those of pods the drain
     leaves on purpose are set apart."""
+    if _none_recorded(kube, node):
+        return Attachments()
     listed = _list(kube, node)
     if not listed or options is None or not any(pv for _, pv in listed):
         return Attachments(holding=sorted(f"{n} ({pv})" if pv else n for n, pv in listed))
