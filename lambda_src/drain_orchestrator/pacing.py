@@ -30,8 +30,8 @@ MAX_DURABLE_OPERATIONS = 3000
 MAX_CHECKPOINT_BYTES = 100 * 1024 * 1024
 # The largest checkpoint of one operation: a drain pass's report of a full node (every pod held, reasons clipped).
 CHECKPOINT_BYTES_PER_OPERATION = 32 * 1024
-# Operations outside the paced loops: plan, locate, cordon, claims, announce, held notices, the verdict's steps,
-# first retries of a failed step.
+# Operations outside the paced loops: plan, locate, cordon, claims, announce (and its deferred Event), held notices,
+# the verdict's steps, first retries of a failed step.
 FIXED_OPERATIONS = 40
 # Hook HeartbeatTimeouts probed for the worst case (AWS accepts 30..7200 s): 1728 s is where 100 x the timeout
 # reaches 48 h, the most heartbeats one action can need.

@@ -102,7 +102,7 @@ def wait_cordoned(k8s: KubeScenario, node: str, timeout: float = 120) -> None:
 
 
 def wait_drain_started(k8s: KubeScenario, node: str, timeout: float = 120) -> None:
-    """The cordon step is done and the drain announced (its DrainStarted Event is written)."""
+    """The drain outlived its first pass (its DrainStarted Event is written once the first pass did not drain)."""
     k8s.wait_for(lambda: "DrainStarted" in node_events(k8s, node), timeout=timeout, what=f"{node} DrainStarted")
 
 

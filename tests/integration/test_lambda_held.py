@@ -76,6 +76,11 @@ def test_a_drain_held_by_a_pdb_is_said_once_with_the_pdbs_pods_and_what_the_dead
         "abandon",
     )
     assert any(h.startswith(f"held since {held['held_since']} by web") for h in row.holds), row.holds
+    # a drain that outlives its first pass says it started, once, before it says it is held
+    events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    events.sort(key=lambda e: int(e.metadata.resource_version))
+    assert [e.reason for e in events] == ["DrainStarted", "DrainHeld", "DrainFailed"], [e.reason for e in events]
+    assert events[0].message.startswith("cordoned and draining for asg-terminate since "), events[0].message
 
 
 def test_a_drain_released_before_held_notify_seconds_says_nothing(

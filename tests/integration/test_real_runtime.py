@@ -117,7 +117,8 @@ def test_runtime_killed_mid_step_resumes_without_repeating_finished_steps(
     assert sorted(set(_steps(history, "StepSucceeded"))) == sorted(_steps(history, "StepSucceeded"))
     node_events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
     reasons = [e.reason for e in node_events]
-    assert reasons.count("DrainStarted") == 1 and "NodeCordoned" not in reasons, reasons  # announced once, one Event
+    # killed inside the first pass, which drained once run again: the verdict's Event alone tells the drain
+    assert reasons == ["DrainCompleted"], reasons
     (action,) = aws.lifecycle_actions()
     assert action["state"] == "COMPLETED"
 

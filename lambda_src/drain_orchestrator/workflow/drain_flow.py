@@ -1,8 +1,8 @@
 """One instance's drain, from plan to verdict; every path ends in `_verdict`.
 
     plan (deadline, heartbeat pace) -> locate node -> [scheduled-change: durable wait until window start - lead]
-    -> cordon + annotate -> announce (once: metric, Events, "started" notification)
-    -> drain passes separated by durable waits (heartbeats when due)
+    -> cordon + annotate -> announce (once: metric, "started" notification; NodeCordoned for a cordon only)
+    -> drain passes separated by durable waits (heartbeats when due); DrainStarted once the first pass did not drain
     -> gates (gates.py): load-balancer deregistration and volume detach, bounded by the deadline
     -> verdict: complete the lifecycle action (CONTINUE when drained or the node is gone, LIFECYCLE_RESULT_ON_FAILURE
        otherwise), then phase claim, metrics, Kubernetes Event, final notification.
@@ -36,11 +36,12 @@ from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.one_drain import one_drain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
-from drain_orchestrator.workflow.report_step import announce_step, report_step
+from drain_orchestrator.workflow.report_step import announce_step, report_step, start_event_step
 from drain_orchestrator.workflow.results import (
     Announced,
     Cordoned,
     DrainPlan,
+    EventWritten,
     Located,
     PassOutcome,
     Reported,
@@ -48,6 +49,8 @@ from drain_orchestrator.workflow.results import (
     SurgeRestored,
 )
 from drain_orchestrator.workflow.surge_step import surge_restore_step
+
+StartNote = tuple[str, float]  # what the drain's DrainStarted Event says it does, and since when (epoch)
 
 
 def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> InstanceOutcome:
@@ -91,8 +94,10 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=started_at, error=cordoned.fault)
     if cordoned.gone:
         return _verdict(ctx, job, pace, summary, Result.NODE_GONE, None, started_at=started_at)
+    start: StartNote | None = None
     if cordoned.cordon_claimed or cordoned.drain_claimed:
-        ctx.step(announce_step(job, cordoned), name="announce", config=step_config(Announced))
+        said: Announced = ctx.step(announce_step(job, cordoned), name="announce", config=step_config(Announced))
+        start = (said.drain_start, started_at) if said.drain_start else None
     if decision.action == "cordon":
         summary.result = Result.CORDONED
         return summary
@@ -102,16 +107,17 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         job,
         pace,
         summary,
-        lambda ips: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace, summary, ips)),
+        lambda ips: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace, summary, ips, start)),
     )
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
 
 
 def _drain_passes(
-    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, ips: PodIps
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, ips: PodIps, start: StartNote | None
 ) -> tuple[Result, DrainReport | None, StepFault | None]:
     """Passes until drained, refused, gone, failed for good, an operator's decision, or the deadline.
-    Returns (result, report, error); the first pass that lists says its pod IPs into ``ips`` when wanted."""
+    Returns (result, report, error); the first pass that lists says its pod IPs into ``ips`` when wanted; a drain
+    that outlives its first pass says so in its DrainStarted Event (``start``: what it does, since when)."""
     ws = runtime.wsettings()
     deadline = job.plan.deadline
     report: DrainReport | None = None
@@ -148,10 +154,14 @@ def _drain_passes(
                 return Result.FAILED, report, out.fault
             want = float(policy.delay(faults))
             faults += 1
+            if n == 0 and start is not None:
+                _announce_start(ctx, job, start)
         else:
             faults = 0
             assert out.report is not None
             report = out.report if report is None else _merged(report, out.report)
+            if n == 0 and start is not None and not (report.drained or report.refused or ws.dry_run):
+                _announce_start(ctx, job, start)  # before any DrainHeld Event of this pass
             if watch.due(out.report, pace.now) and watch.since is not None:
                 if ws.held_approval and not ws.dry_run:
                     approval = Approval(ctx, pace.now, deadline)
@@ -176,6 +186,10 @@ def _drain_passes(
         else:  # no pass before the held wait is over: heartbeats fall inside it
             wait_held(pace, want, f"recheck-{n}", deadline)
         n += 1
+
+
+def _announce_start(ctx: DurableContext, job: DrainJob, start: StartNote) -> None:
+    ctx.step(start_event_step(job, *start), name="announce-event", config=step_config(EventWritten))
 
 
 def _merged(total: DrainReport, later: DrainReport) -> DrainReport:

@@ -1,8 +1,9 @@
 """What a node's drain says: the announcement of its start, and the last word on it.
 
-`announce_step` runs once after the cordon step, for the execution holding the phase claims: metric, one Kubernetes
-Event (DrainStarted for a drain, NodeCordoned for a cordon only), the "started" notification. A step of its own,
-checkpointed, so a replay of the cordon does not repeat it.
+`announce_step` runs once after the cordon step, for the execution holding the phase claims: metric, the
+NodeCordoned Event for a cordon only, the "started" notification. A step of its own, checkpointed, so a replay of the
+cordon does not repeat it. A drain's DrainStarted Event waits for `start_event_step`, run once the drain outlives its
+first pass: a drain done in one pass is told by its verdict's Event alone (one request fewer a node in a storm).
 `report_step` runs once the lifecycle action is settled, whatever happened before: phase claim, metrics, Kubernetes
 Event and the final notification (``completed``, ``failed``, or ``stopped`` when an operator's decision ended it).
 Every part is best effort and independent:
@@ -18,12 +19,12 @@ from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator.observability import SECONDS, logger, metric
 from drain_orchestrator.outcome import InstanceOutcome, Result, rule
-from drain_orchestrator.timefmt import deadline_fields
+from drain_orchestrator.timefmt import deadline_fields, iso_utc
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_steps import describe
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.notify import notify
-from drain_orchestrator.workflow.results import Announced, Cordoned, Reported
+from drain_orchestrator.workflow.results import Announced, Cordoned, EventWritten, Reported
 
 
 @durable_step
@@ -45,14 +46,27 @@ def announce_step(step_ctx: StepContext, job: DrainJob, cordoned: Cordoned) -> A
     if not cordoned.drain_claimed:
         return Announced(notified=False)
     when = deadline_fields(job.plan.deadline, cordoned.now)
-    if kube is not None:
-        what = "cordoned and draining" if cordoned.cordon_claimed else "draining"
-        message = (
-            f"{what} for {event.kind}, deadline {when['deadline']}, {when['seconds_left']} s left "
-            f"(event {event.event_id})"
-        )
-        node_event(kube, node, "DrainStarted", message, dry_run=ws.dry_run)
-    return Announced(notified=notify("started", job, dict(when)))
+    what = "cordoned and draining" if cordoned.cordon_claimed else "draining"
+    return Announced(notified=notify("started", job, dict(when)), drain_start=what)
+
+
+@durable_step
+def start_event_step(step_ctx: StepContext, job: DrainJob, what: str, started_at: float) -> EventWritten:
+    """The DrainStarted Event of a drain that outlived its first pass (held, or its pass failed): best effort."""
+    from drain_orchestrator.kube.node_records import node_event  # noqa: PLC0415
+
+    now = time.time()
+    when = deadline_fields(job.plan.deadline, now)
+    message = (
+        f"{what} for {job.event.kind} since {iso_utc(started_at)}, deadline {when['deadline']}, "
+        f"{when['seconds_left']} s left (event {job.event.event_id})"
+    )
+    try:
+        node_event(runtime.kube(job.cluster), job.node, "DrainStarted", message, dry_run=runtime.wsettings().dry_run)
+    except Exception as exc:  # Events are best effort
+        logger.warning("no DrainStarted Event", extra={"error": str(exc)[:300]})
+        return EventWritten(written=False)
+    return EventWritten(written=True)
 
 
 @durable_step
@@ -87,7 +101,9 @@ def report_step(step_ctx: StepContext, job: DrainJob, outcome: InstanceOutcome, 
             if stopped and outcome.approval is not None:
                 what = f"stopped by {outcome.approval.get('by')}"
             gates = describe(outcome.gates)
-            message = f"{what} ({result}) after {duration:.0f} s{gates} (event {job.event.event_id})"
+            message = (
+                f"{what} ({result}) after {duration:.0f} s for {job.event.kind}{gates} (event {job.event.event_id})"
+            )
             node_event(
                 kube,
                 job.node,

@@ -208,6 +208,14 @@ class SurgeRestored(Checkpointed):
 @dataclass(frozen=True)
 class Announced(Checkpointed):
     notified: bool
+    # what the drain's DrainStarted Event says it is doing ("cordoned and draining" or "draining"), written only once
+    # the drain outlives its first pass; None: this execution does not announce the drain
+    drain_start: str | None = None
+
+
+@dataclass(frozen=True)
+class EventWritten(Checkpointed):
+    written: bool
 
 
 @dataclass(frozen=True)
