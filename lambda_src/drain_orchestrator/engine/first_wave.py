@@ -66,6 +66,14 @@ def hold_first_wave(
     state.budget_watch = Budgets({}, time.monotonic(), seen, rv)
     if turns:
         state.first_wave_contention = contention_of(draining)
+        expected = {
+            ((p.get("metadata") or {}).get("namespace", ""), (p.get("metadata") or {}).get("name", "")): int(
+                (p.get("status") or {}).get("expectedPods") or draining
+            )
+            for p in items
+        }
+        for key in {(t.namespace, t.budget) for t in turns.values()}:
+            state.turn_contenders[key] = min(draining, expected.get(key, draining))
     now, mono = time.time(), time.monotonic()
     for v in candidates:
         turn = turns.get(ident_of(v.pod))

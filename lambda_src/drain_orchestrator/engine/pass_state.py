@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from drain_orchestrator.drain.classify import PodVerdict, Verdict
+from drain_orchestrator.drain.first_wave import contention_of
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import backoff_delay, budget_share, contention_jitter, force_delete_due, next_poll
 from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy, release_time
@@ -48,6 +49,10 @@ class DrainState:
     # step less with each budget-admitted eviction that goes through (cleared at once, the storm's tail was shorter
     # but its refusals three times as many: docs/benchmarks.md)
     first_wave_contention: int = 0
+    # per budget of the first wave's turns: the drains that may want it (draining nodes, at most its pods), less the
+    # disruptions it gave since, as the budget's watch saw them fall; the turns' spread follows what is left of each
+    turn_contenders: dict[Budget, int] = field(default_factory=dict)
+    budget_falls: dict[Budget, int] = field(default_factory=dict)
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
     surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (engine/surge.py)
     # drain policies (drain/policy.py): controllers looked up once per drain
@@ -277,16 +282,28 @@ def _wait_for_budgets(
     """Wait on the budgets; the watch stays open for the rest of the pass (``keep_open`` seconds), so the next wait
     reads on from it without a request (``close_watches`` when the drain ends)."""
 
-    def hold_off() -> float:
+    def hold_off(key: Budget) -> float:
         # drawn at each rise: after a lost race, not before its backoff; else a window that widens with the
-        # races lost in a row (at least the first slot: a drain waiting here was refused once already)
+        # races lost in a row (at least the first slot: a drain waiting here was refused once already) and, for a
+        # budget of the first wave's turns, as wide as the drains still wanting it
         backoff = state.budget_not_before - time.monotonic()
         slot, cap = options.budget_jitter_slot, options.budget_jitter_cap
-        return max(backoff, contention_jitter(max(1, state.contention, state.first_wave_contention), slot, cap))
+        wanting = state.first_wave_contention
+        if key in state.turn_contenders:
+            wanting = contention_of(max(1, state.turn_contenders[key] - state.budget_falls.get(key, 0)))
+        return max(backoff, contention_jitter(max(1, state.contention, wanting), slot, cap))
 
     every, resume = options.node_check_seconds, state.budget_watch
     ended = wait_for_budget(
-        kube, pdbs, wait, hold_off=hold_off, check=check, check_every=every, resume=resume, keep_open=keep_open
+        kube,
+        pdbs,
+        wait,
+        hold_off=hold_off,
+        check=check,
+        check_every=every,
+        resume=resume,
+        keep_open=keep_open,
+        falls=state.budget_falls,
     )
     state.budgets, state.budget_watch = ended, ended
     if ended.rose_at is not None:

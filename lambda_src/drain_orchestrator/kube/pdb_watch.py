@@ -70,22 +70,27 @@ class Budgets:
 
 
 class Turns:
-    """Each watched budget's turn: when it rose (to allowing), a hold-off drawn for it; gone when it falls back."""
+    """Each watched budget's turn: when it rose (to allowing), a hold-off drawn for it; gone when it falls back.
+    ``falls``: each budget's disruptions taken (by any drain) as this watch saw them, added to across waits."""
 
-    def __init__(self, hold_off: Callable[[], float] | None) -> None:
+    def __init__(self, hold_off: Callable[[Key], float] | None, falls: dict[Key, int] | None = None) -> None:
         self.allowed: dict[Key, int] = {}
         self._turn: dict[Key, float] = {}  # monotonic: this drain's turn at the budget's latest rise
         self._hold_off = hold_off
+        self._falls = falls
         self.rose_at: float | None = None
 
     def see(self, key: Key, allowed: int) -> None:
-        if allowed > 0 and self.allowed.get(key, 0) <= 0:
+        before = self.allowed.get(key)
+        if allowed > 0 and (before or 0) <= 0:
             self.rose_at = time.monotonic()
+        if self._falls is not None and before is not None and allowed < before:
+            self._falls[key] = self._falls.get(key, 0) + before - allowed
         self.allowed[key] = allowed
         if allowed <= 0:
             self._turn.pop(key, None)  # another drain took the rise first, or it fell back: wait for the next
         elif key not in self._turn:
-            self._turn[key] = time.monotonic() + (self._hold_off() if self._hold_off is not None else 0.0)
+            self._turn[key] = time.monotonic() + (self._hold_off(key) if self._hold_off is not None else 0.0)
 
     @property
     def next(self) -> float | None:
@@ -112,11 +117,12 @@ def wait_for_budget(
     pdbs: Iterable[Key],
     timeout: float,
     *,
-    hold_off: Callable[[], float] | None = None,
+    hold_off: Callable[[Key], float] | None = None,
     check: Callable[[], None] | None = None,
     check_every: float = 5.0,
     resume: Budgets | None = None,
     keep_open: float = 0.0,
+    falls: dict[Key, int] | None = None,
 ) -> Budgets:
     """Block until one of ``pdbs`` allows a disruption (or disappears), or ``timeout`` seconds pass: the budgets whose
     turn came (the others as allowing nothing; none on a timeout or when the watch cannot be used).
@@ -128,14 +134,15 @@ def wait_for_budget(
     still there?); what it raises ends the wait. ``resume``: the last wait's answer; its watch goes on from there
     (no LIST; no request at all while the watch it left open still runs) unless that version is gone (410), then
     it lists again. ``keep_open``: seconds the caller may come back for another wait; the watch is opened for that
-    long and handed back open with a turn or a timeout (the caller closes the last answer)."""
+    long and handed back open with a turn or a timeout (the caller closes the last answer). ``falls``: counts the
+    disruptions each budget gave (Turns), so the caller can tell how many drains may still want it."""
     keys = set(pdbs)
     now = time.monotonic()
     if not keys or timeout <= 0:
         return Budgets({}, now)
     end = now + timeout
     path = _path({ns for ns, _ in keys})
-    turns = Turns(hold_off)
+    turns = Turns(hold_off, falls)
     resumed = resume is not None and resume.rv is not None and keys <= resume.seen.keys()
     stream = resume.stream if resume is not None else None
     if stream is not None and not (resumed and stream.usable(path)):
@@ -202,7 +209,14 @@ def wait_for_budget(
                 watch.close()
                 left = end - time.monotonic()
                 return wait_for_budget(
-                    kube, keys, left, hold_off=hold_off, check=check, check_every=check_every, keep_open=keep_open
+                    kube,
+                    keys,
+                    left,
+                    hold_off=hold_off,
+                    check=check,
+                    check_every=check_every,
+                    keep_open=keep_open,
+                    falls=falls,
                 )
             rv = meta.get("resourceVersion") or rv
             key = (meta.get("namespace", ""), meta.get("name", ""))
