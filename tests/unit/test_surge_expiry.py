@@ -18,7 +18,13 @@ from drain_orchestrator.drain.surge import (
     parse_holders,
     restore,
 )
-from drain_orchestrator.drain.surge_expiry import EXPIRY_MARGIN_SECONDS, LeftBehind, expiry_of, left_behind
+from drain_orchestrator.drain.surge_expiry import (
+    EXPIRY_MARGIN_SECONDS,
+    LeftBehind,
+    expiry_of,
+    left_behind,
+    sweeps_at_verdict,
+)
 from drain_orchestrator.timefmt import iso_utc
 
 NOW = 1_800_000_000.0
@@ -98,3 +104,16 @@ def test_surge_restore_refuses_an_empty_node_name_before_connecting(capsys: Any)
 
     assert main(["surge", "restore", "--node", " ", "--kubeconfig", "/nonexistent"]) == 2
     assert capsys.readouterr().err.strip() == "error: --node: expected a node name"
+
+
+def test_a_drain_alone_always_sweeps_and_about_one_drain_of_a_storm_does() -> None:
+    assert sweeps_at_verdict("ip-10-0-0-1.ec2.internal", None)  # not counted: as before
+    assert sweeps_at_verdict("ip-10-0-0-1.ec2.internal", 1)  # alone
+    for n in (2, 20, 50):
+        nodes = [f"ip-10-0-{i // 250}-{i % 250}.ec2.internal" for i in range(n)]
+        sweeping = [node for node in nodes if sweeps_at_verdict(node, n)]
+        assert sweeping == [node for node in nodes if sweeps_at_verdict(node, n)]  # the same answer on a replay
+        assert len(sweeping) < n  # not every drain of the storm
+    storms = [[f"node-{s}-{i}" for i in range(20)] for s in range(200)]
+    sweeps = [sum(sweeps_at_verdict(node, 20) for node in storm) for storm in storms]
+    assert 0.7 <= sum(sweeps) / len(storms) <= 1.3  # about one a storm

@@ -79,6 +79,7 @@ class DrainReport:
     retry_after: float | None = None  # largest Retry-After seen from a throttled eviction
     surge: list[SurgeNote] = field(default_factory=list)  # surge before evict, one note per workload
     held: list[HeldPod] = field(default_factory=list)  # every blocked or failed eviction of the pass, with its reason
+    draining_seen: int | None = None  # nodes draining at once, as the first wave counted them (None: not counted)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -120,6 +121,7 @@ class DrainReport:
         self.retry_after = later.retry_after
         self.surge = merge_surge(self.surge, later.surge)
         self.held = later.held
+        self.draining_seen = self.draining_seen if self.draining_seen is not None else later.draining_seen
 
 
 def merge_surge(earlier: list[SurgeNote], later: list[SurgeNote]) -> list[SurgeNote]:

@@ -14,6 +14,7 @@ An entry without an expiry (written by an older version) is left behind only whe
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,3 +54,12 @@ def left_behind(holders: Mapping[str, Holder], now: float, nodes: Container[str]
         elif at is not None and at <= now:
             out.append(LeftBehind(node, f"expired at {h.expires}"))
     return out
+
+
+def sweeps_at_verdict(node: str, draining_seen: int | None) -> bool:
+    """Whether a drain's verdict also looks for surges left behind (two cluster-wide LISTs, each finding what every
+    other drain's would): always for a drain that found itself alone or did not count; in a storm of n drains, the
+    drains whose node name hashes to 0 modulo n — about one a storm, not n."""
+    if draining_seen is None or draining_seen < 2:
+        return True
+    return zlib.crc32(node.encode()) % draining_seen == 0

@@ -151,6 +151,7 @@ def drain_pass(
     report.drained = not report.remaining and not report.refused and turn is None
     state.only_going = _only_going(report)
     report.api_calls = kube.calls - calls0
+    report.draining_seen = state.draining_seen
     report.elapsed = time.monotonic() - started
     return report
 

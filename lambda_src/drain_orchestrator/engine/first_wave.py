@@ -46,6 +46,7 @@ def hold_first_wave(
     if state.cordoned_at is not None and time.time() - state.cordoned_at > FIRST_WAVE_SECONDS:
         return
     draining = count_cordoned(kube, partial(_draining, time.time()))
+    state.draining_seen = draining
     if draining is None or draining < 2:
         return  # alone (or not known): evict at once, as a drain alone is never refused by a rival
     listed = list_budgets(kube, {v.pod.namespace for v in candidates})

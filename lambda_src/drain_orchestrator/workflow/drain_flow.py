@@ -22,6 +22,7 @@ from aws_durable_execution_sdk_python.config import Duration
 from drain_orchestrator import deadlines
 from drain_orchestrator.decide import Assessment
 from drain_orchestrator.drain.report import DrainReport, held_reasons
+from drain_orchestrator.drain.surge_expiry import sweeps_at_verdict
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kinds import rule_of
@@ -234,7 +235,8 @@ def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summa
     """Whatever ended the drain, workloads surged for this node get their figures back (engine/surge.py)."""
     surged = sorted({n.workload.split(" ", 1)[1] for n in (report.surge if report else []) if n.via})
     until = pace.now + SURGE_RESTORE_RETRY_SECONDS
-    out = pace.retrying("surge-restore", lambda _lb: surge_restore_step(job, surged), SurgeRestored, until)
+    sweep = sweeps_at_verdict(job.node, report.draining_seen if report else None)
+    out = pace.retrying("surge-restore", lambda _lb: surge_restore_step(job, surged, sweep), SurgeRestored, until)
     if out.fault is not None:
         summary.surge_restored = [f"failed: {out.fault.message}"]
     elif out.restored:
