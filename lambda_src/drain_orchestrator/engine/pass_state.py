@@ -52,8 +52,8 @@ class DrainState:
     # per budget of the first wave's turns: the drains that may want it (draining nodes, at most its pods), less the
     # disruptions it gave since, as the budget's watch saw them fall; the turns' spread follows what is left of each
     turn_contenders: dict[Budget, int] = field(default_factory=dict)
-    draining_seen: int | None = None  # nodes draining at once at the first wave (this one included)
     budget_falls: dict[Budget, int] = field(default_factory=dict)
+    draining_seen: int | None = None  # nodes draining at once at the first wave (this one included)
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
     surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (engine/surge.py)
     # drain policies (drain/policy.py): controllers looked up once per drain
