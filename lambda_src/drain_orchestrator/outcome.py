@@ -72,6 +72,11 @@ def succeeded(result: Result | str) -> bool:
     return rule(result).success
 
 
+def report_phase(result: Result | str) -> str:
+    """The node's phase claim (kube/node_records.py) that says which execution reports this result."""
+    return "drain-completed" if succeeded(result) else "drain-failed"
+
+
 def lifecycle_result(result: Result | str, on_failure: str) -> str:
     """The lifecycle action's result for a flow's result: CONTINUE once drained, an operator's decision as said,
     ``on_failure`` (LIFECYCLE_RESULT_ON_FAILURE) otherwise."""
@@ -105,6 +110,8 @@ class InstanceOutcome:
     heartbeats: int | None = None
     duration_seconds: float | None = None
     notified: bool | None = None
+    # the report's phase claim this execution took in its drain's settle write (one_drain.py): no write to report
+    phase_held: str | None = field(default=None, repr=False)
     # False while the flow has not looked for a node (a launch into the warm pool never does): `node` is left out
     node_looked: bool = field(default=True, repr=False)
 
@@ -123,7 +130,9 @@ class InstanceOutcome:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "node_looked" or (f.name == "node" and self.node is None and not self.node_looked):
+            if f.name in ("node_looked", "phase_held") or (
+                f.name == "node" and self.node is None and not self.node_looked
+            ):
                 continue
             value = getattr(self, f.name)
             verdict_ran = f.name == "report" and self.duration_seconds is not None

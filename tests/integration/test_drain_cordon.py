@@ -16,7 +16,8 @@ from drain_orchestrator.kube.cordon import (
     cordon,
     uncordon,
 )
-from drain_orchestrator.kube.node_claim import ANN_DRAINER
+from drain_orchestrator.kube.node_claim import ANN_DRAINER, settle_claim
+from drain_orchestrator.kube.node_records import claim
 from tests.integration.drain_support import drainer
 
 pytestmark = pytest.mark.integration
@@ -123,3 +124,32 @@ def test_cordon_takes_the_drain_claim_in_its_own_write_and_a_second_drain_joins_
     assert stored is not None and stored.holder == "run-1"
     assert stored.deadlines == {"run-1": now + 600, "run-2": now + 300}  # the waiter's deadline, for the holder
     assert stored.expires == now + 300
+
+
+def test_the_holders_settle_takes_the_report_phase_claim_in_its_write_and_a_changed_result_gives_it_back(
+    testbed: Any, k8s: Any
+) -> None:
+    (a, b) = k8s.add_nodes(2)
+    now = 1_899_999_880.0
+    ann = "drain-orchestrator.io/"
+    with drainer(testbed) as kube:
+        cordon(kube, a, now=now, drain_claim=Ask("run-1", now + 600, now, 300))
+        cordon(kube, a, now=now + 1, drain_claim=Ask("run-2", now + 300, now + 1, 300))
+        calls0 = kube.calls
+        settled = settle_claim(kube, a, "run-1", "drained", "drain-completed")
+        assert kube.calls - calls0 == 1  # from the cordon's view: one PATCH, verdict and phase claim together
+        replay = settle_claim(kube, a, "run-1", "drained", "drain-completed")
+        waiter = settle_claim(kube, a, "run-2", "drained", "drain-completed")
+        # a gate held to the deadline: the report claims drain-failed and gives drain-completed back, one write
+        assert claim(kube, a, "drain-failed", "run-1", release="drain-completed")
+        # another execution already reported this phase on the node: the settle's write does not take it
+        cordon(kube, b, now=now, drain_claim=Ask("run-3", now + 600, now, 300))
+        k8s.core.patch_node(b, {"metadata": {"annotations": {ann + "drain-completed": "run-0"}}})
+        late = settle_claim(kube, b, "run-3", "drained", "drain-completed")
+    assert settled.claim is not None and settled.claim.verdict == "drained" and settled.phase_held
+    assert replay.claim is None and replay.phase_held  # a retried step finds its own claim
+    assert waiter.claim is None and not waiter.phase_held  # a waiter settles nothing and claims nothing
+    stored = k8s.core.read_node(a).metadata.annotations
+    assert stored.get(ann + "drain-failed") == "run-1" and ann + "drain-completed" not in stored
+    assert late.claim is not None and not late.phase_held
+    assert k8s.core.read_node(b).metadata.annotations[ann + "drain-completed"] == "run-0"

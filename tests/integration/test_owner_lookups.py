@@ -1,6 +1,7 @@
-"""The pods' controllers looked up on the real apiserver, under the shipped RBAC: several ReplicaSets and Deployments of
-one namespace cost one metadata-only LIST each, not a GET each, and a role from before `list replicasets` was granted
-still finds every controller, one GET at a time."""
+"""The pods' controllers looked up on the real apiserver, under the shipped RBAC: a Deployment's pods cost one
+metadata-only LIST of the namespace's Deployments (their ReplicaSets are not read), ReplicaSets of no Deployment one
+LIST of ReplicaSets, and a role from before `list replicasets` was granted still finds every controller, one GET at a
+time."""
 
 from __future__ import annotations
 
@@ -25,12 +26,36 @@ pytestmark = pytest.mark.integration
 OLD_GROUP = "drain-orchestrator-without-list-replicasets"
 
 
-def _workloads(k8s: Any) -> str:
+def _workloads(k8s: Any, bare: bool = False) -> str:
     a, b = k8s.add_nodes(2)
     for name in ("web", "api", "worker"):
         k8s.deployment_on(name, 1, [a], b)
     k8s.apps.patch_namespaced_deployment("api", k8s.ns, {"metadata": {"annotations": {POLICY_ANNOTATION: "skip"}}})
+    if bare:  # ReplicaSets of no Deployment, named and labelled as a Deployment's are: read themselves
+        for name, policy in (("batch", "skip"), ("queue", "evict")):
+            _bare_replicaset(k8s, name, a, policy)
+        k8s.wait_pods_ready("tier=bare", 2)
     return a
+
+
+def _bare_replicaset(k8s: Any, name: str, node: str, policy: str) -> None:
+    labels = {"app": name, "tier": "bare", "pod-template-hash": "abc12"}
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": f"{name}-abc12",
+            "namespace": k8s.ns,
+            "labels": labels,
+            "annotations": {POLICY_ANNOTATION: policy},
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": labels}, "spec": k8s.pod_spec(nodes=[node])},
+        },
+    }
+    k8s.apps.create_namespaced_replica_set(k8s.ns, body)
 
 
 def _classify(kube: Kube, node: str) -> tuple[dict[str, str], dict[OwnerKey, Owner], int]:
@@ -48,9 +73,19 @@ def test_several_controllers_of_a_namespace_cost_one_list_per_kind(testbed: Any,
     with drainer(testbed) as kube:
         policies, owners, calls = _classify(kube, node)
     assert policies == {"web": "evict", "api": "skip", "worker": "evict"}  # api's policy read from its Deployment
-    assert sorted(kind for _, kind, _ in owners) == ["Deployment"] * 3 + ["ReplicaSet"] * 3
+    assert sorted(kind for _, kind, _ in owners) == ["Deployment"] * 3  # by their ReplicaSets' names
     assert all(o.found is True for o in owners.values())
-    assert calls == 2  # one LIST of the three ReplicaSets, one of the namespace's Deployments (a GET each: 6)
+    assert calls == 1  # one LIST of the namespace's Deployments (a GET of each ReplicaSet and Deployment: 6)
+
+
+def test_replicasets_of_no_deployment_are_read_themselves_after_the_deployments_list(testbed: Any, k8s: Any) -> None:
+    node = _workloads(k8s, bare=True)
+    with drainer(testbed) as kube:
+        policies, owners, calls = _classify(kube, node)
+    assert policies == {"web": "evict", "api": "skip", "worker": "evict", "batch": "skip", "queue": "evict"}
+    assert owners[(k8s.ns, "Deployment", "batch")].found is False  # named so, but no such Deployment
+    assert owners[(k8s.ns, "ReplicaSet", "batch-abc12")].found is True
+    assert calls == 2  # the Deployments' LIST (batch and queue not in it), then one LIST of the two ReplicaSets
 
 
 @pytest.fixture
@@ -66,7 +101,7 @@ def role_without_list_replicasets(testbed: Any) -> Iterator[None]:
 def test_a_role_without_list_replicasets_still_finds_every_controller(
     testbed: Any, k8s: Any, role_without_list_replicasets: None
 ) -> None:
-    node = _workloads(k8s)
+    node = _workloads(k8s, bare=True)
     api = testbed.admin_api_client()
     api.set_default_header("Impersonate-User", DRAIN_USER)
     api.set_default_header("Impersonate-Group", OLD_GROUP)
@@ -77,6 +112,6 @@ def test_a_role_without_list_replicasets_still_finds_every_controller(
         policies, owners, calls = _classify(kube, node)
     finally:
         api.close()
-    assert policies == {"web": "evict", "api": "skip", "worker": "evict"}
-    assert all(o.found is True for o in owners.values())
-    assert calls == 1 + 3 + 1  # the refused LIST, a GET per ReplicaSet, the Deployments' LIST
+    assert policies == {"web": "evict", "api": "skip", "worker": "evict", "batch": "skip", "queue": "evict"}
+    assert all(o.found is True for (_, kind, name), o in owners.items() if name not in ("batch", "queue"))
+    assert calls == 1 + 1 + 2  # the Deployments' LIST, the refused LIST of ReplicaSets, a GET per ReplicaSet

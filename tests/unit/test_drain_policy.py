@@ -4,6 +4,7 @@ do-not-disrupt with its optional duration, voluntary vs involuntary events, evic
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from drain_orchestrator.drain.policy import (
     Owner,
     Policy,
     apply,
+    deployment_key,
     is_voluntary,
     owners_to_look_up,
     parse_go_duration,
@@ -222,6 +224,27 @@ def test_owners_to_look_up_once_each_then_the_replicasets_deployment() -> None:
     assert owners_to_look_up(pods, known) == set()
     odd = pod("x", controller=Controller("Rollout", "argoproj.io/v1alpha1", "r"))
     assert owners_to_look_up([odd], {}) == set()  # unknown kinds: the pod's own annotations only
+
+
+def test_a_deployments_replicaset_is_looked_up_by_its_deployments_name_and_read_only_when_none_is_found() -> None:
+    hashed = replace(pod("a"), labels={"pod-template-hash": "5d4f"})
+    other = replace(pod("b", controller=Controller("ReplicaSet", "apps/v1", "web-9999")), labels=hashed.labels)
+    dep = ("ns", "Deployment", "web")
+    assert deployment_key(hashed) == dep
+    assert deployment_key(other) is None  # the hash is not the ReplicaSet's suffix: not a Deployment's name
+    assert deployment_key(pod("c")) is None  # no pod-template-hash label
+    assert owners_to_look_up([hashed], {}) == {dep}
+    found = {dep: Owner(True, {POLICY_ANNOTATION: "skip"})}
+    assert owners_to_look_up([hashed], found) == set()
+    assert resolve(hashed, found).policy is Policy.SKIP  # the Deployment's own annotations, current
+    assert resolve(hashed, found).source == "Deployment ns/web"
+    # no Deployment by that name: the ReplicaSet is read, then the Deployment it names (another, here)
+    missing = {dep: Owner(False, {})}
+    assert owners_to_look_up([hashed], missing) == {("ns", "ReplicaSet", "web-5d4f")}
+    other_dep = Controller("Deployment", "apps/v1", "site")
+    missing[("ns", "ReplicaSet", "web-5d4f")] = Owner(True, {POLICY_ANNOTATION: "skip"}, other_dep)
+    assert owners_to_look_up([hashed], missing) == {("ns", "Deployment", "site")}
+    assert resolve(hashed, missing).policy is Policy.SKIP
 
 
 def test_a_failed_controller_lookup_is_reported_and_the_pod_drains_by_its_own_annotations() -> None:

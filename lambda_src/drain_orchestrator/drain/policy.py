@@ -98,8 +98,35 @@ def owner_key(namespace: str, controller: Controller | None) -> OwnerKey | None:
     return (namespace, controller.kind, controller.name)
 
 
+# a Deployment's ReplicaSet is named "<deployment>-<pod-template-hash>", and its pods carry that hash as this label
+TEMPLATE_HASH = "pod-template-hash"
+
+
+def deployment_key(pod: PodInfo) -> OwnerKey | None:
+    """The Deployment a pod's ReplicaSet is named for: ``<name>-<hash>`` where ``hash`` is the pod's
+    pod-template-hash label, as the Deployment controller names and labels them. None for any other ReplicaSet."""
+    c = pod.controller
+    if c is None or (c.kind, c.api_version) != ("ReplicaSet", "apps/v1"):
+        return None
+    suffix = "-" + pod.labels.get(TEMPLATE_HASH, "")
+    if suffix == "-" or not c.name.endswith(suffix) or len(c.name) == len(suffix):
+        return None
+    return (pod.namespace, "Deployment", c.name[: -len(suffix)])
+
+
+def by_name(pod: PodInfo, known: Mapping[OwnerKey, Owner]) -> OwnerKey | None:
+    """The pod's Deployment read by its ReplicaSet's name, when that lookup found it and the ReplicaSet itself was
+    not read (its annotations are copies of the Deployment's, current only on the newest ReplicaSet)."""
+    key, parent = owner_key(pod.namespace, pod.controller), deployment_key(pod)
+    if key is None or key in known or parent is None:
+        return None
+    return parent if parent in known and known[parent].found is True else None
+
+
 def owners_to_look_up(pods: Iterable[PodInfo], known: Mapping[OwnerKey, Owner]) -> set[OwnerKey]:
-    """The controllers (and a ReplicaSet's Deployment) not looked up yet; mirror pods have no policy."""
+    """The controllers not looked up yet; mirror pods have no policy. A Deployment's ReplicaSet is skipped: its
+    Deployment, named by the ReplicaSet's name, is looked up instead (one request a namespace, not two). The
+    ReplicaSet is looked up when that finds no Deployment, and then its own controller, if a Deployment."""
     out: set[OwnerKey] = set()
     for p in pods:
         if p.is_mirror:
@@ -107,8 +134,13 @@ def owners_to_look_up(pods: Iterable[PodInfo], known: Mapping[OwnerKey, Owner]) 
         key = owner_key(p.namespace, p.controller)
         if key is None:
             continue
+        named = deployment_key(p)
+        if key not in known and named is not None and named not in known:
+            out.add(named)
+            continue
         if key not in known:
-            out.add(key)
+            if by_name(p, known) is None:
+                out.add(key)
             continue
         parent = owner_key(p.namespace, known[key].controller)
         if key[1] == "ReplicaSet" and parent is not None and parent[1] == "Deployment" and parent not in known:
@@ -117,6 +149,10 @@ def owners_to_look_up(pods: Iterable[PodInfo], known: Mapping[OwnerKey, Owner]) 
 
 
 def _controller_annotations(pod: PodInfo, owners: Mapping[OwnerKey, Owner]) -> tuple[dict[str, str], str]:
+    named = by_name(pod, owners)
+    if named is not None:
+        found = {k: v for k, v in owners[named].annotations.items() if k in KEYS}
+        return found, f"{named[1]} {named[0]}/{named[2]}"
     key = owner_key(pod.namespace, pod.controller)
     if key is None or key not in owners:
         return {}, ""

@@ -17,9 +17,9 @@ import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from drain_orchestrator.drain.classify import PodVerdict
+from drain_orchestrator.drain.classify import PodInfo, PodVerdict
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.drain.policy import Owner, OwnerKey
+from drain_orchestrator.drain.policy import Owner, OwnerKey, by_name
 from drain_orchestrator.drain.report import DrainReport, SurgeNote
 from drain_orchestrator.drain.surge import (
     NODE_RECORD,
@@ -91,7 +91,11 @@ def surge_pass(
         kind = c.kind if c else "Pod"
         workload = f"{kind} {pod.namespace}/{c.name if c else pod.name}"
         try:
-            owner = _deployment_of(kube, pod.namespace, c.name, facts) if c and c.kind == "ReplicaSet" else None
+            owner = (
+                _replicasets_deployment(kube, pod, facts, options, node, owners)
+                if c and c.kind == "ReplicaSet"
+                else None
+            )
         except Exception as exc:
             _note(report, SurgeNote(workload, SurgeStatus.FAILED.value, f"surge failed: {exc}", [pod.key]))
             continue
@@ -130,12 +134,8 @@ def _surge_one(
         status, detail = facts.settled[key]
         _note(report, SurgeNote(workload, status, detail, pods))
         return
-    dep = None
-    looked_up = owners.get((ns, "Deployment", name))
-    if looked_up is not None and looked_up.found is True:  # its annotations say whether it surges
-        meta = {"namespace": ns, "name": name, "annotations": looked_up.annotations}
-        dep = DeploymentFacts.from_dict({"metadata": meta})
-    if dep is None or surge_enabled(options.surge, dep) or node in dep.holders:
+    dep = _as_looked_up(owners, (ns, "Deployment", name))
+    if dep is None or _may_surge(options, dep, node):
         got = kube.request("GET", _deployment_path(ns, name))
         if not got.ok:
             raise got.error(f"get deployment {key}")
@@ -252,6 +252,33 @@ def _apply(kube: Kube, ns: str, name: str, hpa: HpaFacts | None, patch: ScalePat
     if resp.status == 409:
         return False
     raise resp.error(f"patch {path}")
+
+
+def _as_looked_up(owners: Mapping[OwnerKey, Owner], key: OwnerKey) -> DeploymentFacts | None:
+    """The Deployment as the drain's controller lookup saw it (metadata only), when found."""
+    looked_up = owners.get(key)
+    if looked_up is None or looked_up.found is not True:
+        return None
+    meta = {"namespace": key[0], "name": key[2], "annotations": looked_up.annotations}
+    return DeploymentFacts.from_dict({"metadata": meta})
+
+
+def _may_surge(options: DrainOptions, dep: DeploymentFacts, node: str) -> bool:
+    """Whether the Deployment's annotations leave a surge (or one of this node's to take back) possible."""
+    return surge_enabled(options.surge, dep) or node in dep.holders
+
+
+def _replicasets_deployment(
+    kube: Kube, pod: PodInfo, facts: SurgeFacts, options: DrainOptions, node: str, owners: Mapping[OwnerKey, Owner]
+) -> str | None:
+    """The Deployment of a pod's ReplicaSet. Found by the ReplicaSet's name (drain/policy.py by_name) it is enough
+    to say "no surge" from; one to surge is confirmed by the ReplicaSet's owner reference before it is scaled."""
+    assert pod.controller is not None
+    named = by_name(pod, owners)
+    dep = _as_looked_up(owners, named) if named is not None else None
+    if dep is not None and not _may_surge(options, dep, node):
+        return dep.name
+    return _deployment_of(kube, pod.namespace, pod.controller.name, facts)
 
 
 def _deployment_of(kube: Kube, ns: str, replicaset: str, facts: SurgeFacts) -> str | None:

@@ -4,6 +4,7 @@ resourceVersion precondition so of concurrent writers exactly one wins each chan
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from drain_orchestrator.drain.node_claim import Look, NodeClaim, look, renew, settle
 from drain_orchestrator.failures import ApiError, FailureKind
@@ -57,11 +58,28 @@ def renew_claim(kube: Kube, node: str, run: str, now: float, ttl: float) -> Node
     return _update(kube, node, change)
 
 
-def settle_claim(kube: Kube, node: str, run: str, result: str) -> NodeClaim | None:
-    """Write the holder's drain result for its waiters; the settled claim, or None if not (or no longer) held."""
+def settle_claim(kube: Kube, node: str, run: str, result: str, phase: str | None = None) -> Settled:
+    """Write the holder's drain result for its waiters, and in the same write the report's ``phase`` claim
+    (kube/node_records.py ``claim``: set only if absent) so the report needs no write of its own. The settled claim
+    (None if not, or no longer, held) and whether ``run`` holds the phase claim."""
+    key = None if phase is None else ANNOTATION_PREFIX + phase
+    answers: list[Settled] = []
 
-    def change(current: NodeClaim | None) -> tuple[NodeClaim | None, NodeClaim | None]:
+    def store(annotations: Mapping[str, str]) -> AnnotationChange | None:
+        current = NodeClaim.from_json(annotations.get(ANN_DRAINER))
         new = settle(current, run, result)
-        return new, new
+        changes: dict[str, str | None] = {} if new is None else {ANN_DRAINER: new.to_json()}
+        if key is not None and new is not None and key not in annotations:
+            changes[key] = run
+        answers.append(Settled(new, key is not None and (changes.get(key) or annotations.get(key)) == run))
+        return changes or None
 
-    return _update(kube, node, change)
+    if update_annotations(kube, node, store, attempts=CAS_RETRIES).write is Write.CONTENDED:
+        raise _contended(node)
+    return answers[-1]
+
+
+@dataclass(frozen=True)
+class Settled:
+    claim: NodeClaim | None  # the settled claim; None: this execution did not hold it
+    phase_held: bool = False  # this execution holds the report's phase claim (taken in the settle's write)

@@ -20,17 +20,25 @@ from drain_orchestrator.kube.rest import Kube
 COMPONENT = "drain-orchestrator"
 
 
-def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = False) -> bool:
-    """True if ``owner`` holds the ``phase`` claim on ``node`` (now or from an earlier replay of itself)."""
+def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = False, release: str | None = None) -> bool:
+    """True if ``owner`` holds the ``phase`` claim on ``node`` (now or from an earlier replay of itself).
+    ``release``: a phase claim ``owner`` took ahead of its result (a drain's settle write) and gives back in the same
+    write, when the result turned out otherwise (a gate held to the deadline)."""
     key = ANNOTATION_PREFIX + phase
+    gone = None if release is None or release == phase else ANNOTATION_PREFIX + release
 
     def take(annotations: Mapping[str, str]) -> AnnotationChange | None:
-        return None if key in annotations else {key: owner}
+        change: dict[str, str | None] = {} if key in annotations else {key: owner}
+        if gone is not None and annotations.get(gone) == owner:
+            change[gone] = None
+        return change or None
 
     done = update_annotations(kube, node, take, dry_run=dry_run)
-    if done.write is Write.UNCHANGED:
-        return done.annotations.get(key) == owner
-    return done.write is not Write.CONTENDED  # written (or due, dry_run); contended: not known to be ours
+    if done.write is Write.CONTENDED:
+        return False  # not known to be ours
+    if key in done.annotations:  # already there when read: ours from a replay, or another's
+        return done.annotations[key] == owner
+    return True  # written now (or due, dry_run)
 
 
 def node_event(

@@ -1,8 +1,9 @@
 """The controllers of a node's pods, for their drain policy annotations and the DaemonSet filter (raw JSON).
 
 Each controller is looked up once per drain (the caller caches the answers in its DrainState): a GET, or for several
-ReplicaSets or Deployments of one namespace one metadata-only LIST; a ReplicaSet's Deployment is looked up the same
-way once the ReplicaSet names it.
+ReplicaSets or Deployments of one namespace one metadata-only LIST. A ReplicaSet named ``<deployment>-<hash>`` whose
+pods carry that pod-template-hash is a Deployment's (drain/policy.py deployment_key): the Deployment is looked up
+directly, and the ReplicaSet only when no such Deployment exists (then its own controller, as it names it).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from drain_orchestrator.drain import policy
 from drain_orchestrator.drain.classify import Controller, PodInfo, PodVerdict, classify, daemonsets_to_look_up
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy
+from drain_orchestrator.drain.policy import TEMPLATE_HASH, Owner, OwnerKey, PodPolicy
 from drain_orchestrator.kube.rest import METADATA_LIST, Kube
 
 _PATHS = {
@@ -32,7 +33,6 @@ _LISTS = {
 }
 LIST_FROM = 2  # one GET costs as much as one LIST
 LIST_LIMIT = 500  # one page; names beyond it are looked up one by one
-TEMPLATE_HASH = "pod-template-hash"  # a Deployment's ReplicaSet and its pods carry the same value
 
 Hints = Mapping[tuple[str, str], str]  # (namespace, ReplicaSet name) -> its pods' pod-template-hash
 
@@ -114,7 +114,9 @@ def classify_node(
     kube: Kube, pods: list[PodInfo], options: DrainOptions, owners: dict[OwnerKey, Owner], now: float
 ) -> Classified:
     """kubectl's verdicts with the drain policies on top; ``owners`` is the drain's cache (filled here)."""
-    for _ in range(2):  # the pods' controllers, then the Deployments their ReplicaSets name
+    # the pods' controllers (a Deployment's ReplicaSet: its Deployment, by name); when a Deployment named so is not
+    # found, its ReplicaSet; then the Deployment that ReplicaSet names
+    for _ in range(3):
         wanted = policy.owners_to_look_up(pods, owners)
         wanted |= {(ns, "DaemonSet", name) for ns, name in daemonsets_to_look_up(pods)} - owners.keys()
         if not wanted:

@@ -9,6 +9,7 @@ from aws_durable_execution_sdk_python import StepContext, durable_step
 from drain_orchestrator.drain.node_claim import Look, Role, claim_ttl
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.observability import logger
+from drain_orchestrator.outcome import report_phase
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper
 from drain_orchestrator.workflow.job import DrainJob
@@ -65,15 +66,19 @@ def check_of(job: DrainJob, seen: Look, last_beat: float | None, hook_done: bool
 
 @durable_step
 def settle_step(step_ctx: StepContext, job: DrainJob, result: str) -> ClaimSettled:
-    """Best effort: waiters that never see a verdict take the claim over once it expires and drain themselves."""
+    """Best effort: waiters that never see a verdict take the claim over once it expires and drain themselves. The
+    same write takes the report's phase claim for this result; a report with another result claims its own."""
     from drain_orchestrator.kube.node_claim import settle_claim  # noqa: PLC0415
 
+    phase = report_phase(result)
     try:
-        claim = settle_claim(runtime.kube(job.cluster), job.node, job.run_id, result)
+        settled = settle_claim(runtime.kube(job.cluster), job.node, job.run_id, result, phase)
     except NodeGone:
         return ClaimSettled(now=time.time())
     except Exception as exc:
         fault_of("drain-settle", exc)
         return ClaimSettled(now=time.time())
+    claim = settled.claim
     waiters = 0 if claim is None else len(claim.deadlines) - 1
-    return ClaimSettled(now=time.time(), settled=claim is not None, waiters=waiters)
+    held = phase if settled.phase_held else None
+    return ClaimSettled(now=time.time(), settled=claim is not None, waiters=waiters, phase=held)

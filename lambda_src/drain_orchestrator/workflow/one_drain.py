@@ -59,6 +59,7 @@ def one_drain(
                 pace.absorb(settled)
                 if settled.waiters:
                     summary.waiters = settled.waiters
+                summary.phase_held = settled.phase
                 return result, report, error
             check = replace(check, role=Role.WAITER.value)
         if check.role == Role.SETTLED:

@@ -4,8 +4,9 @@
 NodeCordoned Event for a cordon only, the "started" notification. A step of its own, checkpointed, so a replay of the
 cordon does not repeat it. A drain's DrainStarted Event waits for `start_event_step`, run once the drain outlives its
 first pass: a drain done in one pass is told by its verdict's Event alone (one request fewer a node in a storm).
-`report_step` runs once the lifecycle action is settled, whatever happened before: phase claim, metrics, Kubernetes
-Event and the final notification (``completed``, ``failed``, or ``stopped`` when an operator's decision ended it).
+`report_step` runs once the lifecycle action is settled, whatever happened before: phase claim (the holder of the
+node's drain took it in its settle write, for the result it drained to), metrics, Kubernetes Event and the final
+notification (``completed``, ``failed``, or ``stopped`` when an operator's decision ended it).
 Every part is best effort and independent:
 an unreachable apiserver still gets a notification (without the claim that de-duplicates it across executions),
 a failed SNS publish still leaves the Event and the metrics. Never raises.
@@ -18,7 +19,7 @@ import time
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator.observability import SECONDS, logger, metric
-from drain_orchestrator.outcome import InstanceOutcome, Result, rule
+from drain_orchestrator.outcome import InstanceOutcome, Result, report_phase, rule
 from drain_orchestrator.timefmt import deadline_fields, iso_utc
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_steps import describe
@@ -81,13 +82,14 @@ def report_step(step_ctx: StepContext, job: DrainJob, outcome: InstanceOutcome, 
     said = rule(result).notification
     drained = rule(result).success
     stopped = said == "stopped"  # an operator's decision ended the drain (approval.py)
-    phase = "drain-completed" if drained else "drain-failed"
+    phase = report_phase(result)
     kube = None
     try:
         if job.decision.node is None:  # the node could not even be located: nothing to claim on
             raise LookupError("no node")
         kube = runtime.kube(job.cluster)
-        first = claim(kube, job.node, phase, job.run_id, dry_run=ws.dry_run)
+        held = outcome.phase_held  # taken in the drain's settle write: a write only if the result changed since
+        first = held == phase or claim(kube, job.node, phase, job.run_id, dry_run=ws.dry_run, release=held)
     except NodeGone:
         first, kube = True, None  # no node left to hold the claim or an Event: this execution reports
     except Exception as exc:

@@ -140,6 +140,7 @@ class ClaimSettled(Checkpointed):
     now: float
     settled: bool = False
     waiters: int = 0  # other executions that waited for this verdict
+    phase: str | None = None  # the report's phase claim, taken in the same write (None: not taken)
 
 
 @dataclass(frozen=True)
