@@ -218,6 +218,7 @@ def bench(
     proc: nth.NthProcess | None = None
     try:
         env, _ = aws.lambda_env("blue")
+        env["SURGE_SWEEP_MINUTES"] = "15"  # as the construct deploys it: surges left behind are a schedule's look
         for k, v in env.items():
             setenv(k, v)
         runtime.reset_config()

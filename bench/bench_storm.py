@@ -258,6 +258,7 @@ def bench(
         storm.seed_workload(k8s, fleet.nodes, pods_per_node, max_unavailable)
         fleet.start_actions(aws)
         env, _ = aws.lambda_env("blue")
+        env["SURGE_SWEEP_MINUTES"] = "15"  # as the construct deploys it: surges left behind are a schedule's look
         for k, v in env.items():
             setenv(k, v)
         runtime.reset_config()

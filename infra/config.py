@@ -102,6 +102,8 @@ class OrchestratorConfig:
     # (name, value) pairs or a mapping; names from WORKFLOW_VARIABLES, values checked by the function's settings code
     drain_settings: tuple[tuple[str, str], ...] = ()
     drain_controller_managed_nodes: tuple[str, ...] = ()
+    # a schedule looks for surges left behind this often (or a Duration of whole minutes); 0: each drain's verdict
+    surge_sweep_minutes: int = 15
 
     def __post_init__(self) -> None:
         validation.check_config(self)
@@ -148,6 +150,7 @@ CONTEXT_KEYS = (
     "drainSettings",
     "actionForeignHook",
     "drainControllerManagedNodes",
+    "surgeSweepMinutes",
 )
 
 # prop -> context key where the name is not simply the prop in camelCase
@@ -217,6 +220,7 @@ def _from_context(get: ContextGetter) -> OrchestratorConfig:
         log_level=_level(get, "logLevel", "INFO"),
         drain_settings=_drain_settings(get("drainSettings")),
         drain_controller_managed_nodes=_list(get, "drainControllerManagedNodes"),
+        surge_sweep_minutes=_int(get, "surgeSweepMinutes", 15),
     )
 
 

@@ -32,7 +32,7 @@ from constructs import Construct
 from . import encryption, nag
 from .config import OrchestratorConfig
 from .environment import lambda_environment
-from .event_rules import rule_specs
+from .event_rules import SWEEP_EVENT, rule_specs
 from .lambda_code import lambda_code
 from .metrics import OrchestratorMetrics
 from .network import resolve_network
@@ -183,15 +183,24 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
                     detail=spec.pattern.get("detail"),
                 ),
             )
-            rule.add_target(
-                targets.LambdaFunction(
-                    self.alias,
-                    retry_attempts=TARGET_RETRY_ATTEMPTS,
-                    max_event_age=TARGET_MAX_EVENT_AGE,
-                    dead_letter_queue=self.delivery_dead_letters,
+            rule.add_target(self._target())
+            self.rules[spec.kind] = rule
+        # surges left behind by lost executions are looked for on a schedule, not at every lone drain's verdict
+        self.sweep_rule: events.Rule | None = None
+        if config.surge_sweep_minutes:
+            self.sweep_rule = events.Rule(
+                self,
+                "SurgeSweepRule",
+                description="Look for surges left behind (surge before evict) in the served clusters",
+                schedule=events.Schedule.rate(cdk.Duration.minutes(config.surge_sweep_minutes)),
+            )
+            self.sweep_rule.add_target(
+                self._target(
+                    events.RuleTargetInput.from_object(
+                        {**SWEEP_EVENT, "id": events.EventField.event_id, "time": events.EventField.time}
+                    )
                 )
             )
-            self.rules[spec.kind] = rule
 
         self.access_entries: list[eks.CfnAccessEntry] = []
         if config.create_access_entries:
@@ -235,6 +244,15 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
             log_group=self.log_group,
         )
         nag.acknowledge(self, config)  # last: every resource exists
+
+    def _target(self, event: events.RuleTargetInput | None = None) -> targets.LambdaFunction:
+        return targets.LambdaFunction(
+            self.alias,
+            event=event,
+            retry_attempts=TARGET_RETRY_ATTEMPTS,
+            max_event_age=TARGET_MAX_EVENT_AGE,
+            dead_letter_queue=self.delivery_dead_letters,
+        )
 
     @property
     def connections(self) -> ec2.Connections:

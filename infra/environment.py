@@ -26,6 +26,8 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
         env["OWNERSHIP_TAG"] = config.ownership_tag
     if config.actions.foreign_hook != "ignore":
         env["ACTION_FOREIGN_HOOK"] = config.actions.foreign_hook
+    if config.surge_sweep_minutes:  # with the schedule's rule (construct.py); without it each verdict looks
+        env["SURGE_SWEEP_MINUTES"] = str(config.surge_sweep_minutes)
     if config.drain_controller_managed_nodes:
         env["DRAIN_CONTROLLER_MANAGED_NODES"] = ",".join(config.drain_controller_managed_nodes)
     env.update(config.drain_settings)  # names restricted to WORKFLOW_VARIABLES: cannot override the above

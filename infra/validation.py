@@ -48,6 +48,7 @@ RANGES = {
     "memory_size": (128, 10240),
     "timeout_seconds": (30, 900),
     "execution_timeout_hours": (MIN_EXECUTION_TIMEOUT_HOURS, 24 * 366),
+    "surge_sweep_minutes": (0, 1440),  # the function's SURGE_SWEEP_MINUTES range
 }
 
 # How a drain runs (drain_orchestrator/workflow_settings.py reads these). TRACING is left out on purpose: it needs
@@ -137,6 +138,7 @@ DURATION_UNITS = {
     "heartbeat_timeout_seconds": "seconds",
     "timeout_seconds": "seconds",
     "execution_timeout_hours": "hours",
+    "surge_sweep_minutes": "minutes",
 }
 
 
@@ -255,7 +257,13 @@ def check_config(config: OrchestratorConfig) -> None:
         raise prop_error("alarm_email", f"{config.alarm_email!r} is not an e-mail address")
     if not isinstance(config.create_access_entries, bool):
         raise prop_error("create_access_entries", f"expected True or False, got {config.create_access_entries!r}")
-    for prop in ("heartbeat_timeout_seconds", "memory_size", "timeout_seconds", "execution_timeout_hours"):
+    for prop in (
+        "heartbeat_timeout_seconds",
+        "memory_size",
+        "timeout_seconds",
+        "execution_timeout_hours",
+        "surge_sweep_minutes",
+    ):
         integer(config, prop)
     integer(config, "reserved_concurrency", optional=True)
     retention = config.log_retention_days

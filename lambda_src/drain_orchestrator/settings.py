@@ -73,6 +73,9 @@ class Settings:
     action_foreign_hook: KindAction = "ignore"
     # Controllers whose instances this deployment acts on anyway (default: none, they are left to them).
     drain_controller_managed: frozenset[Controller] = frozenset()
+    # A schedule looks for surges left behind this often (0: each drain's verdict looks instead); set by the
+    # construct together with the schedule's rule (workflow/sweep_flow.py).
+    surge_sweep_minutes: int = 0
 
     def serves(self, cluster: str) -> bool:
         return self.any_cluster or cluster in self.cluster_names
@@ -91,6 +94,13 @@ class Settings:
                 f"'{tag}' (key=value) needs CLUSTER_NAMES to name exactly one cluster; "
                 "with several clusters use a key whose value names the cluster",
             )
+        sweep = _parse_sweep_minutes(env.get("SURGE_SWEEP_MINUTES"))
+        if sweep and any_cluster:
+            raise SettingsError(
+                "SURGE_SWEEP_MINUTES",
+                f"{sweep}: a scheduled sweep needs CLUSTER_NAMES to name the clusters it looks in; "
+                "with '*' set 0 (each drain's verdict looks)",
+            )
         return cls(
             cluster_names=names,
             any_cluster=any_cluster,
@@ -106,6 +116,7 @@ class Settings:
             lifecycle_hook_names=_parse_hook_names(env.get("LIFECYCLE_HOOK_NAMES")),
             action_foreign_hook=_parse_action(env, "ACTION_FOREIGN_HOOK", "ignore"),
             drain_controller_managed=_parse_controllers(env.get("DRAIN_CONTROLLER_MANAGED_NODES")),
+            surge_sweep_minutes=sweep,
         )
 
 
@@ -191,3 +202,18 @@ def _parse_controllers(raw: str | None) -> frozenset[Controller]:
             )
         chosen.add(item)
     return frozenset(chosen)
+
+
+MAX_SWEEP_MINUTES = 1440
+
+
+def _parse_sweep_minutes(raw: str | None) -> int:
+    if raw is None or not raw.strip():
+        return 0
+    value = raw.strip()
+    if not value.isascii() or not value.isdigit() or int(value) > MAX_SWEEP_MINUTES:
+        raise SettingsError(
+            "SURGE_SWEEP_MINUTES",
+            f"{clip(raw)!r}: expected a whole number of minutes between 0 and {MAX_SWEEP_MINUTES}",
+        )
+    return int(value)

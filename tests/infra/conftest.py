@@ -48,6 +48,7 @@ MULTI_VPC: dict[str, Any] = {
     "logRetentionDays": "90",
     "logLevel": "debug",
     "drainSettings": '{"DRAIN_GRACE_PERIOD": 30, "MAX_CONCURRENT_NODES": 8}',
+    "surgeSweepMinutes": "0",
 }
 
 

@@ -37,6 +37,7 @@ def test_defaults_for_one_cluster() -> None:
     # the function answers only the hook the construct creates (by default nothing else is ours)
     assert config.served_asg_names == () and config.served_hook_names == ("drain-orchestrator",)
     assert config.actions.foreign_hook == "ignore" and config.drain_controller_managed_nodes == ()
+    assert config.surge_sweep_minutes == 15
 
 
 def test_every_option_parsed_from_cli_strings() -> None:
@@ -58,6 +59,7 @@ def test_every_option_parsed_from_cli_strings() -> None:
     assert (config.execution_timeout_hours, config.log_retention_days, config.log_level) == (48, 90, "DEBUG")
     assert config.heartbeat_timeout_seconds == 900
     assert config.drain_settings == (("DRAIN_GRACE_PERIOD", "30"), ("MAX_CONCURRENT_NODES", "8"))
+    assert config.surge_sweep_minutes == 0
 
 
 def test_cdk_json_style_values() -> None:
@@ -114,6 +116,8 @@ def test_cdk_json_style_values() -> None:
         ({"executionTimeoutHours": "47"}, "executionTimeoutHours"),
         ({"logRetentionDays": "31"}, "logRetentionDays"),
         ({"logLevel": "TRACE"}, "logLevel"),
+        ({"surgeSweepMinutes": "1441"}, "surgeSweepMinutes"),
+        ({"surgeSweepMinutes": "-1"}, "surgeSweepMinutes"),
         ({"drainSettings": "{not json"}, "drainSettings"),
         ({"drainSettings": '["DRY_RUN"]'}, "drainSettings"),
         ({"drainSettings": '{"CLUSTER_NAMES": "other"}'}, "drainSettings"),
@@ -331,6 +335,7 @@ def test_bad_drain_setting_value_is_refused_by_the_function_settings_code() -> N
         ({"execution_timeout_hours": 47}, "execution_timeout_hours"),
         ({"log_retention_days": 31}, "log_retention_days"),
         ({"log_level": "TRACE"}, "log_level"),
+        ({"surge_sweep_minutes": 1.5}, "surge_sweep_minutes"),
         ({"alarm_email": "not-an-email"}, "alarm_email"),
         ({"create_access_entries": "false"}, "create_access_entries"),
         ({"clusters": ("a", "b"), "ownership_tag": "team=platform"}, "ownership_tag"),
@@ -437,8 +442,10 @@ def test_timing_props_take_a_cdk_duration() -> None:
         heartbeat_timeout_seconds=Duration.minutes(10),  # type: ignore[arg-type]
         timeout_seconds=Duration.minutes(5),  # type: ignore[arg-type]
         execution_timeout_hours=Duration.days(7),  # type: ignore[arg-type]
+        surge_sweep_minutes=Duration.hours(1),  # type: ignore[arg-type]
     )
     assert (config.heartbeat_timeout_seconds, config.timeout_seconds, config.execution_timeout_hours) == (600, 300, 168)
+    assert config.surge_sweep_minutes == 60
     with pytest.raises(ConfigError) as raised:
         OrchestratorConfig(clusters=("prod",), execution_timeout_hours=Duration.minutes(90))  # type: ignore[arg-type]
     assert raised.value.key == "execution_timeout_hours" and "whole number of hours" in str(raised.value)

@@ -8,13 +8,14 @@ from typing import Any, get_args
 
 import pytest
 from infra.config import KindActions, config_from_mapping
-from infra.event_rules import DRAIN_STATES, KIND_TABLE, rule_specs
+from infra.event_rules import DRAIN_STATES, KIND_TABLE, SWEEP_EVENT, rule_specs
 from infra.observability import EVENT_KINDS
 
 from drain_orchestrator.events import DRAINING_STATES, Interruption, parse_event
 from drain_orchestrator.interruption import Kind
 from drain_orchestrator.kinds import KINDS
 from drain_orchestrator.settings import Settings
+from drain_orchestrator.workflow import sweep_flow
 from testbed import samples
 
 
@@ -79,3 +80,11 @@ def test_an_ignored_capacity_reservation_warning_gets_no_rule() -> None:
     assert "capacity-reservation-interruption" not in [spec.kind for spec in rule_specs(config)]
     cordon = config_from_mapping({"clusters": "prod", "actionCapacityReservationInterruption": "cordon"})
     assert "capacity-reservation-interruption" in [spec.kind for spec in rule_specs(cordon)]
+
+
+def test_the_surge_sweeps_input_is_what_the_function_branches_on_and_no_kinds_rule_matches_it() -> None:
+    event = {**SWEEP_EVENT, "id": "schedule-tick", "time": "2026-12-01T00:00:00Z"}
+    assert sweep_flow.is_sweep(event)
+    assert not any(sweep_flow.is_sweep(samples.load(name)) for name in samples.names())
+    config = config_from_mapping({"clusters": "prod"})
+    assert [spec.kind for spec in rule_specs(config) if _matches(spec.pattern, event)] == []

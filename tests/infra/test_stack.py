@@ -13,6 +13,7 @@ from infra.log_queries import DASHBOARD_QUERIES
 from infra.observability import METRIC_WIDGETS
 
 from drain_orchestrator.interruption import Kind
+from drain_orchestrator.workflow import sweep_flow
 from tests.infra.conftest import Synthesized
 
 DURABLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy"
@@ -50,7 +51,8 @@ def managed_policies(synth: Synthesized) -> list[str]:
 
 
 def rule_patterns(synth: Synthesized) -> dict[str, dict[str, Any]]:
-    return {k: v["Properties"]["EventPattern"] for k, v in synth.resources("AWS::Events::Rule").items()}
+    rules = synth.resources("AWS::Events::Rule").items()
+    return {k: v["Properties"]["EventPattern"] for k, v in rules if "EventPattern" in v["Properties"]}
 
 
 def pattern_for(synth: Synthesized, detail_type: str) -> dict[str, Any] | None:
@@ -113,6 +115,7 @@ def test_function_environment(single: Synthesized) -> None:
         "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
         "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
         "LOG_LEVEL": "INFO",
+        "SURGE_SWEEP_MINUTES": "15",
     }
 
 
@@ -168,7 +171,7 @@ def test_alias_is_the_only_invoke_target(single: Synthesized) -> None:
     assert alias["Name"] == "live"
     assert alias["FunctionVersion"]["Fn::GetAtt"][1] == "Version"
     permissions = single.resources("AWS::Lambda::Permission")
-    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 7
+    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 8  # seven kinds, the surge sweep
     for permission in permissions.values():
         props = permission["Properties"]
         assert props["FunctionName"] == alias_ref(single)  # never the unqualified function
@@ -238,8 +241,22 @@ def test_rule_targets_alias_with_retry_policy_and_dead_letter_queue(single: Synt
         if p["Properties"]["Queues"] == [{"Ref": logical_id(single, "AWS::SQS::Queue", "DeliveryDeadLetterQueue")}]
     )
     senders = [s for s in policy["Statement"] if s.get("Principal") == {"Service": "events.amazonaws.com"}]
-    assert len(senders) == 7
+    assert len(senders) == 8  # the seven kinds' rules and the surge sweep's schedule
     assert all(s["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::GetAtt"][1] == "Arn" for s in senders)
+
+
+def test_surges_left_behind_are_looked_for_on_a_schedule_that_sends_the_sweeps_input(single: Synthesized) -> None:
+    (rule,) = [
+        r["Properties"]
+        for r in single.resources("AWS::Events::Rule").values()
+        if "ScheduleExpression" in r["Properties"]
+    ]
+    assert rule["ScheduleExpression"] == "rate(15 minutes)"
+    (target,) = rule["Targets"]
+    transformer = target["InputTransformer"]
+    assert transformer["InputPathsMap"] == {"id": "$.id", "time": "$.time"}
+    sent = json.loads(transformer["InputTemplate"].replace("<id>", '"id"').replace("<time>", '"t"'))
+    assert sweep_flow.is_sweep(sent) and sent["id"] == "id"
 
 
 def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> None:
@@ -255,7 +272,8 @@ def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> 
 
 def test_ignored_kind_gets_no_rule(multi: Synthesized) -> None:
     assert pattern_for(multi, "EC2 Instance Rebalance Recommendation") is None  # actionRebalance=ignore
-    assert len(multi.resources("AWS::Events::Rule")) == 6
+    assert len(multi.resources("AWS::Events::Rule")) == 6  # and no surge sweep schedule (surgeSweepMinutes=0)
+    assert "SURGE_SWEEP_MINUTES" not in multi.only("AWS::Lambda::Function")["Environment"]["Variables"]
     assert multi.only("AWS::Lambda::Function")["Environment"]["Variables"]["ACTION_REBALANCE"] == "ignore"
 
 

@@ -1,16 +1,13 @@
 """The pods' controllers looked up on the real apiserver, under the shipped RBAC: a Deployment's pods cost one
-metadata-only LIST of the namespace's Deployments (their ReplicaSets are not read), ReplicaSets of no Deployment one
-LIST of ReplicaSets, and a role from before `list replicasets` was granted still finds every controller, one GET at a
-time."""
+metadata-only LIST of the namespace's Deployments (their ReplicaSets are not read), and ReplicaSets of no Deployment
+one GET each after it."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from drain_orchestrator.drain.classify import PodInfo
 from drain_orchestrator.drain.options import DrainOptions
@@ -18,12 +15,9 @@ from drain_orchestrator.drain.policy import POLICY_ANNOTATION, Owner, OwnerKey
 from drain_orchestrator.kube.owners import classify_node
 from drain_orchestrator.kube.pods import list_node_pods
 from drain_orchestrator.kube.rest import Kube
-from testbed.control_plane import RBAC_FILE
-from tests.integration.drain_support import DRAIN_USER, drainer, role_bound_to_group
+from tests.integration.drain_support import drainer
 
 pytestmark = pytest.mark.integration
-
-OLD_GROUP = "drain-orchestrator-without-list-replicasets"
 
 
 def _workloads(k8s: Any, bare: bool = False) -> str:
@@ -85,33 +79,4 @@ def test_replicasets_of_no_deployment_are_read_themselves_after_the_deployments_
     assert policies == {"web": "evict", "api": "skip", "worker": "evict", "batch": "skip", "queue": "evict"}
     assert owners[(k8s.ns, "Deployment", "batch")].found is False  # named so, but no such Deployment
     assert owners[(k8s.ns, "ReplicaSet", "batch-abc12")].found is True
-    assert calls == 2  # the Deployments' LIST (batch and queue not in it), then one LIST of the two ReplicaSets
-
-
-@pytest.fixture
-def role_without_list_replicasets(testbed: Any) -> Iterator[None]:
-    """The shipped ClusterRole as it was before `replicasets list`, bound to a group of its own."""
-    shipped = next(d for d in yaml.safe_load_all(RBAC_FILE.read_text()) if d and d["kind"] == "ClusterRole")
-    rules = [r for r in shipped["rules"] if not (r["resources"] == ["replicasets"] and r["verbs"] == ["list"])]
-    assert len(rules) == len(shipped["rules"]) - 1, "the shipped role grants replicasets list in a rule of its own"
-    with role_bound_to_group(testbed, OLD_GROUP, rules):
-        yield
-
-
-def test_a_role_without_list_replicasets_still_finds_every_controller(
-    testbed: Any, k8s: Any, role_without_list_replicasets: None
-) -> None:
-    node = _workloads(k8s, bare=True)
-    api = testbed.admin_api_client()
-    api.set_default_header("Impersonate-User", DRAIN_USER)
-    api.set_default_header("Impersonate-Group", OLD_GROUP)
-    kube = Kube(api)
-    # the authorizer learns of a new binding from its informer: wait until the group may list the node's pods
-    k8s.wait_for(lambda: kube.request("GET", "/api/v1/pods", query={"limit": 1}).ok, what="the binding to apply")
-    try:
-        policies, owners, calls = _classify(kube, node)
-    finally:
-        api.close()
-    assert policies == {"web": "evict", "api": "skip", "worker": "evict", "batch": "skip", "queue": "evict"}
-    assert all(o.found is True for (_, kind, name), o in owners.items() if name not in ("batch", "queue"))
-    assert calls == 1 + 1 + 2  # the Deployments' LIST, the refused LIST of ReplicaSets, a GET per ReplicaSet
+    assert calls == 1 + 2  # the Deployments' LIST (batch and queue not in it), then a GET of each ReplicaSet

@@ -5,7 +5,7 @@ drain through the real handler, under the shipped RBAC, touches every path the p
 a node found by providerID (get by DNS name misses, then list), cordon (get + patch), a Kubernetes Event, a
 DaemonSet pod (its owner looked up), a Deployment whose PodDisruptionBudget never allows a disruption (eviction
 refused, budgets listed and watched) forced just before the deadline (delete), a StatefulSet's and a Job's pods
-(their controllers looked up for drain policies, a Deployment's through its ReplicaSet: several of one namespace
+(their controllers looked up for drain policies, a Deployment's by its ReplicaSet's name: several of one namespace
 with one LIST, a lone one in another namespace with a GET), then the volume gate (the
 node's VolumeAttachments listed; a mirror pod left on the node has its claim read, whose volume does not hold).
 Both Deployments are opted in to surge before evict and pinned to the node, so their surged replicas cannot be

@@ -27,4 +27,10 @@ def test_small_storm_drains_every_node_completes_every_hook_without_throttling(
         assert phase.kube_requests >= phase.pods  # at least one eviction per pod, seen under our flow schema
         assert phase.aws_calls.get("autoscaling:CompleteLifecycleAction") == nodes
         assert all(sum(ops.values()) > 0 for ops in phase.operations)
+    # a drain's node writes: the cordon (its claims with it) and the settle (the report's phase claim with it)
+    assert solo.requests.get("patch nodes") == 2, solo.requests
+    # its pods' Deployments are read by their ReplicaSets' names: no ReplicaSet is read
+    assert not any("replicasets" in kind for kind in solo.requests), solo.requests
+    # surges left behind are the schedule's look (SURGE_SWEEP_MINUTES, as deployed), not the lone drain's verdict
+    assert "list horizontalpodautoscalers" not in solo.requests, solo.requests
     assert "storm" in bench_storm.render(res)

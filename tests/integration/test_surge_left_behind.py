@@ -1,7 +1,8 @@
 """Surges no drain will take back, on the bed's real controllers: ``drain-orchestrator uncordon`` takes back the
 node's surges (and, when the apiserver refuses that, leaves the node cordoned), a drain lost before its verdict
-leaves a surge that expires (its deadline plus a margin) and is then taken back by the next Lambda drain's verdict or
-by ``drain-orchestrator surge restore``, and a surge whose node is gone is left behind at once. Each replacement here
+leaves a surge that expires (its deadline plus a margin) and is then taken back by the next Lambda drain's verdict
+(or, with SURGE_SWEEP_MINUTES, by the schedule's sweep instead) or by ``drain-orchestrator surge restore``, and a
+surge whose node is gone is left behind at once. Each replacement here
 is pinned to its cordoned node, so it stays Pending and the surge stays in place until something takes it back."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
+from tests.integration.audit_support import by_verb_and_resource, function_requests
 from tests.integration.cli_support import run_cli
 from tests.integration.drain_support import drain, drainer
 from tests.integration.lambda_support import LambdaHarness
@@ -245,3 +247,46 @@ def test_uncordon_that_cannot_take_the_surge_back_leaves_the_node_cordoned(testb
     assert proc.stdout.splitlines()[-1] == f"node/{node} uncordoned"
     _assert_taken_back(k8s, "stuck", node)
     assert not k8s.core.read_node(node).spec.unschedulable
+
+
+def test_under_a_schedule_verdicts_leave_the_look_to_the_schedules_event_which_restores_what_is_left(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    (lost,) = k8s.add_nodes(1)
+    _pinned(k8s, "orphan", lost)
+    dep = _surge_and_leave(testbed, k8s, "orphan", lost, deadline=time.time() + 3600)
+    (entry,) = json.loads(dep.metadata.annotations[HOLDERS]).values()
+    past = iso_utc(time.time() - 60)  # its margin passed: left behind
+    holders = json.dumps({lost: {**entry, "expires": past}})
+    k8s.apps.patch_namespaced_deployment("orphan", k8s.ns, {"metadata": {"annotations": {HOLDERS: holders}}})
+
+    # a drain alone, with the schedule configured: its verdict does not look (no cluster-wide LIST of HPAs)
+    aws.eks_cluster("blue")
+    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED)
+    aws.nodes_for(k8s, [iid])
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    lam.configure("blue,unreachable", SURGE_SWEEP_MINUTES="15")
+    offset = testbed.audit_log.stat().st_size
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    run = lam.run(event)
+    assert run.status == "SUCCEEDED", run.error
+    (inst,) = run.result["instances"]
+    assert inst["result"] == "drained" and not inst.get("surge_restored"), inst
+    requests = by_verb_and_resource(function_requests(testbed, offset))
+    assert requests["list horizontalpodautoscalers"] == 0 and requests["list deployments"] == 0, requests
+    assert k8s.apps.read_namespaced_deployment("orphan", k8s.ns).spec.replicas == 2
+
+    # the schedule's tick: each served cluster looked at; one that cannot be reached is reported, not fatal
+    tick = {"source": "drain-orchestrator", "detail-type": "Surge Sweep", "id": "tick-1"}
+    run = lam.run(tick)
+    assert run.status == "SUCCEEDED", run.error
+    swept = run.result["surge_sweep"]
+    assert swept["restored"] == {
+        "blue": [f"Deployment {k8s.ns}/orphan: replicas 2 -> 1: left behind by node {lost}'s drain (expired at {past})"]
+    }
+    assert list(swept["failed"]) == ["unreachable"], swept
+    assert '"reason":"surge-sweep-failed"' in run.stdout.replace(" ", "")
+    _assert_taken_back(k8s, "orphan", lost)
+
+    again = lam.run(tick)
+    assert again.status == "SUCCEEDED" and again.result["surge_sweep"]["restored"] == {"blue": []}, again.result

@@ -51,6 +51,9 @@ def test_actions_are_case_insensitive() -> None:
         ({"CLUSTER_NAMES": "*", "OWNERSHIP_TAG": "k=v"}, "OWNERSHIP_TAG", "exactly one cluster"),
         ({"CLUSTER_NAMES": "prod", "ACTION_REBALANCE": "evict"}, "ACTION_REBALANCE", "drain, cordon, ignore"),
         ({"CLUSTER_NAMES": "prod", "NOTIFICATION_TOPIC_ARN": "topic"}, "NOTIFICATION_TOPIC_ARN", "SNS topic"),
+        ({"CLUSTER_NAMES": "prod", "SURGE_SWEEP_MINUTES": "1441"}, "SURGE_SWEEP_MINUTES", "between 0 and 1440"),
+        ({"CLUSTER_NAMES": "prod", "SURGE_SWEEP_MINUTES": "15m"}, "SURGE_SWEEP_MINUTES", "whole number of minutes"),
+        ({"CLUSTER_NAMES": "*", "SURGE_SWEEP_MINUTES": "15"}, "SURGE_SWEEP_MINUTES", "needs CLUSTER_NAMES"),
     ],
 )
 def test_invalid_values_name_the_variable(env: dict[str, str], variable: str, fragment: str) -> None:
@@ -110,3 +113,9 @@ def test_hook_and_controller_settings_name_the_variable(env: dict[str, str], var
         Settings.from_env({"CLUSTER_NAMES": "prod", **env})
     assert caught.value.variable == variable and str(caught.value).startswith(f"{variable}: ")
     assert fragment in str(caught.value)
+
+
+def test_the_surge_sweep_is_at_the_verdicts_unless_a_schedule_is_set() -> None:
+    assert Settings.from_env({"CLUSTER_NAMES": "prod"}).surge_sweep_minutes == 0
+    assert Settings.from_env({"CLUSTER_NAMES": "prod", "SURGE_SWEEP_MINUTES": " 15 "}).surge_sweep_minutes == 15
+    assert Settings.from_env({"CLUSTER_NAMES": "*", "SURGE_SWEEP_MINUTES": "0"}).any_cluster

@@ -117,3 +117,9 @@ def test_a_drain_alone_always_sweeps_and_about_one_drain_of_a_storm_does() -> No
     storms = [[f"node-{s}-{i}" for i in range(20)] for s in range(200)]
     sweeps = [sum(sweeps_at_verdict(node, 20) for node in storm) for storm in storms]
     assert 0.7 <= sum(sweeps) / len(storms) <= 1.3  # about one a storm
+
+
+def test_no_verdict_sweeps_when_a_schedule_does() -> None:
+    assert not sweeps_at_verdict("ip-10-0-0-1.ec2.internal", None, scheduled=True)
+    assert not sweeps_at_verdict("ip-10-0-0-1.ec2.internal", 1, scheduled=True)
+    assert not any(sweeps_at_verdict(f"node-{i}", 20, scheduled=True) for i in range(20))

@@ -56,10 +56,13 @@ def left_behind(holders: Mapping[str, Holder], now: float, nodes: Container[str]
     return out
 
 
-def sweeps_at_verdict(node: str, draining_seen: int | None) -> bool:
+def sweeps_at_verdict(node: str, draining_seen: int | None, *, scheduled: bool = False) -> bool:
     """Whether a drain's verdict also looks for surges left behind (two cluster-wide LISTs, each finding what every
-    other drain's would): always for a drain that found itself alone or did not count; in a storm of n drains, the
-    drains whose node name hashes to 0 modulo n — about one a storm, not n."""
+    other drain's would): never when a schedule looks (SURGE_SWEEP_MINUTES); otherwise always for a drain that
+    found itself alone or did not count, and in a storm of n drains, the drains whose node name hashes to 0 modulo
+    n — about one a storm, not n."""
+    if scheduled:
+        return False
     if draining_seen is None or draining_seen < 2:
         return True
     return zlib.crc32(node.encode()) % draining_seen == 0

@@ -1,7 +1,7 @@
 """The controllers of a node's pods, for their drain policy annotations and the DaemonSet filter (raw JSON).
 
 Each controller is looked up once per drain (the caller caches the answers in its DrainState): a GET, or for several
-ReplicaSets or Deployments of one namespace one metadata-only LIST. A ReplicaSet named ``<deployment>-<hash>`` whose
+Deployments of one namespace one metadata-only LIST. A ReplicaSet named ``<deployment>-<hash>`` whose
 pods carry that pod-template-hash is a Deployment's (drain/policy.py deployment_key): the Deployment is looked up
 directly, and the ReplicaSet only when no such Deployment exists (then its own controller, as it names it).
 """
@@ -16,7 +16,7 @@ from typing import Any
 from drain_orchestrator.drain import policy
 from drain_orchestrator.drain.classify import Controller, PodInfo, PodVerdict, classify, daemonsets_to_look_up
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.drain.policy import TEMPLATE_HASH, Owner, OwnerKey, PodPolicy
+from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy
 from drain_orchestrator.kube.rest import METADATA_LIST, Kube
 
 _PATHS = {
@@ -26,24 +26,19 @@ _PATHS = {
     "DaemonSet": "/apis/apps/v1/namespaces/{ns}/daemonsets/{name}",
     "Job": "/apis/batch/v1/namespaces/{ns}/jobs/{name}",
 }
-# kinds a node usually has many of in one namespace: looked up with one metadata-only LIST instead of a GET each
-_LISTS = {
-    "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
-    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
-}
+# the kind a node usually has many of in one namespace: looked up with one metadata-only LIST instead of a GET each
+# (ReplicaSets are not: a Deployment's are skipped for their Deployment, and ReplicaSets of none are rare)
+_LISTS = {"Deployment": "/apis/apps/v1/namespaces/{ns}/deployments"}
 LIST_FROM = 2  # one GET costs as much as one LIST
 LIST_LIMIT = 500  # one page; names beyond it are looked up one by one
 
-Hints = Mapping[tuple[str, str], str]  # (namespace, ReplicaSet name) -> its pods' pod-template-hash
 
-
-def look_up_owners(kube: Kube, keys: Iterable[OwnerKey], hints: Hints | None = None) -> dict[OwnerKey, Owner]:
+def look_up_owners(kube: Kube, keys: Iterable[OwnerKey]) -> dict[OwnerKey, Owner]:
     """(namespace, kind, name) → what the lookup found; a failed lookup is kept as its message, never raised: without
     its controller's annotations a pod still drains by its own (an RBAC role not updated yet must not stop it).
 
-    Several ReplicaSets or Deployments of one namespace are read with one metadata-only LIST (ReplicaSets narrowed to
-    their pods' pod-template-hash values); whatever the LIST does not settle (a failed LIST, e.g. a role from before
-    ``list replicasets`` was granted, a name beyond the page, a ReplicaSet without the label) is looked up by GET."""
+    Several Deployments of one namespace are read with one metadata-only LIST; whatever it does not settle (a failed
+    LIST, a name beyond the page) is looked up by GET."""
     out: dict[OwnerKey, Owner] = {}
     groups: dict[tuple[str, str], set[str]] = defaultdict(set)
     for ns, kind, name in set(keys):
@@ -51,7 +46,7 @@ def look_up_owners(kube: Kube, keys: Iterable[OwnerKey], hints: Hints | None = N
     single: list[OwnerKey] = []
     for (ns, kind), names in sorted(groups.items()):
         if kind in _LISTS and len(names) >= LIST_FROM:
-            out.update(_listed(kube, ns, kind, names, hints or {}))
+            out.update(_listed(kube, ns, kind, names))
         single.extend((ns, kind, n) for n in names if (ns, kind, n) not in out)
     for ns, kind, name in sorted(single):
         resp = kube.request("GET", _PATHS[kind].format(ns=ns, name=name))
@@ -64,13 +59,9 @@ def look_up_owners(kube: Kube, keys: Iterable[OwnerKey], hints: Hints | None = N
     return out
 
 
-def _listed(kube: Kube, ns: str, kind: str, names: set[str], hints: Hints) -> dict[OwnerKey, Owner]:
+def _listed(kube: Kube, ns: str, kind: str, names: set[str]) -> dict[OwnerKey, Owner]:
     """What one LIST settles: the names it returned, and, once it saw the whole namespace, those that do not exist."""
     query: dict[str, Any] = {"limit": LIST_LIMIT}
-    hashes = {hints.get((ns, n)) for n in names} if kind == "ReplicaSet" else {None}
-    narrowed = None not in hashes
-    if narrowed:
-        query["labelSelector"] = f"{TEMPLATE_HASH} in ({','.join(sorted(h for h in hashes if h))})"
     resp = kube.request("GET", _LISTS[kind].format(ns=ns), query=query, accept=METADATA_LIST)
     if not resp.ok:
         return {}
@@ -79,8 +70,7 @@ def _listed(kube: Kube, ns: str, kind: str, names: set[str], hints: Hints) -> di
         meta = item.get("metadata") or {}
         if meta.get("name") in names:
             out[(ns, kind, str(meta["name"]))] = _owner(meta)
-    complete = not narrowed and not (resp.body.get("metadata") or {}).get("continue")
-    if complete:
+    if not (resp.body.get("metadata") or {}).get("continue"):
         out.update({(ns, kind, n): Owner(False, {}) for n in names if (ns, kind, n) not in out})
     return out
 
@@ -92,15 +82,6 @@ def _owner(meta: Mapping[str, Any]) -> Owner:
             controller = Controller(ref.get("kind", ""), ref.get("apiVersion", ""), ref.get("name", ""))
             break
     return Owner(True, dict(meta.get("annotations") or {}), controller)
-
-
-def template_hashes(pods: Iterable[PodInfo]) -> dict[tuple[str, str], str]:
-    """(namespace, ReplicaSet) -> the pod-template-hash its pods carry, to narrow a LIST of ReplicaSets."""
-    return {
-        (p.namespace, p.controller.name): p.labels[TEMPLATE_HASH]
-        for p in pods
-        if p.controller is not None and p.controller.kind == "ReplicaSet" and TEMPLATE_HASH in p.labels
-    }
 
 
 @dataclass(frozen=True)
@@ -121,7 +102,7 @@ def classify_node(
         wanted |= {(ns, "DaemonSet", name) for ns, name in daemonsets_to_look_up(pods)} - owners.keys()
         if not wanted:
             break
-        owners.update(look_up_owners(kube, wanted, template_hashes(pods)))
+        owners.update(look_up_owners(kube, wanted))
     daemonsets = {(ns, name): o.found for (ns, kind, name), o in owners.items() if kind == "DaemonSet"}
     verdicts = classify(pods, options, now, daemonsets, options.drain_taint)
     policies = {p.key: policy.resolve(p, owners) for p in pods if not p.is_mirror}

@@ -235,7 +235,8 @@ def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summa
     """Whatever ended the drain, workloads surged for this node get their figures back (engine/surge.py)."""
     surged = sorted({n.workload.split(" ", 1)[1] for n in (report.surge if report else []) if n.via})
     until = pace.now + SURGE_RESTORE_RETRY_SECONDS
-    sweep = sweeps_at_verdict(job.node, report.draining_seen if report else None)
+    scheduled = runtime.settings().surge_sweep_minutes > 0
+    sweep = sweeps_at_verdict(job.node, report.draining_seen if report else None, scheduled=scheduled)
     out = pace.retrying("surge-restore", lambda _lb: surge_restore_step(job, surged, sweep), SurgeRestored, until)
     if out.fault is not None:
         summary.surge_restored = [f"failed: {out.fault.message}"]

@@ -1,0 +1,71 @@
+"""The scheduled look for surges left behind (SURGE_SWEEP_MINUTES > 0).
+
+An EventBridge schedule invokes the function with SWEEP_EVENT's source and detail-type; each served cluster's
+surge-held Deployments and HPAs are listed and what no drain will take back (its execution lost: expired, or its node
+gone) is restored (engine/surge_sweep.py). Drains' verdicts then skip that look (drain/surge_expiry.py
+sweeps_at_verdict): two cluster-wide LISTs a schedule tick instead of two at every lone drain's verdict, and a surge
+left behind is taken back within the period instead of at the next drain, however far off that is.
+
+A cluster that cannot be reached is logged and counted (Errors, reason surge-sweep-failed); the execution still
+succeeds: the next tick looks again, and a dead-letter message every period would bury the ones that matter.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_durable_execution_sdk_python import DurableContext, StepContext, durable_step
+
+from drain_orchestrator.clip import clip
+from drain_orchestrator.observability import logger, metric
+from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.pace import step_config
+from drain_orchestrator.workflow.results import Checkpointed
+
+# what the schedule's rule sends (infra/construct.py builds the same input)
+SWEEP_SOURCE = "drain-orchestrator"
+SWEEP_DETAIL_TYPE = "Surge Sweep"
+
+
+def is_sweep(raw_event: Any) -> bool:
+    return (
+        isinstance(raw_event, dict)
+        and raw_event.get("source") == SWEEP_SOURCE
+        and raw_event.get("detail-type") == SWEEP_DETAIL_TYPE
+    )
+
+
+@dataclass(frozen=True)
+class Swept(Checkpointed):
+    """Per served cluster: the surges taken back ("Deployment ns/name: what changed"), or why it was not looked at."""
+
+    restored: dict[str, list[str]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def run(raw_event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
+    swept: Swept = context.step(sweep_step(), name="surge-sweep", config=step_config(Swept))
+    return {"event_id": clip(str(raw_event.get("id") or "")) or None, "surge_sweep": swept.to_dict()}
+
+
+@durable_step
+def sweep_step(step_ctx: StepContext) -> Swept:
+    from drain_orchestrator.engine.surge_sweep import restore_left_behind  # noqa: PLC0415
+
+    restored: dict[str, list[str]] = {}
+    failed: dict[str, str] = {}
+    for cluster in runtime.settings().cluster_names:
+        try:
+            notes = restore_left_behind(runtime.kube(cluster), time.time())
+        except Exception as exc:  # one cluster unreachable: the others are still looked at, the next tick retries
+            failed[cluster] = clip(f"{type(exc).__name__}: {exc}", 300)
+            metric("Errors", reason="surge-sweep-failed", cluster=cluster)
+            logger.warning("surges left behind not looked for", extra={"cluster": cluster, "error": failed[cluster]})
+            continue
+        restored[cluster] = [f"{n.workload}: {n.detail}" for n in notes]
+        if notes:
+            metric("SurgesRestored", len(notes), cluster=cluster)
+            logger.info("surges left behind restored", extra={"cluster": cluster, "restored": restored[cluster]})
+    return Swept(restored=restored, failed=failed)
