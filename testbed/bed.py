@@ -23,7 +23,7 @@ from typing import Any
 from testbed import control_plane
 from testbed import pki as pki_mod
 from testbed.binaries import BinDir, locate_binaries
-from testbed.procs import ComponentExited, Proc, State, free_port, pid_alive, stop_procs
+from testbed.procs import ComponentExited, Proc, State, free_port, pid_alive, started, stop_procs
 
 REPO = Path(__file__).resolve().parents[1]
 REGION = "us-east-1"
@@ -198,6 +198,7 @@ class Testbed:
             env={**os.environ, **(env or {})},
         )
         self._popens[name] = p
+        started(p)
         proc = Proc(name=name, pid=p.pid, argv0=argv[0], argv=list(argv), env=dict(env or {}))
         # a restarted component takes its old place (start order matters to stop())
         at = next((i for i, q in enumerate(self.state.procs) if q.name == name), None)

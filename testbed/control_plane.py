@@ -257,7 +257,7 @@ def _wait(what: str, ok: Callable[[], bool], bed: Testbed, proc_name: str) -> No
             return
         proc = next((p for p in bed.state.procs if p.name == proc_name), None)
         if proc and not pid_alive(proc):
-            status = bed.exit_status(proc_name)  # before reap(): it would take the exit status from the handle
+            status = bed.exit_status(proc_name)
             reap()
             raise ComponentExited(
                 proc_name, status, f"{proc_name} exited ({status}) while waiting for {what}:\n{bed.tail_logs()}"

@@ -96,7 +96,7 @@ class BedFaults:
     def _healthy(self, name: str, spawned_at: float) -> bool:
         proc = self._proc(name)
         if not pid_alive(proc):
-            status = self.bed.exit_status(name)  # before reap(): it would take the exit status from the handle
+            status = self.bed.exit_status(name)
             reap()
             raise ComponentExited(
                 name, status, f"{name} exited ({status}) after restart:\n{self.bed.tail_logs(first=name)}"

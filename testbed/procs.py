@@ -1,6 +1,7 @@
 """The bed's processes: what is recorded of each in ``state.json`` (so any process can stop or restart them), and
-how they are found alive, stopped and probed. A PID counts as ours only while its command line is the recorded one,
-so a recycled PID is never killed."""
+how they are found alive, stopped and probed. A PID counts as ours only while its whole command line is the recorded
+one: PIDs wrap at 32768 on many hosts, and two beds (two pytest workers) run the same binaries, so a recycled PID
+now running another bed's kube-apiserver must not pass for ours (its ports and directories differ)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import random
 import signal
 import socket
 import ssl
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -83,10 +85,15 @@ class State:
 
 def pid_alive(proc: Proc) -> bool:
     try:
-        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        raw = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return False
-    return cmdline == proc.argv0
+    cmdline = raw.decode(errors="replace").split("\0")
+    if cmdline and cmdline[-1] == "":
+        cmdline.pop()  # the kernel ends each argument with NUL
+    if proc.argv:
+        return cmdline == proc.argv
+    return cmdline[:1] == [proc.argv0]  # a state.json written before argv was recorded
 
 
 def stop_procs(procs: list[Proc]) -> None:
@@ -106,12 +113,23 @@ def stop_procs(procs: list[Proc]) -> None:
     reap()
 
 
+# the bed's processes this process started, by PID; reap() collects them through these handles
+_started: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def started(p: subprocess.Popen[bytes]) -> None:
+    """Record a bed process this process just started, so reap() collects its exit status."""
+    _started[p.pid] = p
+
+
 def reap() -> None:
-    with contextlib.suppress(ChildProcessError):
-        while True:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-            if pid == 0:
-                break
+    """Collect the exit status of the bed's processes this process started and that have ended (no zombies left).
+    Through their own handles only: a wait for any child would also take the status of children other code holds
+    handles for (a Lambda runtime, NTH), and that code, never learning its child ended, could later signal a PID the
+    kernel has since given to another process."""
+    for pid, p in list(_started.items()):
+        if p.poll() is not None:
+            _started.pop(pid, None)
 
 
 def http_ok(url: str, ctx: ssl.SSLContext | None = None) -> bool:

@@ -329,10 +329,12 @@ class LambdaRuntime:
         return pids
 
     def stop(self) -> None:
-        """SIGTERM each process group this runtime started, SIGKILL what is left after 10 s."""
+        """SIGTERM each process group this runtime started, SIGKILL what is left after 10 s. A group whose leader has
+        already ended is not signalled: its number may since belong to another process's group."""
         for p in self.procs.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGTERM)
+            if p.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGTERM)
         for p in self.procs.values():
             try:
                 p.wait(timeout=10)
