@@ -1,9 +1,11 @@
-"""The lower bound of a storm (bench/bench_nth.py): a minimal drainer in the harness, no product code, with the
-bed's admin client and knowledge of every budget. It cordons all its nodes at once, then watches the namespace's
-PodDisruptionBudgets and, at every status it sees, evicts exactly as many of a budget's remaining pods as that
-status's ``disruptionsAllowed`` allows, less its own evictions the status does not count yet; pods under no budget
-are evicted at once. So no eviction should be refused, and each budget is used as soon as the disruption
-controller frees it. No lifecycle hooks, no AWS: its time is from its start to its nodes' last pod gone.
+"""The lower bound of a storm (bench/bench_nth.py): a minimal drainer in the harness (of the product's code only
+its grace floor), with the bed's admin client and knowledge of every budget. It cordons all its nodes at once,
+then watches the namespace's PodDisruptionBudgets and, at every status it sees, evicts exactly as many of a
+budget's remaining pods as that status's ``disruptionsAllowed`` allows, less its own evictions the status does not
+count yet; pods under no budget are evicted at once. So no eviction should be refused, and each budget is used as
+soon as the disruption controller frees it. Evictions are sent without holding up the watch (one budget's round
+trips never delay another's rise), with the orchestrator's grace floor (a pod's own grace of 0 is sent as 1 s).
+No lifecycle hooks, no AWS: its time is from its start to its nodes' last pod gone.
 
 Each eviction updates the budget's status once (the apiserver decrements ``disruptionsAllowed`` and records the pod
 in ``disruptedPods``), and a watch delivers every update in order, so an eviction is counted by a status from the
@@ -12,6 +14,7 @@ log records only the two tools' identities)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -24,6 +27,7 @@ from kubernetes.client.rest import ApiException
 
 from bench import storm
 from bench.bench_storm import Phase
+from drain_orchestrator.drain.plan import MIN_GRACE_SECONDS
 from testbed.kube import KubeScenario
 
 UNBUDGETED = ""  # the book's key for pods no budget selects
@@ -46,10 +50,12 @@ def choose(allowed: int, uncounted: int, waiting: Sequence[str]) -> list[str]:
 
 @dataclass
 class Book:
-    """Per budget: the pods still to evict and the evictions its last status did not count yet. Pure."""
+    """Per budget: the pods still to evict, the evictions its last status did not count yet (in flight or answered
+    201 and not yet listed in ``disruptedPods``), and those still in flight. Pure."""
 
     waiting: dict[str, list[str]]
     uncounted: dict[str, set[str]] = field(default_factory=dict)
+    in_flight: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, pods: Iterable[tuple[str, Mapping[str, str]]], selectors: Mapping[str, Mapping[str, str]]) -> Book:
@@ -59,33 +65,38 @@ class Book:
         return cls(waiting, {name: set() for name in waiting})
 
     def on_status(self, budget: str, allowed: int, disrupted: Iterable[str]) -> list[str]:
-        """A status of ``budget`` was seen: the pods to evict now (taken off its waiting list)."""
+        """A status of ``budget`` was seen: the pods to evict now (taken off its waiting list, counted as in flight
+        until answered, so a status that comes before their answers does not free them twice)."""
         uncounted = self.uncounted.setdefault(budget, set())
         uncounted.difference_update(disrupted)
         waiting = self.waiting.get(budget, [])
         chosen = choose(allowed, len(uncounted), waiting)
         del waiting[: len(chosen)]
+        uncounted.update(chosen)
+        self.in_flight.update(chosen)
         return chosen
 
     def unbudgeted(self) -> list[str]:
         chosen, self.waiting[UNBUDGETED] = self.waiting.get(UNBUDGETED, []), []
+        self.in_flight.update(chosen)
         return chosen
 
     def on_result(self, budget: str, pod: str, code: int) -> None:
-        """An eviction's answer: 201 evicted (its budget's next status will count it), 429 refused (the pod waits
-        again, first), 404 already gone."""
-        if code == 201 and budget != UNBUDGETED:
-            self.uncounted.setdefault(budget, set()).add(pod)
-        elif code == 429:
+        """An eviction's answer: 201 evicted (counted until a status lists it), 429 refused (the pod waits again,
+        first), 404 already gone."""
+        self.in_flight.discard(pod)
+        if code != 201:
+            self.uncounted.setdefault(budget, set()).discard(pod)
+        if code == 429:
             self.waiting.setdefault(budget, []).insert(0, pod)
 
     def relisted(self) -> None:
         """A fresh list of the budgets counts every eviction answered before it was requested."""
         for s in self.uncounted.values():
-            s.clear()
+            s.intersection_update(self.in_flight)
 
     def done(self) -> bool:
-        return not any(self.waiting.values())
+        return not self.in_flight and not any(self.waiting.values())
 
 
 @dataclass
@@ -102,10 +113,19 @@ class IdealDrainer:
         self.requests: Counter[str] = Counter()
         self.errors: list[str] = []
         self.evicted = 0
+        self.grace: dict[str, int | None] = {}  # pod -> its terminationGracePeriodSeconds
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="ideal")
+        self.lock = threading.Lock()  # the book, between the watch and the evictions' answers
 
     def _evict(self, pod: str) -> int:
-        body = client.V1Eviction(metadata=client.V1ObjectMeta(name=pod, namespace=self.ns))
+        # the grace the orchestrator sends (its floor of MIN_GRACE_SECONDS: with 0 the apiserver drops the pod object
+        # at once, its containers maybe still running), so that both leave evicted pods on their nodes as long
+        own = self.grace.get(pod)
+        grace = None if own is None or own >= MIN_GRACE_SECONDS else MIN_GRACE_SECONDS
+        body = client.V1Eviction(
+            metadata=client.V1ObjectMeta(name=pod, namespace=self.ns),
+            delete_options=None if grace is None else client.V1DeleteOptions(grace_period_seconds=grace),
+        )
         try:
             self.core.create_namespaced_pod_eviction(pod, self.ns, body)
             code = 201
@@ -117,9 +137,17 @@ class IdealDrainer:
         return code
 
     def _evict_all(self, book: Book, chosen: list[tuple[str, str]]) -> None:
-        for (budget, pod), code in zip(chosen, self.pool.map(lambda bp: self._evict(bp[1]), chosen), strict=True):
-            book.on_result(budget, pod, code)
-            self.evicted += code == 201
+        """Send the evictions without waiting for their answers: the watch goes on reading (another budget's rise
+        is not held up by this one's round trips), and each answer is booked as it comes."""
+
+        def one(budget: str, pod: str) -> None:
+            code = self._evict(pod)
+            with self.lock:
+                book.on_result(budget, pod, code)
+                self.evicted += code == 201
+
+        for budget, pod in chosen:
+            self.pool.submit(one, budget, pod)
 
     def _cordon(self) -> None:
         def one(node: str) -> None:
@@ -137,21 +165,22 @@ class IdealDrainer:
             selectors = {p.metadata.name: dict(p.spec.selector.match_labels or {}) for p in pdbs.items}
             pods = self.core.list_namespaced_pod(self.ns)
             self.requests["list pods"] += 1
-            mine = [
-                (p.metadata.name, p.metadata.labels or {})
-                for p in pods.items
-                if p.spec.node_name in self.nodes and p.metadata.deletion_timestamp is None
-            ]
+            listed = [p for p in pods.items if p.spec.node_name in self.nodes and p.metadata.deletion_timestamp is None]
+            mine = [(p.metadata.name, p.metadata.labels or {}) for p in listed]
+            self.grace = {p.metadata.name: p.spec.termination_grace_period_seconds for p in listed}
             book = Book.of(mine, selectors)
-            self._evict_all(book, [(UNBUDGETED, p) for p in book.unbudgeted()])
+            with self.lock:
+                self._evict_all(book, [(UNBUDGETED, p) for p in book.unbudgeted()])
             for items in self._statuses(book, pdbs, deadline):
-                self._evict_all(book, [(p.metadata.name, pod) for p in items for pod in self._on_status(book, p)])
-                if book.done():
-                    break
-            if not book.done():
-                self.errors.append(f"pods not evicted in {timeout:.0f} s: {sum(map(len, book.waiting.values()))}")
+                with self.lock:
+                    self._evict_all(book, [(p.metadata.name, pod) for p in items for pod in self._on_status(book, p)])
+                    if book.done():
+                        break
         finally:
             self.pool.shutdown(wait=True)
+        if not book.done():
+            left = sum(map(len, book.waiting.values())) + len(book.in_flight)
+            self.errors.append(f"pods not evicted in {timeout:.0f} s: {left}")
         return Outcome(dict(self.requests.most_common()), self.evicted, self.errors)
 
     @staticmethod
@@ -188,7 +217,8 @@ class IdealDrainer:
                     raise
                 relist = self.policy.list_namespaced_pod_disruption_budget(self.ns)
                 self.requests["list poddisruptionbudgets"] += 1
-                book.relisted()
+                with self.lock:
+                    book.relisted()
                 rv = relist.metadata.resource_version
                 yield relist.items
             finally:

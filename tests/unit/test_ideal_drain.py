@@ -51,6 +51,16 @@ def test_an_eviction_is_not_counted_twice_nor_forgotten() -> None:
     assert book.waiting["app0"] == []
 
 
+def test_an_eviction_in_flight_counts_before_its_answer() -> None:
+    book = _book()
+    assert book.on_status("app0", 1, []) == ["p1"]
+    # a status that comes while p1's eviction is still unanswered: p1 holds the disruption it allows
+    assert book.on_status("app0", 1, []) == []
+    assert not book.done()
+    book.on_result("app0", "p1", 201)
+    assert book.on_status("app0", 1, ["p1"]) == ["p2"]
+
+
 def test_a_refused_eviction_waits_again_first() -> None:
     book = _book()
     assert book.on_status("app0", 1, []) == ["p1"]
@@ -66,6 +76,11 @@ def test_a_relist_counts_every_answered_eviction() -> None:
     assert book.uncounted["app0"] == {"p1"}
     book.relisted()
     assert book.uncounted["app0"] == set()
-    book.on_status("app1", 1, [])
-    book.unbudgeted()
+    assert book.on_status("app1", 1, []) == ["q1"]
+    book.relisted()  # q1 unanswered: a relist may not count it yet
+    assert book.uncounted["app1"] == {"q1"}
+    book.on_result("app1", "q1", 201)
+    assert book.unbudgeted() == ["free"]
+    assert not book.done()
+    book.on_result("", "free", 201)
     assert book.done()
