@@ -55,6 +55,24 @@ def _surge_and_leave(testbed: Testbed, k8s: KubeScenario, name: str, node: str, 
     )
 
 
+def _orphan_surged_for_an_hour(testbed: Testbed, k8s: KubeScenario) -> tuple[str, dict[str, Any]]:
+    """Deployment "orphan" pinned to a new node, surged for that node's drain with an hour's deadline, the drain
+    gone: the node and the Deployment's surge entry for it."""
+    (lost,) = k8s.add_nodes(1)
+    _pinned(k8s, "orphan", lost)
+    dep = _surge_and_leave(testbed, k8s, "orphan", lost, deadline=time.time() + 3600)
+    (entry,) = json.loads(dep.metadata.annotations[HOLDERS]).values()
+    return lost, entry
+
+
+def _expire(k8s: KubeScenario, name: str, node: str, entry: dict[str, Any]) -> str:
+    """Move the node's surge entry on the Deployment to a minute ago, as the clock would; returns that time."""
+    past = iso_utc(time.time() - 60)
+    holders = json.dumps({node: {**entry, "expires": past}})
+    k8s.apps.patch_namespaced_deployment(name, k8s.ns, {"metadata": {"annotations": {HOLDERS: holders}}})
+    return past
+
+
 def _assert_taken_back(k8s: KubeScenario, name: str, node: str) -> None:
     dep = k8s.apps.read_namespaced_deployment(name, k8s.ns)
     assert dep.spec.replicas == 1 and surge_annotations(dep) == {}, dep.metadata.annotations
@@ -90,10 +108,7 @@ def test_uncordon_takes_back_the_nodes_surge_idempotently(testbed: Testbed, k8s:
 def test_an_expired_surge_is_taken_back_by_the_next_drains_verdict_and_surge_restore(
     testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    (lost,) = k8s.add_nodes(1)
-    _pinned(k8s, "orphan", lost)
-    dep = _surge_and_leave(testbed, k8s, "orphan", lost, deadline=time.time() + 3600)
-    (entry,) = json.loads(dep.metadata.annotations[HOLDERS]).values()
+    lost, entry = _orphan_surged_for_an_hour(testbed, k8s)
     expires = entry["expires"]
     assert expires > iso_utc(time.time() + 3600)  # the deadline plus the margin
 
@@ -104,9 +119,7 @@ def test_an_expired_surge_is_taken_back_by_the_next_drains_verdict_and_surge_res
     assert status["surges_left_behind"] == []
 
     # the margin has passed: moved to the past, as the clock would
-    past = iso_utc(time.time() - 60)
-    holders = json.dumps({lost: {**entry, "expires": past}})
-    k8s.apps.patch_namespaced_deployment("orphan", k8s.ns, {"metadata": {"annotations": {HOLDERS: holders}}})
+    past = _expire(k8s, "orphan", lost, entry)
     proc = cli(testbed, "surge", "restore", "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -252,13 +265,8 @@ def test_uncordon_that_cannot_take_the_surge_back_leaves_the_node_cordoned(testb
 def test_under_a_schedule_verdicts_leave_the_look_to_the_schedules_event_which_restores_what_is_left(
     testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    (lost,) = k8s.add_nodes(1)
-    _pinned(k8s, "orphan", lost)
-    dep = _surge_and_leave(testbed, k8s, "orphan", lost, deadline=time.time() + 3600)
-    (entry,) = json.loads(dep.metadata.annotations[HOLDERS]).values()
-    past = iso_utc(time.time() - 60)  # its margin passed: left behind
-    holders = json.dumps({lost: {**entry, "expires": past}})
-    k8s.apps.patch_namespaced_deployment("orphan", k8s.ns, {"metadata": {"annotations": {HOLDERS: holders}}})
+    lost, entry = _orphan_surged_for_an_hour(testbed, k8s)
+    past = _expire(k8s, "orphan", lost, entry)  # its margin passed: left behind
 
     # a drain alone, with the schedule configured: its verdict does not look (no cluster-wide LIST of HPAs)
     aws.eks_cluster("blue")
