@@ -26,6 +26,19 @@ def test_success_gone_replaced() -> None:
     assert classify_response(status(409, "the UID in the precondition")).outcome is Outcome.REPLACED
 
 
+def test_a_conflict_on_the_budget_is_the_budget_contended_not_the_pod_replaced() -> None:
+    # the answer of a 200-node storm on the bed, after ~14 s of the apiserver's retries of the budget's status
+    msg = (
+        'Operation cannot be fulfilled on poddisruptionbudgets.policy "app0": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+    res = classify_response(status(409, msg, name="app0", group="policy", kind="poddisruptionbudgets"))
+    assert (res.outcome, res.pdbs, res.reason, res.message) == (Outcome.BLOCKED, ["app0"], HoldReason.PDB, msg)
+    # the UID precondition's conflict names the pod: a different pod has that name now
+    pod = status(409, "Precondition failed: UID in precondition: a, UID in object meta: b", name="web-0", kind="pods")
+    assert classify_response(pod).outcome is Outcome.REPLACED
+
+
 def test_pdb_429_keeps_the_budget_name_and_message() -> None:
     msg = "The disruption budget web-pdb needs 2 healthy pods and has 2 currently"
     r = classify_response(

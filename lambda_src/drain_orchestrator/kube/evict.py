@@ -38,7 +38,7 @@ class Outcome(StrEnum):
     EVICTED = "evicted"  # 2xx: the pod is being deleted
     GONE = "gone"  # 404: nothing to do
     REPLACED = "replaced"  # 409 on our UID precondition: a different pod now has that name
-    BLOCKED = "blocked"  # a PodDisruptionBudget refuses (429 DisruptionBudget, 500 multiple PDBs, 403 …)
+    BLOCKED = "blocked"  # a PodDisruptionBudget refuses (429 DisruptionBudget, 500 multiple PDBs, 403 …, 409 on it)
     THROTTLED = "throttled"  # 429 without a PDB cause (API priority & fairness), 504 conflicts
     NAMESPACE_TERMINATING = "namespace-terminating"  # 403: the namespace controller is deleting the pod
     FAILED = "failed"  # anything else
@@ -62,6 +62,11 @@ def classify_response(resp: Response) -> EvictionResult:
         return EvictionResult(Outcome.EVICTED, status)
     if status == 404:
         return EvictionResult(Outcome.GONE, status, message)
+    details = (resp.body or {}).get("details") or {}
+    if status == 409 and details.get("kind") == "poddisruptionbudgets":
+        # the apiserver gave up its retries of the budget's status update (other evictions and the disruption
+        # controller kept changing it, a storm's busiest budgets): the pod is still there, its budget contended
+        return EvictionResult(Outcome.BLOCKED, status, message, [str(details.get("name", ""))], reason=HoldReason.PDB)
     if status == 409:
         return EvictionResult(Outcome.REPLACED, status, message)
     causes = resp.causes()
