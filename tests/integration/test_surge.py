@@ -9,8 +9,11 @@ import threading
 from typing import Any
 
 import pytest
+from kubernetes import client
 
+from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.surge import HOLDERS, NODE_RECORD
+from drain_orchestrator.engine.drainer import drain_pass
 from drain_orchestrator.engine.surge import restore_node
 from drain_orchestrator.kube.rest import Kube
 from testbed import samples
@@ -263,3 +266,49 @@ def test_several_pods_of_one_deployment_on_the_node_surge_by_their_number(testbe
     assert note.status == "restored"
     dep = k8s.apps.read_namespaced_deployment("pair", k8s.ns)
     assert dep.spec.replicas == 2 and surge_annotations(dep) == {}
+
+
+class WrittenBetween(Kube):
+    """The product's client; just before its first write to an HPA, someone else writes that HPA (as the HPA
+    controller does at each sync), so the apiserver refuses the surge's resourceVersion precondition with a 409."""
+
+    def __init__(self, api_client: Any, k8s: KubeScenario) -> None:
+        super().__init__(api_client)
+        self.k8s = k8s
+        self.hpa_patches: list[int] = []
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        if method == "PATCH" and "/horizontalpodautoscalers/" in path and not self.hpa_patches:
+            name = path.rsplit("/", 1)[1]
+            touched = {"metadata": {"annotations": {"example.com/touched": "yes"}}}
+            autoscaling = client.AutoscalingV2Api(self.k8s.api_client)
+            autoscaling.patch_namespaced_horizontal_pod_autoscaler(name, self.k8s.ns, touched)
+        resp = super().request(method, path, **kwargs)
+        if "/horizontalpodautoscalers/" in path and method == "PATCH":
+            self.hpa_patches.append(resp.status)
+        return resp
+
+
+def test_an_hpa_written_between_the_surges_read_and_its_write_is_surged_in_the_same_pass(
+    testbed: Testbed, k8s: KubeScenario
+) -> None:
+    (node,) = k8s.add_nodes(1)
+    k8s.deployment("api", 1, nodes=[node], grace=1)  # pinned: the replacement stays Pending, the surge in place
+    k8s.wait_pods_ready("app=api", 1)
+    opt_in(k8s, "api")
+    k8s.pdb("api", {"app": "api"}, min_available=1)
+    hpa(k8s, "api", min_replicas=1, max_replicas=2)
+    k8s.wait_pdb("api", disruptions_allowed=0)
+    kube = WrittenBetween(drainer_client(testbed), k8s)
+
+    try:
+        report = drain_pass(kube, node, DrainOptions(surge="annotated", run_id="t"))
+    finally:
+        restored = restore_node(kube, node)
+
+    assert kube.hpa_patches[:2] == [409, 200], kube.hpa_patches  # refused once, read again and written
+    (note,) = report.surge
+    assert (note.status, note.via, note.replicas_before, note.replicas_after) == ("surged", "hpa", 1, 2), note
+    assert [n.detail for n in restored] == ["HPA minReplicas 2 -> 1: the drain has ended"]
+    h = read_hpa(k8s, "api")
+    assert (h.spec.min_replicas, h.spec.max_replicas) == (1, 2) and surge_annotations(h) == {}

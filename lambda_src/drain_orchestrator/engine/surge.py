@@ -148,15 +148,30 @@ def _surge_one(
     hpa = _hpa_of(kube, ns, name)
     never = _never_allowing(kube, ns, report, pods)
     expires = expiry_of(options.deadline)
-    decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires)
+    recorded = False
+    for _ in range(RETRIES):
+        decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires)
+        if decision.patch is None:
+            break
+        facts.held.add(key)
+        if not recorded:  # first: whatever happens next, restoring knows where to look
+            _write_record(kube, node, add=key)
+            recorded = True
+        if _apply(kube, ns, name, hpa, decision.patch):
+            break
+        # 409: the workload changed since it was read; most often only its status (the HPA controller writes the
+        # HPA's at every sync), so read both again and decide on what is there now, not at the next pass (that
+        # may be a held wait away, the deadline's force)
+        found = _read(kube, ns, name)
+        if found is None:
+            return  # deleted meanwhile: its pods go with it
+        dep, hpa = found
+    else:
+        return  # changed under every read: decided again next pass
     note = SurgeNote(workload, decision.status.value, decision.detail, pods)
     if decision.status is SurgeStatus.FUTILE:
         facts.settled[key] = (decision.status.value, decision.detail)
     if decision.patch is not None:
-        facts.held.add(key)
-        _write_record(kube, node, add=key)  # first: whatever happens next, restoring knows where to look
-        if not _apply(kube, ns, name, hpa, decision.patch):
-            return  # changed meanwhile (409): decided again next pass
         p = decision.patch
         note = SurgeNote(workload, note.status, note.detail, pods, p.via, p.before, p.after)
         _event(kube, dep, "SurgeBeforeEvict", f"{decision.detail} so that {', '.join(pods)} on node {node} can go")
@@ -195,32 +210,19 @@ def restore_node(
     """Take back every surge this node still holds (its record, plus ``workloads`` "ns/name" from the drain's
     report in case the node is gone): the drain's verdict. Idempotent; a workload already restored is skipped."""
     keys = set(workloads) | set(_read_record(kube, node) or [])
-    notes = []
-    for key in sorted(keys):
-        ns, name = key.split("/", 1)
-        got = kube.request("GET", _deployment_path(ns, name))
-        if got.status == 404:
-            _write_record(kube, node, remove=key)
-            continue
-        if not got.ok:
-            raise got.error(f"get deployment {key}")
-        note = _restore_one(kube, node, DeploymentFacts.from_dict(got.body), _hpa_of(kube, ns, name), why)
-        if note is not None:
-            notes.append(note)
-    return notes
+    notes = [restore_entry(kube, node, key, why) for key in sorted(keys)]
+    return [n for n in notes if n is not None]
 
 
 def restore_entry(kube: Kube, node: str, key: str, why: str) -> SurgeNote | None:
     """Take back one node's surge of Deployment ``key`` ("ns/name"), whatever drain made it (surges left behind,
     engine/surge_sweep.py). None: nothing of that node's was in place, or the Deployment is gone."""
     ns, name = key.split("/", 1)
-    got = kube.request("GET", _deployment_path(ns, name))
-    if got.status == 404:
+    found = _read(kube, ns, name)
+    if found is None:
         _write_record(kube, node, remove=key)
         return None
-    if not got.ok:
-        raise got.error(f"get deployment {key}")
-    return _restore_one(kube, node, DeploymentFacts.from_dict(got.body), _hpa_of(kube, ns, name), why)
+    return _restore_one(kube, node, *found, why)
 
 
 def _restore_one(kube: Kube, node: str, dep: DeploymentFacts, hpa: HpaFacts | None, why: str) -> SurgeNote | None:
@@ -237,11 +239,21 @@ def _restore_one(kube: Kube, node: str, dep: DeploymentFacts, hpa: HpaFacts | No
             return SurgeNote(
                 f"Deployment {dep.key}", SurgeStatus.RESTORED.value, detail, [], patch.via, patch.before, patch.after
             )
-        got = kube.request("GET", _deployment_path(dep.namespace, dep.name))  # 409: read both again
-        if not got.ok:
+        found = _read(kube, dep.namespace, dep.name)  # 409: read both again
+        if found is None:
             return None
-        dep, hpa = DeploymentFacts.from_dict(got.body), _hpa_of(kube, dep.namespace, dep.name)
+        dep, hpa = found
     return None
+
+
+def _read(kube: Kube, ns: str, name: str) -> tuple[DeploymentFacts, HpaFacts | None] | None:
+    """The Deployment and the HPA that manages it (None: the Deployment is gone)."""
+    got = kube.request("GET", _deployment_path(ns, name))
+    if got.status == 404:
+        return None
+    if not got.ok:
+        raise got.error(f"get deployment {ns}/{name}")
+    return DeploymentFacts.from_dict(got.body), _hpa_of(kube, ns, name)
 
 
 def _apply(kube: Kube, ns: str, name: str, hpa: HpaFacts | None, patch: ScalePatch) -> bool:
