@@ -16,6 +16,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import random
 import sys
 import threading
 import time
@@ -118,20 +119,29 @@ def run_phase(
     access_key: str,
     timeout: int = 900,
     processes: bool = False,
+    spread: float = 0.0,
 ) -> Phase:
+    """The executions of ``ids``' events at once, or (``spread`` seconds, threads only) each started at a delay
+    drawn uniformly over it, the same draws every run, as a storm's events arrive apart; event → cordon is then
+    counted from the first start."""
     nodes = [fleet.nodes[fleet.instance_ids.index(i)] for i in ids]
     events = [fleet.event(i) for i in ids]
     obs = storm.Observer(k8s, nodes)
     obs.start()
     before, aws_before = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
     if processes:
+        if spread:
+            raise ValueError("a start spread is for executions in threads, not processes")
         t0, results = _run_in_processes(obs, events, timeout)
         return _finish_phase(aws, k8s, fleet, ids, nodes, obs, t0, before, aws_before, access_key, results)
     results: list[tuple[str, dict[str, int], str] | None] = [None] * len(ids)
     gate = threading.Barrier(len(ids) + 1)
+    draws = random.Random(len(ids))
+    delays = [draws.uniform(0.0, spread) for _ in ids]
 
     def go(i: int) -> None:
         gate.wait()
+        time.sleep(delays[i])
         try:
             results[i] = _run_execution(events[i], timeout)
         except Exception as exc:
@@ -241,6 +251,7 @@ def bench(
     max_unavailable: str,
     setenv: Callable[[str, str], None] = os.environ.__setitem__,
     processes: bool = False,
+    spread: float = 0.0,
 ) -> dict[str, Any]:
     """Seed, warm up, drain one node alone, then the storm on the rest. ``setenv`` sets the Lambda's environment
     (a test passes monkeypatch.setenv, so nothing leaks)."""
@@ -266,7 +277,9 @@ def bench(
         warm_s = warm_up(aws, k8s)
         key = env["AWS_ACCESS_KEY_ID"]
         solo = with_requests(bed, run_phase(aws, k8s, fleet, fleet.instance_ids[:1], key, processes=processes))
-        wave = with_requests(bed, run_phase(aws, k8s, fleet, fleet.instance_ids[1:], key, processes=processes))
+        wave = with_requests(
+            bed, run_phase(aws, k8s, fleet, fleet.instance_ids[1:], key, processes=processes, spread=spread)
+        )
         return {
             "setup_s": setup_s,
             "warm_up_s": warm_s,
@@ -274,6 +287,7 @@ def bench(
             "storm": asdict(wave),
             "max_unavailable": max_unavailable,
             "harness": "one process per execution" if processes else "one process, one thread per execution",
+            "start_spread_s": spread,
         }
     finally:
         runtime.reset_config()
@@ -315,6 +329,7 @@ def render(res: dict[str, Any]) -> str:
     out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     out.append(
         f"\nharness: {res.get('harness', 'one process, one thread per execution')}; "
+        f"storm's executions started over {res.get('start_spread_s', 0.0):.1f} s; "
         f"PDB maxUnavailable {res['max_unavailable']}; setup {res['setup_s']:.0f} s; warm-up execution (cold "
         f"container, cordon only) {res['warm_up_s']:.2f} s."
     )
@@ -350,13 +365,21 @@ def main() -> int:
         action="store_true",
         help="run each execution in its own process (as each has its own Lambda container), not a thread",
     )
+    p.add_argument(
+        "--start-spread",
+        type=float,
+        default=0.0,
+        help="start the storm's executions over this many seconds (uniform, the same draws every run), not at once",
+    )
     p.add_argument("--json", type=Path, help="also write the raw results here")
     a = p.parse_args()
+    if a.start_spread < 0 or (a.start_spread > 0 and a.processes):
+        p.error("--start-spread must be 0 or more seconds, and is for threads only (not with --processes)")
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-storm")
     log = REPO / ".local" / "bench-storm-handler.log"
     try:
         with harness.stdout_into(log):  # measured afterwards: the CloudWatch volume of a drain
-            res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, processes=a.processes)
+            res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, processes=a.processes, spread=a.start_spread)
         res["log"] = log_volume(log, res["solo"]["nodes"] + res["storm"]["nodes"] + 1)
     finally:
         if owned:

@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 from bench.storm import apiserver_metrics, metric_sum
 
+from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.engine import first_wave
+from drain_orchestrator.engine.drainer import drain_pass
+from drain_orchestrator.engine.pass_state import DrainState, close_watches, wait_between_passes
 from drain_orchestrator.kube.node_claim import look_at
 from drain_orchestrator.kube.rest import Kube
 from tests.integration.drain_support import drain, drainer, pods_on, set_unschedulable
@@ -128,3 +132,34 @@ def test_drains_waiting_on_one_budget_take_its_rises_in_turn_instead_of_all_at_o
     # the budget allowed nothing while other nodes drained: no pod was sent before its turn (all at once: 8 refused;
     # a drain that looked before any other had cordoned sends its 2)
     assert first_wave <= 2 * (DRAINS // 2), f"{first_wave} refusals in the first wave"
+
+
+def test_a_drain_that_counted_the_storm_early_spreads_its_turns_over_the_drains_that_started_since(
+    testbed: Any, k8s: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A storm's drains cordon over a second or two: one of the first counts few draining nodes, and its turns at
+    a budget would be spread over too few drains. At the budget's first rise a moment later it counts again."""
+    node, early, *later = k8s.add_nodes(6)
+    k8s.deployment("web", 8, nodes=[node])
+    k8s.wait_pods_ready("app=web", 8, timeout=120)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=1)
+    k8s.wait_pdb("web", disruptions_allowed=1)
+    options = DrainOptions(run_id="t")
+    state = DrainState()
+    with drainer(testbed) as kube:
+        for n in (node, early):
+            set_unschedulable(k8s, n, True)
+            claim(kube, n)
+        report = drain_pass(kube, node, options, state=state)
+        key = (k8s.ns, "web")
+        # two nodes draining, a budget allowing one: every pod waits for its turn, spread over two drains
+        assert report.evicted == [] and state.turn_contenders == {key: 2}, (report, state.turn_contenders)
+        for n in later:  # the rest of the storm starts
+            set_unschedulable(k8s, n, True)
+            claim(kube, n)
+        monkeypatch.setattr(first_wave, "RECOUNT_AFTER_SECONDS", 0.0)  # the first count is "a moment ago" now
+        wait_between_passes(kube, state, options, 1.0, time.monotonic() + 15, check=lambda: None)
+        close_watches(state)
+
+    assert state.turn_contenders == {key: 6}  # counted again at the rise: six drains now
+    assert state.turn_recount is None  # once

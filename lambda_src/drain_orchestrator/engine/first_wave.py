@@ -2,7 +2,9 @@
 are being drained too (cordoned, their drain claim held and without a verdict), its pods under a budget too small
 for all of them wait on it as if refused once, and go at their turn (engine/pass_state.py: the budget's watch, a
 hold-off as wide as the contention). Costs two LISTs a drain (the draining nodes, metadata only; the budgets, which
-the first wait then watches without listing again) against a refusal for most pods of a storm."""
+the first wait then watches without listing again), and a drain with turns one more a moment later (the draining
+nodes again, at a budget's first rise: a storm's drains cordon over a second or two), against a refusal for most
+pods of a storm."""
 
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ from drain_orchestrator.kube.rest import Kube
 # the first wave is the evictions right after the cordon; a pass long after it (a held drain looking again after a
 # durable wait) does not read the budgets for it again
 FIRST_WAVE_SECONDS = 60.0
+# a storm's drains cordon over a second or two (their events arrive apart, their containers start apart): a count
+# taken by one of the first is short of the storm, and its turns would be spread over too few drains; counted again
+# at the first rise of one of its budgets that comes this long after the first count
+RECOUNT_AFTER_SECONDS = 1.0
 
 
 def _draining(now: float, annotations: Mapping[str, str]) -> bool:
@@ -73,8 +79,11 @@ def hold_first_wave(
             )
             for p in items
         }
-        for key in {(t.namespace, t.budget) for t in turns.values()}:
+        keys = {(t.namespace, t.budget) for t in turns.values()}
+        for key in keys:
             state.turn_contenders[key] = min(draining, expected.get(key, draining))
+        pods_of = {k: expected[k] for k in keys if k in expected}
+        state.turn_recount = partial(_recount, kube, state, draining, pods_of, time.monotonic())
     now, mono = time.time(), time.monotonic()
     for v in candidates:
         turn = turns.get(ident_of(v.pod))
@@ -92,3 +101,20 @@ def hold_first_wave(
             rec.force_at = mono + (due - now)
     if turns:
         say(f"{len(turns)} pods wait for their turn at their budgets ({draining} nodes draining)")
+
+
+def _recount(
+    kube: Kube, state: DrainState, counted: int, pods_of: Mapping[tuple[str, str], int], counted_at: float
+) -> None:
+    """Once, RECOUNT_AFTER_SECONDS or more after the first wave's count: count the draining nodes again (one
+    metadata-only LIST) and widen the turns of the budgets by the drains that started since. Never narrows them:
+    a drain over since then is already taken off by the falls its budgets' watch saw."""
+    if time.monotonic() - counted_at < RECOUNT_AFTER_SECONDS:
+        return
+    state.turn_recount = None
+    draining = count_cordoned(kube, partial(_draining, time.time()))
+    if draining is None or draining <= counted:
+        return
+    for key, n in state.turn_contenders.items():
+        state.turn_contenders[key] = max(n, min(draining, pods_of.get(key, draining)))
+    state.first_wave_contention += contention_of(draining) - contention_of(counted)

@@ -52,6 +52,8 @@ class DrainState:
     # per budget of the first wave's turns: the drains that may want it (draining nodes, at most its pods), less the
     # disruptions it gave since, as the budget's watch saw them fall; the turns' spread follows what is left of each
     turn_contenders: dict[Budget, int] = field(default_factory=dict)
+    # counts the draining nodes again once, at a rise of one of those budgets a moment later (engine/first_wave.py)
+    turn_recount: Callable[[], None] | None = None
     budget_falls: dict[Budget, int] = field(default_factory=dict)
     draining_seen: int | None = None  # nodes draining at once at the first wave (this one included)
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
@@ -289,6 +291,8 @@ def _wait_for_budgets(
         # budget of the first wave's turns, as wide as the drains still wanting it
         backoff = state.budget_not_before - time.monotonic()
         slot, cap = options.budget_jitter_slot, options.budget_jitter_cap
+        if key in state.turn_contenders and state.turn_recount is not None:
+            state.turn_recount()
         wanting = state.first_wave_contention
         if key in state.turn_contenders:
             wanting = contention_of(max(1, state.turn_contenders[key] - state.budget_falls.get(key, 0)))
