@@ -21,6 +21,10 @@ GLOBAL_TIMEOUT_HEARTBEATS = 100  # ... or 100 x its heartbeat timeout, whichever
 HEARTBEAT_FALLBACK_INTERVAL = 10  # beat this often while the hook's own timeout is unknown
 GATE_RECHECK_MAX_SECONDS = 15  # a gate is checked at least this often while a deregistration delay may run out ...
 GATE_FAST_CHECKS = 80  # ... for this many checks (20 min: a target group's default delay is 5 min), then backs off
+# A held drain whose surge waits for its Deployment's rollout to end looks again this soon (a rollout ends within
+# its progressDeadlineSeconds, 10 min by default; the held waits may have grown to HELD_RECHECK_MAX) ...
+ROLLOUT_RECHECK_SECONDS = 15
+ROLLOUT_FAST_CHECKS = 20  # ... for this many waits of the drain (5 min), then as any held drain
 # A pass whose pods are all held keeps watching this long after its last progress before it ends (a replacement
 # pod becoming Ready lifts a budget within seconds); a pass that starts held after a held pass ends at first look.
 HELD_LINGER_SECONDS = 30.0
@@ -63,6 +67,11 @@ def held_wait(attempt: int, ws: WorkflowSettings) -> int:
     """The durable wait after the ``attempt``-th (0-based) pass in a row that ended early because every pod left
     was held: doubling from RECHECK_MIN to HELD_RECHECK_MAX. Nothing is billed while it runs."""
     return int(min(ws.held_recheck_max_seconds, ws.recheck_min_seconds * 2 ** min(attempt, 16)))
+
+
+def rollout_recheck(checks: int) -> int | None:
+    """The held wait's cap while a surge waits for a rollout, after ``checks`` such waits; None once they are used."""
+    return ROLLOUT_RECHECK_SECONDS if checks < ROLLOUT_FAST_CHECKS else None
 
 
 def gate_recheck_delay(attempt: int, ws: WorkflowSettings) -> int:
@@ -160,7 +169,8 @@ def worst_case(ws: WorkflowSettings, heartbeat_timeout: int | None) -> Bound:
     """The most durable operations (and checkpoint bytes) one instance's drain can use with these settings and a
     lifecycle hook of this HeartbeatTimeout (None: an event without a hook), until its latest deadline: the worst
     of the three paced loops — passes that run their whole budget and recheck, passes that end held and wait
-    longer each time, gate checks — over the whole horizon, plus the gate's fast checks and FIXED_OPERATIONS."""
+    longer each time (and look again soon while a surge waits for a rollout), gate checks — over the whole horizon,
+    plus the gate's fast checks and FIXED_OPERATIONS."""
     if heartbeat_timeout is None:
         kinds = (ws.deadline_rebalance, ws.deadline_state_change, ws.scheduled_change_lead)
         horizon = float(max(*kinds, 120))
@@ -170,13 +180,15 @@ def worst_case(ws: WorkflowSettings, heartbeat_timeout: int | None) -> Bound:
         if ws.deadline_asg_terminate is not None:
             horizon = min(horizon, float(ws.deadline_asg_terminate))
         interval = heartbeat_interval(heartbeat_timeout)
+    held = paced_loop(horizon, 0.0, 1, lambda k: held_wait(k, ws), interval, through_beats=True)
     paths = {
-        "passes": paced_loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval),
-        "held passes": paced_loop(horizon, 0.0, 1, lambda k: held_wait(k, ws), interval, through_beats=True),
-        "gate checks": paced_loop(horizon, 0.0, 2, lambda k: gate_recheck_delay(k, ws), interval),
+        "passes": paced_loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval).operations,
+        # each quick look while a surge waits for a rollout is at most one more pass and wait
+        "held passes": held.operations + 2 * ROLLOUT_FAST_CHECKS,
+        "gate checks": paced_loop(horizon, 0.0, 2, lambda k: gate_recheck_delay(k, ws), interval).operations,
     }
-    path = max(paths, key=lambda p: paths[p].operations)
-    ops = FIXED_OPERATIONS + paths[path].operations + 3 * GATE_FAST_CHECKS
+    path = max(paths, key=lambda p: paths[p])
+    ops = FIXED_OPERATIONS + paths[path] + 3 * GATE_FAST_CHECKS
     return Bound(ops, ops * CHECKPOINT_BYTES_PER_OPERATION, int(horizon), heartbeat_timeout, path)
 
 

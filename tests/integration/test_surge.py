@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from drain_orchestrator import pacing
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.surge import HOLDERS, NODE_RECORD
 from drain_orchestrator.engine.drainer import drain_pass
@@ -20,8 +22,10 @@ from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
+from tests.integration.audit_support import audit_offset, function_requests
 from tests.integration.drain_support import drain, drainer, drainer_client
 from tests.integration.lambda_support import LambdaHarness
+from tests.integration.scenario_support import Background
 from tests.integration.surge_support import (
     ReadyWatch,
     ReplicasWatch,
@@ -312,3 +316,65 @@ def test_an_hpa_written_between_the_surges_read_and_its_write_is_surged_in_the_s
     assert [n.detail for n in restored] == ["HPA minReplicas 2 -> 1: the drain has ended"]
     h = read_hpa(k8s, "api")
     assert (h.spec.min_replicas, h.spec.max_replicas) == (1, 2) and surge_annotations(h) == {}
+
+
+def test_a_surge_that_waited_for_a_rollout_goes_soon_after_it_ends_and_evicts_in_that_pass(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aws.eks_cluster("blue")
+    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED)
+    (node,) = aws.nodes_for(k8s, [iid])
+    (spare,) = k8s.add_nodes(1)
+    original = _singleton(k8s, "web", node, spare)
+    # a rollout that cannot end by itself: its new pod fits no node, and the old one stays (maxUnavailable 0)
+    k8s.apps.patch_namespaced_deployment("web", k8s.ns, {"spec": {"template": {"spec": {"nodeSelector": {"x": "y"}}}}})
+    k8s.wait_for(
+        lambda: (
+            (s := k8s.apps.read_namespaced_deployment("web", k8s.ns).status).replicas == 2 and s.updated_replicas == 1
+        ),
+        what="a rollout in progress",
+    )
+    monkeypatch.setattr(pacing, "HELD_LINGER_SECONDS", 3.0)  # the first pass ends held soon
+    # a held drain's first wait is RECHECK_MIN_SECONDS: longer than the look a rollout gets
+    lam.configure("blue", RECHECK_MIN_SECONDS="40", DEADLINE_ASG_TERMINATE_SECONDS="300")
+    token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
+    offset = audit_offset(testbed)
+
+    def undo_once_the_first_pass_ended() -> float:
+        # a watch is audited when it closes: the first pass closes its budget watch as it ends, held
+        k8s.wait_for(
+            lambda: any(
+                e["verb"] == "watch" and e["objectRef"].get("resource") == "poddisruptionbudgets"
+                for e in function_requests(testbed, offset)
+            ),
+            what="the first pass ending",
+        )
+        undo = [{"op": "remove", "path": "/spec/template/spec/nodeSelector"}]
+        k8s.apps.patch_namespaced_deployment("web", k8s.ns, undo)
+        k8s.wait_for(
+            lambda: (
+                (s := k8s.apps.read_namespaced_deployment("web", k8s.ns).status).replicas == 1
+                and s.updated_replicas == 1
+            ),
+            what="the rollout undone",
+        )
+        return time.time()
+
+    undo = Background(undo_once_the_first_pass_ended)
+    started = time.time()
+    run = lam.run(event, timeout=300, skip_time=False)
+    ended = time.time()
+    undone = undo.outcome()
+
+    (inst,) = run.result["instances"]
+    assert inst["result"] == "drained", inst
+    passes = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{") and '"drain pass"' in line]
+    # the first pass found the rollout and ended held; the next look came within ROLLOUT_RECHECK_SECONDS (not the
+    # 40 s of a held wait), surged, watched for the replacement instead of ending at its first look, and evicted
+    assert [(p["evicted"], p["held_early"]) for p in passes] == [(0, True), (1, False)], passes
+    assert undone - started < pacing.ROLLOUT_RECHECK_SECONDS, "the rollout was undone after the first wait began"
+    assert ended - started < pacing.ROLLOUT_RECHECK_SECONDS + 20, ended - started
+    (note,) = inst["report"]["surge"]
+    assert (note["status"], note["replicas_before"], note["replicas_after"]) == ("restored", 1, 2)
+    assert original.metadata.name not in {p.metadata.name for p in k8s.pods("app=web")}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 
-from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason
+from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason, SurgeNote
+from drain_orchestrator.drain.surge import SurgeStatus
 from drain_orchestrator.engine.held_pass import HoldCheck, held
 from drain_orchestrator.engine.pass_state import DrainState
 from drain_orchestrator.engine.pod_record import PodRecord
+from drain_orchestrator.pacing import ROLLOUT_FAST_CHECKS, ROLLOUT_RECHECK_SECONDS
 from drain_orchestrator.workflow.held import HeldWatch
 from drain_orchestrator.workflow.hold_pace import HoldPace
 from drain_orchestrator.workflow.results import PassOutcome
@@ -90,3 +92,35 @@ def test_an_open_approval_keeps_held_waits_within_the_recheck_maximum() -> None:
     pace.held_passes = 8
     out = PassOutcome(now=0, report=DrainReport(node="n", remaining=["ns/a"]), held=True)
     assert pace.after(out, 0.0, HeldWatch(10), asking=True) == ws.recheck_max_seconds
+
+
+def test_a_quick_check_that_surged_watches_for_the_replacement_instead_of_ending() -> None:
+    state, report = _blocked("ns/a")
+    surged = DrainReport(node="n", remaining=["ns/a"], blocked=report.blocked)
+    surged.surge.append(
+        SurgeNote("Deployment ns/web", SurgeStatus.SURGED.value, "1 replica added", ["ns/a"], "deployment", 1, 2)
+    )
+    check = HoldCheck(linger=30, quick=True)
+    assert not check.ends(state, surged)  # its replacement lifts the budget within seconds: watch for it
+    # a surge already in place (no write this pass) or one taken back is no reason to linger
+    kept = DrainReport(node="n", remaining=["ns/a"], blocked=report.blocked)
+    kept.surge.append(SurgeNote("Deployment ns/web", SurgeStatus.SURGED.value, "1 replica(s) added", ["ns/a"]))
+    kept.surge.append(SurgeNote("Deployment ns/api", SurgeStatus.RESTORED.value, "back", [], "deployment", 2, 1))
+    assert HoldCheck(linger=30, quick=True).ends(state, kept)
+
+
+def test_a_surge_waiting_for_a_rollout_looks_again_soon_for_a_bounded_number_of_waits() -> None:
+    ws = WorkflowSettings()
+    pace, watch = HoldPace(ws), HeldWatch(10_000)
+    pace.held_passes = 8  # held long enough that its waits reached HELD_RECHECK_MAX
+    rolling = DrainReport(node="n", remaining=["ns/a"])
+    rolling.surge.append(SurgeNote("Deployment ns/web", SurgeStatus.ROLLOUT.value, "rollout in progress", ["ns/a"]))
+    waits = [pace.after(PassOutcome(now=0, report=rolling, held=True), 0.0, watch) for _ in range(ROLLOUT_FAST_CHECKS)]
+    assert waits == [ROLLOUT_RECHECK_SECONDS] * ROLLOUT_FAST_CHECKS
+    assert pace.after(PassOutcome(now=0, report=rolling, held=True), 0.0, watch) == ws.held_recheck_max_seconds
+    # a paused Deployment waits on a person: the held waits as they are
+    paused = DrainReport(node="n", remaining=["ns/a"])
+    paused.surge.append(SurgeNote("Deployment ns/web", SurgeStatus.PAUSED.value, "paused", ["ns/a"]))
+    fresh = HoldPace(ws)
+    fresh.held_passes = 8
+    assert fresh.after(PassOutcome(now=0, report=paused, held=True), 0.0, watch) == ws.held_recheck_max_seconds

@@ -85,3 +85,14 @@ def test_a_shorter_lifecycle_cap_admits_faster_pacing() -> None:
 def test_held_recheck_max_below_the_recheck_minimum_is_refused() -> None:
     with pytest.raises(SettingsError, match="HELD_RECHECK_MAX_SECONDS: must be >= RECHECK_MIN_SECONDS"):
         WorkflowSettings.from_env({"RECHECK_MIN_SECONDS": "30", "HELD_RECHECK_MAX_SECONDS": "20"})
+
+
+def test_the_bound_counts_a_pass_and_a_wait_for_each_quick_look_at_a_rollout(monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = WorkflowSettings()
+    beat = pacing.heartbeat_interval(3600)
+    held = pacing.paced_loop(48 * 3600, 0.0, 1, lambda k: pacing.held_wait(k, ws), beat, through_beats=True)
+    monkeypatch.setattr(pacing, "ROLLOUT_FAST_CHECKS", 1000)  # so many that the held path is the worst
+    b = pacing.worst_case(ws, 3600)
+    assert b.path == "held passes"
+    assert b.operations == pacing.FIXED_OPERATIONS + held.operations + 2 * 1000 + 3 * pacing.GATE_FAST_CHECKS
+    assert [pacing.rollout_recheck(k) for k in (0, 999, 1000)] == [pacing.ROLLOUT_RECHECK_SECONDS] * 2 + [None]

@@ -147,7 +147,8 @@ def test_a_deployment_mid_rollout_or_paused_is_not_surged() -> None:
     unobserved = deployment(1, status={"observedGeneration": 2})
     assert decide("annotated", unobserved, None, "n", "r", 1).status is SurgeStatus.ROLLOUT
     paused = DeploymentFacts(**{**deployment(1).__dict__, "paused": True})
-    assert decide("annotated", paused, None, "n", "r", 1).status is SurgeStatus.ROLLOUT
+    d = decide("annotated", paused, None, "n", "r", 1)
+    assert d.status is SurgeStatus.PAUSED and d.patch is None and "resumed" in d.detail
 
 
 def test_a_budget_no_scale_can_open_is_reported_not_surged() -> None:

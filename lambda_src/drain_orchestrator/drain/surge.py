@@ -38,7 +38,8 @@ class SurgeStatus(StrEnum):
     SURGED = "surged"  # replicas added (now or by an earlier pass for this node); waiting for the budget
     RESTORED = "restored"  # what the surge changed is back (the replacement was Ready, or the verdict came)
     UNSCHEDULABLE = "unschedulable"  # the surged replica cannot be scheduled: reported, never surged again
-    ROLLOUT = "rollout-in-progress"  # a Deployment mid-rollout (or paused) is not surged; tried again later
+    ROLLOUT = "rollout-in-progress"  # a Deployment mid-rollout is not surged; looked at again soon (it ends)
+    PAUSED = "paused"  # a paused Deployment is not surged until it is resumed; looked at again as held
     UNSUPPORTED = "unsupported"  # StatefulSet, bare ReplicaSet, no controller, …: cannot surge
     NOT_ENABLED = "not-enabled"  # SURGE_BLOCKED_PODS=annotated and the Deployment is not annotated
     FUTILE = "futile"  # the PDB allows no disruption at any scale (maxUnavailable 0, minAvailable 100%)
@@ -189,8 +190,6 @@ def surge_enabled(mode: SurgeMode, dep: DeploymentFacts) -> bool:
 
 def rollout_in_progress(dep: DeploymentFacts) -> str | None:
     """Why the Deployment is mid-rollout (surging it now would mix into the rollout's own arithmetic), or None."""
-    if dep.paused:
-        return "the Deployment is paused"
     if dep.observed_generation < dep.generation:
         return "the Deployment controller has not observed its latest spec yet"
     if dep.updated_replicas < dep.status_replicas:
@@ -243,6 +242,8 @@ def decide(
             SurgeStatus.FUTILE,
             f"PodDisruptionBudget {', '.join(never_allowing)} allows no disruption at any scale; surging cannot help",
         )
+    if dep.paused:  # only a person resumes it: no sooner look than any held drain's
+        return SurgeDecision(SurgeStatus.PAUSED, "not surged: the Deployment is paused; waiting for it to be resumed")
     why = rollout_in_progress(dep)
     if why is not None:
         return SurgeDecision(SurgeStatus.ROLLOUT, f"not surged: {why}; waiting")

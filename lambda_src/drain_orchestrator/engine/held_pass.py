@@ -6,7 +6,7 @@ the drain changes that (a replacement becoming Ready, an operator), so the pass 
 HELD_LINGER_SECONDS after its last progress or the last rise of a budget it waits on (in a storm the budgets move
 while other drains take their turns, and this drain's turn comes within the pass), then ends; the workflow waits
 durably, longer each time (pacing.held_recheck), and looks again. A pass that starts held after a held pass ends
-at its first look.
+at its first look, unless it surged (its replacement lifts the budget in seconds: it watches for that).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.drain.surge import SurgeStatus
 from drain_orchestrator.engine.pass_state import DrainState
 
 
@@ -43,6 +44,10 @@ class HoldCheck:
             return False
         if self._since is None:
             self._since = mono
+        if any(note.status == SurgeStatus.SURGED.value and note.via is not None for note in last.surge):
+            # replicas added in this pass: the replacement lifts the budget within seconds, so watch for it
+            # instead of ending at the first look (the next look may be a held wait of many minutes away)
+            self._since, self._progressed = mono, True
         rose = state.budget_rose_at
         if rose is not None and rose > self._since:
             self._since = rose  # a budget it waits on is moving (a storm's drains take it in turn): watch on

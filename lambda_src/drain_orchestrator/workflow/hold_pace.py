@@ -1,8 +1,10 @@
 """The waits of a held drain: after a pass that ended because every pod left was held (engine/held_pass.py), the
 flow waits durably — no compute billed — longer each time (pacing.held_recheck, up to HELD_RECHECK_MAX_SECONDS),
 cut at the deadline policy's force time, a drain policy's release and the held notification (and, in Pace.wait, at
-the deadline). A heartbeat due during the wait is sent and the wait goes on: a held drain looks at the node once
-per wait, not once per heartbeat. A pass that evicts or deletes a pod starts the waits over.
+the deadline); while a surge waits for its Deployment's rollout, at most ROLLOUT_RECHECK_SECONDS (a rollout ends on
+its own, and the surge is what lets the drain go), for ROLLOUT_FAST_CHECKS waits of the drain. A heartbeat due
+during the wait is sent and the wait goes on: a held drain looks at the node once per wait, not once per heartbeat.
+A pass that evicts or deletes a pod starts the waits over.
 
 Fed by checkpointed step results only, so a replay takes the same decisions.
 """
@@ -10,6 +12,8 @@ Fed by checkpointed step results only, so a replay takes the same decisions.
 from __future__ import annotations
 
 from drain_orchestrator import pacing
+from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.drain.surge import SurgeStatus
 from drain_orchestrator.workflow.held import HeldWatch
 from drain_orchestrator.workflow.pace import Pace
 from drain_orchestrator.workflow.results import PassOutcome
@@ -21,6 +25,7 @@ class HoldPace:
         self.ws = ws
         self.held_passes = 0  # passes ended held since the last progress
         self.after_held = False  # the last pass ended held: the next one ends at its first look
+        self.rollout_checks = 0  # waits cut short because a surge waited for a rollout
 
     def after(self, out: PassOutcome, now: float, watch: HeldWatch, *, asking: bool = False) -> float | None:
         """The wait after this pass if it ended held, else None (the drain's usual recheck). ``asking``: an
@@ -36,7 +41,15 @@ class HoldPace:
             due.append(watch.since + watch.notify_after)
         want = pacing.held_recheck(self.held_passes, now, self.ws, due)
         self.held_passes += 1
+        quick = pacing.rollout_recheck(self.rollout_checks) if report is not None and _awaits_rollout(report) else None
+        if quick is not None and quick < want:
+            want = float(quick)
+            self.rollout_checks += 1
         return min(want, float(self.ws.recheck_max_seconds)) if asking else want
+
+
+def _awaits_rollout(report: DrainReport) -> bool:
+    return any(note.status == SurgeStatus.ROLLOUT.value for note in report.surge)
 
 
 def wait_held(pace: Pace, seconds: float, name: str, until: float) -> None:
