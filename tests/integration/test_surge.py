@@ -73,14 +73,19 @@ def _singleton(k8s: KubeScenario, name: str, node: str, spare: str) -> Any:
     return pod
 
 
-def test_singleton_under_min_available_drains_through_the_lambda_with_a_ready_replica_at_every_moment(
-    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
-) -> None:
+def _singleton_on_an_owned_instance(aws: AwsSeed, k8s: KubeScenario) -> tuple[str, str, str, Any]:
+    """The instance (of cluster blue's ASG), its node, a spare node and the singleton's pod on the node."""
     aws.eks_cluster("blue")
     (iid,) = aws.asg("ng-blue", size=1, tags=OWNED)
     (node,) = aws.nodes_for(k8s, [iid])
     (spare,) = k8s.add_nodes(1)
-    original = _singleton(k8s, "web", node, spare)
+    return iid, node, spare, _singleton(k8s, "web", node, spare)
+
+
+def test_singleton_under_min_available_drains_through_the_lambda_with_a_ready_replica_at_every_moment(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, spare, original = _singleton_on_an_owned_instance(aws, k8s)
     assert original.spec.node_name == node
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
     lam.configure("blue")
@@ -321,11 +326,7 @@ def test_an_hpa_written_between_the_surges_read_and_its_write_is_surged_in_the_s
 def test_a_surge_that_waited_for_a_rollout_goes_soon_after_it_ends_and_evicts_in_that_pass(
     testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    aws.eks_cluster("blue")
-    (iid,) = aws.asg("ng-blue", size=1, tags=OWNED)
-    (node,) = aws.nodes_for(k8s, [iid])
-    (spare,) = k8s.add_nodes(1)
-    original = _singleton(k8s, "web", node, spare)
+    iid, _, _, original = _singleton_on_an_owned_instance(aws, k8s)
     # a rollout that cannot end by itself: its new pod fits no node, and the old one stays (maxUnavailable 0)
     k8s.apps.patch_namespaced_deployment("web", k8s.ns, {"spec": {"template": {"spec": {"nodeSelector": {"x": "y"}}}}})
     k8s.wait_for(
