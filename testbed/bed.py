@@ -28,6 +28,8 @@ from testbed.procs import ComponentExited, Proc, State, free_port, pid_alive, st
 REPO = Path(__file__).resolve().parents[1]
 REGION = "us-east-1"
 ACCOUNT_ID = "123456789012"
+# a component seen gone (its /proc entry emptied) has its exit status a moment later, once the kernel is done with it
+EXIT_STATUS_WAIT_S = 5.0
 
 
 class Testbed:
@@ -209,9 +211,15 @@ class Testbed:
         self.save_state()
 
     def exit_status(self, name: str) -> str:
-        """How the component ``name`` this object spawned ended: an exit code or the signal that killed it."""
+        """How the component ``name`` this object spawned ended: an exit code or the signal that killed it. Asked
+        once the process is seen gone (/proc no longer shows its command line), which a dying process shows a moment
+        before the kernel has its exit status to give: waited for briefly."""
         p = self._popens.get(name)
-        if p is None or p.poll() is None:
+        if p is None:
+            return "exit status unknown"
+        try:
+            p.wait(timeout=EXIT_STATUS_WAIT_S)
+        except subprocess.TimeoutExpired:
             return "exit status unknown"
         if p.returncode < 0:
             return f"killed by {signal.Signals(-p.returncode).name}"
