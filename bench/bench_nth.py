@@ -26,13 +26,13 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from bench import audit_counts, bench_storm, harness, ideal_drain, nth, nth_report, nth_stray, storm
+from bench import audit_counts, bench_storm, cpu, harness, ideal_drain, nth, nth_report, nth_stray, storm
 from bench.bench_storm import Phase
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
@@ -162,8 +162,11 @@ def run_round(
         fleets["nth"].start_actions(aws)
         out: dict[str, Any] = {"round": r, "order": list(round_order(r)), "setup_s": time.monotonic() - t_setup}
         phases: dict[str, Phase] = {}
+        bed_procs = [(p.name, p.pid) for p in bed.state.procs]
         for c in round_order(r):
             f = fleets[c]
+            procs = bed_procs + ([(cpu.TOOL, proc.proc.pid)] if c == "nth" else [])
+            before = cpu.snapshot(procs)
             if c == "orchestrator":
                 phases[c] = bench_storm.run_phase(aws, k8s[c], f, f.instance_ids, access_key, timeout=int(timeout))
             elif c == "nth":
@@ -178,6 +181,7 @@ def run_round(
                 ]
             else:
                 phases[c] = ideal_drain.run_phase(k8s[c], f.nodes, timeout)
+            phases[c] = replace(phases[c], cpu=cpu.spent(before, cpu.snapshot(procs)))
         # both tools counted from the audit log, read once the round is over (its last lines are written)
         phases["orchestrator"] = bench_storm.with_requests(bed, phases["orchestrator"])
         phases["nth"] = bench_storm.with_requests(bed, phases["nth"], audit_counts.NTH)

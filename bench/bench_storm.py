@@ -57,6 +57,7 @@ class Phase:
     errors: list[str] = field(default_factory=list)
     t0: float = 0.0  # epoch the events were delivered
     requests: dict[str, int] = field(default_factory=dict)  # the tool's requests from the audit log, by kind
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds during the phase, by process (bench/cpu.py)
 
     def per_pod(self) -> float:
         return self.kube_requests / self.pods if self.pods else 0.0

@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench import nth_stray
+from bench import cpu, nth_stray
 from bench.bench_storm import Phase
 
 CONTENDERS = ("orchestrator", "nth", "ideal")
@@ -66,6 +66,18 @@ METRICS: tuple[tuple[str, Callable[[Phase], float | None], str, str], ...] = (
     ("eviction 429s (PDB refusals) per pod", refusals_per_pod, "{:.2f}", ""),
     ("replacement pods scheduled onto a node still to drain", lambda p: float(p.relanded), "{:.0f}", ""),
     ("AWS calls per node (the tool's access key)", lambda p: sum(p.aws_calls.values()) / max(1, p.nodes), "{:.1f}", ""),
+    (
+        "control-plane CPU during the storm (apiserver, etcd, controllers, kwok)",
+        lambda p: cpu.control_plane(p.cpu),
+        "{:.1f}",
+        " s",
+    ),
+    (
+        "own CPU during the storm (harness process with the observer; NTH: + its process)",
+        lambda p: cpu.own(p.cpu),
+        "{:.1f}",
+        " s",
+    ),
 )
 # the METRICS rows whose medians are compared, orchestrator ÷ NTH, with their names in the ratio table
 RATIOS = (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench import bench_nth, bench_storm, nth_report
+from bench import bench_nth, bench_storm, cpu, nth_report
 
 from testbed.bed import Testbed
 
@@ -42,6 +42,8 @@ def test_small_side_by_side_drains_both_fleets_and_leaves_stray_hooks_alone(
         assert len(phase.cordon_s) == len(phase.drained_s) == len(phase.hook_s) == 2, (tool, phase.errors)
         assert phase.kube_requests >= phase.pods, tool  # its evictions were seen under its own flow schema
         assert phase.aws_calls.get("autoscaling:CompleteLifecycleAction") == 2, (tool, phase.aws_calls)
+        assert cpu.control_plane(phase.cpu) and cpu.own(phase.cpu), (tool, phase.cpu)  # read from /proc
+    assert cpu.TOOL in bench_storm.Phase(**rnd["nth"]).cpu  # NTH runs apart: its own process is counted too
     ideal = bench_storm.Phase(**rnd["ideal"])
     assert ideal.pods == 4 and len(ideal.cordon_s) == len(ideal.drained_s) == 2, ideal.errors
     assert ideal.all_done_s is not None and not ideal.hook_s

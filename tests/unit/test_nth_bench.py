@@ -4,10 +4,12 @@ Running NTH itself is `make bench-nth`, outside `make test` (its build takes ~9 
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
-from bench import bench_nth, nth, nth_report
+from bench import bench_nth, cpu, nth, nth_report
 
 
 def test_missing_binary_names_the_path_and_the_make_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -136,3 +138,36 @@ def test_requests_over_all_rounds_are_summed_by_kind() -> None:
     res = _results([_round(1, 40.0, 80.0, 20.0, 5), _round(2, 60.0, 100.0, 25.0, 15)])
     counts, pods = nth_report.requests_all_rounds(res, "orchestrator")
     assert counts == {"create pods/eviction 429": 20, "create pods/eviction 201": 20} and pods == 20
+
+
+def test_cpu_spent_between_snapshots_is_counted_by_process_and_for_this_one() -> None:
+    before = cpu.snapshot([("self", os.getpid()), ("gone", 2**22 + 1)])
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:  # burn 0.2 CPU seconds
+        pass
+    used = cpu.spent(before, cpu.snapshot([("self", os.getpid())]))
+    assert "gone" not in used  # no such process: left out, not counted as 0
+    assert used[cpu.HARNESS] >= 0.2 and used["self"] >= 0.15  # /proc counts in clock ticks (10 ms)
+
+
+def test_control_plane_and_own_cpu_add_up_the_right_processes() -> None:
+    used = {"kube-apiserver": 9.0, "etcd": 2.0, "kube-controller-manager": 2.0, "kube-scheduler": 1.0, "kwok": 1.0}
+    used |= {"awsemu": 0.5, cpu.HARNESS: 4.0}
+    assert cpu.control_plane(used) == 15.0  # the AWS emulator stands for AWS: not the control plane
+    assert cpu.own(used) == 4.0
+    assert cpu.own({**used, cpu.TOOL: 3.0}) == 7.0  # a tool in its own process adds its CPU to the harness's
+    assert cpu.control_plane({}) is None and cpu.own({}) is None
+
+
+def test_render_gives_each_contenders_cpu_and_leaves_it_out_when_not_measured() -> None:
+    rounds = [_round(1, 40.0, 80.0, 20.0, 5)]
+    out = nth_report.render(_results(rounds))
+    assert "| control-plane CPU during the storm (apiserver, etcd, controllers, kwok) | n/a | n/a | n/a |" in out
+    rounds[0]["orchestrator"]["cpu"] = {"kube-apiserver": 9.0, "etcd": 2.0, cpu.HARNESS: 4.0}  # type: ignore[index]
+    rounds[0]["nth"]["cpu"] = {"kube-apiserver": 5.0, cpu.HARNESS: 0.5, cpu.TOOL: 2.0}  # type: ignore[index]
+    out = nth_report.render(_results(rounds))
+    assert "| control-plane CPU during the storm (apiserver, etcd, controllers, kwok) | 11.0 s | 5.0 s | n/a |" in out
+    assert (
+        "| own CPU during the storm (harness process with the observer; NTH: + its process) | 4.0 s | 2.5 s | n/a |"
+        in out
+    )
