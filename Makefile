@@ -39,7 +39,8 @@ help:
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 	@echo "make soak          an hour of random events and faults on the bed, then every invariant checked (SOAK_MINUTES, SOAK_SEED)"
 	@echo "make bench-fleet   storms of 50, 100 and 200 nodes x 2 pods, and the model of 1,000 nodes (results: docs/benchmarks.md)"
-	@echo "make bench-nth     side by side with aws-node-termination-handler and a lower bound, 20 nodes, 3 rounds (builds NTH once)"
+	@echo "make bench-nth     side by side with aws-node-termination-handler and a lower bound, 20 nodes, 3 rounds (builds NTH once);"
+	@echo "                   BENCH_NTH_FLAGS=--split-cores puts the control plane on CPUs of its own"
 	@echo "make prune-versions FUNCTION=NAME_OR_ARN [YES=1]  the function's versions unused by aliases and executions"
 
 setup: setup-python setup-node setup-bins
@@ -160,7 +161,7 @@ bench-fleet: setup-python setup-bins
 # the orchestrator and aws-node-termination-handler (queue-processor mode) side by side on one bed: 20 nodes x 10
 # pods each, then events for another cluster's and an unknown instance; ~10 min on a busy 2-core host, niced
 bench-nth: setup-python setup-bins build-nth
-	nice -n 19 $(PY) -m bench.bench_nth --nodes 20 --pods-per-node 10 --runs 3 --json .local/bench-nth.json
+	nice -n 19 $(PY) -m bench.bench_nth --nodes 20 --pods-per-node 10 --runs 3 --json .local/bench-nth.json $(BENCH_NTH_FLAGS)
 
 # versions no alias routes to and no durable execution runs on: listed (dry), deleted with YES=1 (docs/deploy.md)
 prune-versions: setup-python

@@ -10,6 +10,7 @@ Then both tools get events for an instance of another cluster and for an unknown
 
     make bench-nth                        # = python -m bench.bench_nth --nodes 20 --pods-per-node 10 --runs 3
     python -m bench.bench_nth --nodes 3 --pods-per-node 3 --runs 2 --grace 30
+    python -m bench.bench_nth --split-cores    # the control plane on CPUs of its own (bench/cpu.py), as on EKS
 
 Results go to stdout as Markdown (bench/nth_report.py); docs/benchmarks.md records them with the command. Reuses a
 bed started with `make cluster-up` when DRAIN_TESTBED_DIR is set.
@@ -204,9 +205,11 @@ def bench(
     runs: int = 1,
     grace: int = 0,
     stray: bool = True,
+    split_cores: bool = False,
 ) -> dict[str, Any]:
     """Start NTH, warm the orchestrator up, run ``runs`` rounds (run_round), then the stray events (unless not
-    ``stray``). ``setenv`` sets the Lambda's environment (a test passes monkeypatch.setenv)."""
+    ``stray``). ``setenv`` sets the Lambda's environment (a test passes monkeypatch.setenv). ``split_cores``: the
+    control plane on CPUs of its own for the whole run, every contender on the others (cpu.cores_split)."""
     from drain_orchestrator.workflow import runtime
 
     if runs < 1:
@@ -220,7 +223,10 @@ def bench(
     api = bed.admin_api_client()
     warm = KubeScenario(api, prefix="warm")
     proc: nth.NthProcess | None = None
+    pinned = contextlib.ExitStack()
     try:
+        procs = [(p.name, p.pid) for p in bed.state.procs]
+        cores = pinned.enter_context(cpu.cores_split(procs)) if split_cores else None
         env, _ = aws.lambda_env("blue")
         env["SURGE_SWEEP_MINUTES"] = "15"  # as the construct deploys it: surges left behind are a schedule's look
         for k, v in env.items():
@@ -255,12 +261,14 @@ def bench(
             "rounds": rounds,
             "stray": strays,
             "nth_windows": windows,
+            "cores": cores,
         }
         res["summary"] = nth_report.summary(res)
         return res
     finally:
         if proc is not None:
             proc.stop()
+        pinned.close()
         runtime.reset_config()
         warm.cleanup()
         api.close()
@@ -291,9 +299,20 @@ def main() -> int:
     p.add_argument("--no-stray", action="store_true", help="skip the stray events (three 75 s NTH windows)")
     p.add_argument("--json", type=Path, help="also write the raw results (every round's) here")
     p.add_argument(
+        "--split-cores",
+        action="store_true",
+        help="the control plane on half the CPUs, the contenders (harness, NTH) and the AWS emulator on the others",
+    )
+    p.add_argument(
         "--nth-flag", action="append", default=[], help="extra NTH flag for its storm, e.g. --nth-flag=--workers=50"
     )
     a = p.parse_args()
+    if a.split_cores:
+        try:
+            cpu.core_split(os.sched_getaffinity(0))
+        except ValueError as exc:
+            print(f"error: --split-cores: {exc}", file=sys.stderr)
+            return 2
     try:
         nth.binary()
     except nth.NthMissing as exc:
@@ -305,7 +324,7 @@ def main() -> int:
         with harness.stdout_into(log):  # the stray events' outcomes read the handler's log lines from it
             res = bench(
                 bed, a.nodes, a.pods_per_node, a.max_unavailable, handler_log=log, nth_flags=tuple(a.nth_flag),
-                runs=a.runs, grace=a.grace, stray=not a.no_stray,
+                runs=a.runs, grace=a.grace, stray=not a.no_stray, split_cores=a.split_cores,
             )  # fmt: skip
     finally:
         if owned:

@@ -6,9 +6,10 @@ on EKS the control plane and a Lambda's CPU are not shared. So a storm's time is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 # the bed's Kubernetes components (testbed/procs.py names); its AWS emulator stands for AWS and is not counted
@@ -49,3 +50,48 @@ def own(cpu: Mapping[str, float]) -> float | None:
     if HARNESS not in cpu:
         return None
     return cpu[HARNESS] + cpu.get(TOOL, 0.0)
+
+
+def core_split(cpus: Iterable[int]) -> tuple[frozenset[int], frozenset[int]]:
+    """The machine's CPUs as (control plane's, everyone else's): the upper half for the control plane, the rest for
+    the harness, the AWS emulator and a contender's own process (pure). On EKS the control plane's CPU is not the
+    Lambda's; split, a contender's own CPU no longer slows the controllers its drain waits on."""
+    ordered = sorted(set(cpus))
+    if len(ordered) < 2:
+        raise ValueError(f"splitting the cores needs at least 2 CPUs, this process may use {len(ordered)}")
+    half = len(ordered) // 2
+    return frozenset(ordered[half:]), frozenset(ordered[:half])
+
+
+def pin(pid: int, cpus: Iterable[int]) -> None:
+    """Keep every thread of process ``pid`` on ``cpus`` (threads it starts later inherit the set of their parent
+    thread, so Go's and Python's new threads stay there too)."""
+    wanted = set(cpus)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), wanted)
+        except ProcessLookupError:
+            continue  # a thread that ended meanwhile
+
+
+def allowed(pid: int) -> set[int]:
+    """The CPUs the main thread of ``pid`` may run on."""
+    return set(os.sched_getaffinity(pid))
+
+
+@contextlib.contextmanager
+def cores_split(procs: Iterable[tuple[str, int]]) -> Iterator[dict[str, list[int]]]:
+    """Within: the bed's control-plane processes (CONTROL_PLANE names in ``procs``) on their own CPUs (core_split),
+    this process, the bed's other processes and any process started meanwhile on the others; as before after."""
+    everything = os.sched_getaffinity(0)
+    plane, rest = core_split(everything)
+    procs = list(procs)
+    pin(os.getpid(), rest)
+    for name, pid in procs:
+        pin(pid, plane if name in CONTROL_PLANE else rest)
+    try:
+        yield {"control_plane": sorted(plane), "rest": sorted(rest)}
+    finally:
+        for pid in [os.getpid(), *(pid for _, pid in procs)]:
+            with contextlib.suppress(FileNotFoundError):
+                pin(pid, everything)

@@ -185,12 +185,23 @@ def render(res: dict[str, Any]) -> str:
         f"terminationGracePeriodSeconds {res.get('grace', 0)}; NTH start-up {res['nth_start_s']:.2f} s; orchestrator "
         f"warm-up execution {res['warm_up_s']:.2f} s."
     )
+    out.append(cores_line(res.get("cores")))
     out += round_lines(res)
     last = res["rounds"][-1]
     out.append(f"AWS calls in round {last['round']}, orchestrator: {last['orchestrator']['aws_calls']}")
     out.append(f"AWS calls in round {last['round']}, NTH: {last['nth']['aws_calls']}")
     out += stray_lines(res)
     return "\n".join(out)
+
+
+def cores_line(cores: dict[str, list[int]] | None) -> str:
+    """Which CPUs ran what: all shared, or the control plane apart (bench_nth --split-cores)."""
+    if not cores:
+        return "CPUs: shared by the control plane, the contenders and the AWS emulator."
+    return (
+        f"CPUs: the control plane on {cores['control_plane']}; the contenders (harness, NTH) and the AWS emulator "
+        f"on {cores['rest']} (--split-cores)."
+    )
 
 
 def _named(values: Sequence[float]) -> dict[str, float] | None:
