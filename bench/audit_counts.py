@@ -52,8 +52,14 @@ def tally(lines: Iterable[bytes | str], who: str, since: float, until: float) ->
 
 
 def read(path: Path, who: str, since: float, until: float) -> dict[str, int]:
-    with path.open("rb") as f:
-        return dict(tally(f, who, since, until).most_common())
+    """``tally`` over the log and the files the apiserver rotated it into since ``since`` (``audit-<time>.jsonl``
+    beside it): a window that spans a rotation is counted whole."""
+    rotated = sorted(p for p in path.parent.glob(f"{path.stem}-*{path.suffix}") if p.stat().st_mtime >= since)
+    out: Counter[str] = Counter()
+    for part in [*rotated, path]:
+        with part.open("rb") as f:
+            out.update(tally(f, who, since, until))
+    return dict(out.most_common())
 
 
 def render(counts: dict[str, int], pods: int) -> str:

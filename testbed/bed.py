@@ -180,6 +180,8 @@ class Testbed:
         bed = cls(state)
         bed._write_entries({"clusters": {}})
         (directory / "webhook-audit.jsonl").write_text("")
+        for stale in directory.glob("audit*.jsonl"):  # an earlier cluster's requests (and their rotated files)
+            stale.unlink()
         control_plane.write_kubeconfigs(bed, pk)
         try:
             control_plane.spawn_all(bed, bins, pk, say)

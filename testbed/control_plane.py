@@ -193,6 +193,8 @@ def spawn_all(bed: Testbed, bins: BinDir, pk: Pki, say: Callable[[str], None]) -
             f"--audit-log-path={bed.audit_log}",
             "--audit-log-format=json",
             "--audit-log-mode=blocking",  # written before the response: a test reads it right after a run
+            # one file for the bed's life (the default rotates at 100 MB): readers keep byte offsets into it
+            "--audit-log-maxsize=4096",
             "--v=1",
         ],
     )

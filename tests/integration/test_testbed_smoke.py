@@ -268,7 +268,8 @@ def test_instances_match_kwok_nodes(k8s: KubeScenario, aws: AwsSeed) -> None:
 
 
 def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_path: Any) -> None:
-    """What `make cluster-up` / `make cluster-down` run, on a bed of its own."""
+    """What `make cluster-up` / `make cluster-down` run, on a bed of its own; in a directory an earlier bed used, the
+    new cluster's audit log starts empty (the old one's requests, and the files it was rotated into, are gone)."""
     import json
     import subprocess
     import sys
@@ -277,6 +278,10 @@ def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_pat
     from testbed.procs import State, pid_alive
 
     d = tmp_path / "bed"
+    d.mkdir()
+    stale = '{"stage":"ResponseComplete","auditID":"from-an-earlier-bed"}\n'
+    (d / "audit.jsonl").write_text(stale)
+    (d / "audit-2026-12-01T10-00-00.000.jsonl").write_text(stale)
     up = subprocess.run(
         [sys.executable, "-m", "testbed", "up", "--dir", str(d)],
         cwd=REPO,
@@ -286,6 +291,9 @@ def test_cluster_up_lists_ready_nodes_and_cluster_down_leaves_no_process(tmp_pat
     )
     assert up.returncode == 0, up.stdout + up.stderr
     procs = State.load(d / "state.json").procs
+    assert [p.name for p in d.glob("audit-*.jsonl")] == []
+    log = d / "audit.jsonl"  # created at the first request it records
+    assert not log.exists() or "from-an-earlier-bed" not in log.read_text()
     try:
         nodes = subprocess.run(
             ["kubectl", "--kubeconfig", str(d / "kubeconfig"), "get", "nodes", "-o", "json"],
