@@ -225,8 +225,8 @@ def bench(
     proc: nth.NthProcess | None = None
     pinned = contextlib.ExitStack()
     try:
-        procs = [(p.name, p.pid) for p in bed.state.procs]
-        cores = pinned.enter_context(cpu.cores_split(procs)) if split_cores else None
+        bed_procs = [(p.name, p.pid) for p in bed.state.procs]
+        cores = pinned.enter_context(cpu.cores_split(bed_procs)) if split_cores else None
         env, _ = aws.lambda_env("blue")
         env["SURGE_SWEEP_MINUTES"] = "15"  # as the construct deploys it: surges left behind are a schedule's look
         for k, v in env.items():

@@ -74,11 +74,6 @@ def pin(pid: int, cpus: Iterable[int]) -> None:
             continue  # a thread that ended meanwhile
 
 
-def allowed(pid: int) -> set[int]:
-    """The CPUs the main thread of ``pid`` may run on."""
-    return set(os.sched_getaffinity(pid))
-
-
 @contextlib.contextmanager
 def cores_split(procs: Iterable[tuple[str, int]]) -> Iterator[dict[str, list[int]]]:
     """Within: the bed's control-plane processes (CONTROL_PLANE names in ``procs``) on their own CPUs (core_split),
@@ -86,10 +81,10 @@ def cores_split(procs: Iterable[tuple[str, int]]) -> Iterator[dict[str, list[int
     everything = os.sched_getaffinity(0)
     plane, rest = core_split(everything)
     procs = list(procs)
-    pin(os.getpid(), rest)
-    for name, pid in procs:
-        pin(pid, plane if name in CONTROL_PLANE else rest)
-    try:
+    try:  # a pin that fails half-way still puts back those done
+        pin(os.getpid(), rest)
+        for name, pid in procs:
+            pin(pid, plane if name in CONTROL_PLANE else rest)
         yield {"control_plane": sorted(plane), "rest": sorted(rest)}
     finally:
         for pid in [os.getpid(), *(pid for _, pid in procs)]:
