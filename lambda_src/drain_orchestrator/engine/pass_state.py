@@ -18,6 +18,7 @@ from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import backoff_delay, budget_share, contention_jitter, force_delete_due, next_poll
 from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy, release_time
 from drain_orchestrator.drain.surge import SurgeFacts
+from drain_orchestrator.drain.turn_lag import TurnLag
 from drain_orchestrator.engine.pod_record import PodRecord, ident_of
 from drain_orchestrator.kube.evict import Outcome
 from drain_orchestrator.kube.node_watch import NodePresence
@@ -57,6 +58,7 @@ class DrainState:
     budget_falls: dict[Budget, int] = field(default_factory=dict)
     draining_seen: int | None = None  # nodes draining at once at the first wave (this one included)
     budget_not_before: float = 0.0  # monotonic: no budget-admitted retry before this (drawn at the last refusal)
+    turn_lag: TurnLag = field(default_factory=TurnLag)  # how late a budget's fall reaches this drain: the turns' slot
     surge: SurgeFacts = field(default_factory=SurgeFacts)  # surge before evict (engine/surge.py)
     # drain policies (drain/policy.py): controllers looked up once per drain
     owners: dict[OwnerKey, Owner] = field(default_factory=dict)
@@ -156,16 +158,30 @@ def _allowing(state: DrainState, mono: float) -> dict[Budget, int]:
     return {k: n for k, n in seen.allowed.items() if n > 0}
 
 
-def note_contention(state: DrainState, outcomes: list[Outcome], options: DrainOptions) -> None:
-    """Budget-admitted retries that were refused mean other drains took the disruption first: back off more."""
+def note_contention(
+    state: DrainState, admitted: list[tuple[Outcome, list[Budget]]], options: DrainOptions, sent_at: float
+) -> None:
+    """The budget-admitted evictions of a pass, each with its budgets, sent at ``sent_at`` (monotonic). One that was
+    refused means other drains took the disruption first: back off more. One that went through is timed until the
+    budget's watch shows its fall (the turns' slot, drain/turn_lag.py)."""
+    outcomes = [outcome for outcome, _ in admitted]
+    for outcome, budgets in admitted:
+        if outcome is Outcome.EVICTED:
+            for key in budgets:
+                state.turn_lag.sent(key, sent_at)
     if Outcome.EVICTED in outcomes:
         state.first_wave_contention = max(0, state.first_wave_contention - 1)
     if Outcome.BLOCKED in outcomes:
         state.contention += 1
-        pause = contention_jitter(state.contention, options.budget_jitter_slot, options.budget_jitter_cap)
+        pause = contention_jitter(state.contention, turn_slot(state, options), options.budget_jitter_cap)
         state.budget_not_before = time.monotonic() + pause
     elif Outcome.EVICTED in outcomes:
         state.contention = max(0, state.contention - 1)
+
+
+def turn_slot(state: DrainState, options: DrainOptions) -> float:
+    """The slot the turns at a budget are drawn in: from the lag this drain measured, else the configured one."""
+    return state.turn_lag.slot(options.budget_jitter_slot, options.budget_jitter_cap)
 
 
 def note_held(
@@ -290,7 +306,7 @@ def _wait_for_budgets(
         # races lost in a row (at least the first slot: a drain waiting here was refused once already) and, for a
         # budget of the first wave's turns, as wide as the drains still wanting it
         backoff = state.budget_not_before - time.monotonic()
-        slot, cap = options.budget_jitter_slot, options.budget_jitter_cap
+        slot, cap = turn_slot(state, options), options.budget_jitter_cap
         if key in state.turn_contenders and state.turn_recount is not None:
             state.turn_recount()
         wanting = state.first_wave_contention
@@ -309,6 +325,7 @@ def _wait_for_budgets(
         resume=resume,
         keep_open=keep_open,
         falls=state.budget_falls,
+        lag=state.turn_lag,
     )
     state.budgets, state.budget_watch = ended, ended
     if ended.rose_at is not None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from drain_orchestrator.drain.turn_lag import TurnLag
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
 
@@ -123,6 +124,7 @@ def wait_for_budget(
     resume: Budgets | None = None,
     keep_open: float = 0.0,
     falls: dict[Key, int] | None = None,
+    lag: TurnLag | None = None,
 ) -> Budgets:
     """Block until one of ``pdbs`` allows a disruption (or disappears), or ``timeout`` seconds pass: the budgets whose
     turn came (the others as allowing nothing; none on a timeout or when the watch cannot be used).
@@ -135,7 +137,8 @@ def wait_for_budget(
     (no LIST; no request at all while the watch it left open still runs) unless that version is gone (410), then
     it lists again. ``keep_open``: seconds the caller may come back for another wait; the watch is opened for that
     long and handed back open with a turn or a timeout (the caller closes the last answer). ``falls``: counts the
-    disruptions each budget gave (Turns), so the caller can tell how many drains may still want it."""
+    disruptions each budget gave (Turns), so the caller can tell how many drains may still want it. ``lag``: every
+    budget the watch shows (waited on or not) with when its event arrived, to time the caller's evictions."""
     keys = set(pdbs)
     now = time.monotonic()
     if not keys or timeout <= 0:
@@ -156,9 +159,13 @@ def wait_for_budget(
         listed = kube.request("GET", path)
         if not listed.ok:
             return Budgets({}, time.monotonic())
+        if lag is not None:
+            lag.restart()
         for pdb in listed.body.get("items") or []:
             meta = pdb.get("metadata") or {}
             key = (meta.get("namespace", ""), meta.get("name", ""))
+            if lag is not None:
+                lag.level(key, _allowed(pdb))
             if key in keys:
                 turns.see(key, _allowed(pdb))
         if keys - turns.allowed.keys():  # a budget was deleted: the next eviction may go through
@@ -217,9 +224,12 @@ def wait_for_budget(
                     check_every=check_every,
                     keep_open=keep_open,
                     falls=falls,
+                    lag=lag,
                 )
             rv = meta.get("resourceVersion") or rv
             key = (meta.get("namespace", ""), meta.get("name", ""))
+            if lag is not None and event.get("type") == "MODIFIED":
+                lag.seen(key, _allowed(obj), watch.received)
             if key not in keys:
                 continue
             if event.get("type") == "DELETED":

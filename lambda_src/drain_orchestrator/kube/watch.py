@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 from typing import Any
 
 from drain_orchestrator.kube.rest import Kube
@@ -15,7 +16,9 @@ class Watch:
     running out, a node check) and end the read at once (``close`` shuts the socket down)."""
 
     def __init__(self, kube: Kube, path: str, query: dict[str, Any], timeout: float) -> None:
-        self.events: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        # each event with the monotonic time it arrived: a waiter reading it later still knows when it was news
+        self.events: queue.SimpleQueue[tuple[float, dict[str, Any] | None]] = queue.SimpleQueue()
+        self.received = 0.0  # monotonic: when the event ``next`` returned last arrived
         self._lock = threading.Lock()
         self._raw: Any = None
         self._closed = False
@@ -27,9 +30,9 @@ class Watch:
         # a broken or closed watch just ends (None): the drain falls back to its timers
         with contextlib.suppress(Exception):
             for event in kube.stream_lines(path, query, timeout, opened=self._opened):
-                self.events.put(event)
+                self.events.put((time.monotonic(), event))
         self.ended = True
-        self.events.put(None)
+        self.events.put((time.monotonic(), None))
 
     def _opened(self, raw: Any) -> bool:
         with self._lock:
@@ -40,9 +43,10 @@ class Watch:
     def next(self, timeout: float) -> dict[str, Any] | bool | None:
         """The next event, None when the watch ended, False when ``timeout`` passed first."""
         try:
-            return self.events.get(timeout=max(0.0, timeout))
+            self.received, event = self.events.get(timeout=max(0.0, timeout))
         except queue.Empty:
             return False
+        return event
 
     def close(self) -> None:
         with self._lock:
