@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
+from drain_orchestrator.drain.first_wave import contention_of
 from drain_orchestrator.drain.plan import (
     Tier,
     active_tier,
@@ -18,6 +19,7 @@ from drain_orchestrator.drain.plan import (
     next_poll,
     tier_of,
     to_evict_now,
+    turn_hold_off,
 )
 
 
@@ -144,6 +146,18 @@ def test_contention_jitter_is_zero_alone_then_grows_and_is_capped() -> None:
     assert all(0 <= x <= 1.6 for x in later) and max(later) > 0.8
     assert all(0 <= x <= 3.0 for x in capped) and max(capped) > 2.0
     assert len({round(x, 6) for x in first}) > 150  # spread, not one instant
+
+
+def test_turns_of_many_drains_spread_past_a_lost_races_cap() -> None:
+    rng = random.Random(5)
+    wanting = contention_of(50)  # 50 drains want the budget: 64 slots
+    turns = [turn_hold_off(0, wanting, 0.3, 10.0, 30.0, rng) for _ in range(2000)]
+    assert max(turns) > 15.0 and all(0 <= x <= 0.3 * 64 for x in turns)  # one slot a drain, not squeezed into 10 s
+    wider = [turn_hold_off(0, contention_of(200), 0.3, 10.0, 30.0, rng) for _ in range(2000)]
+    assert max(wider) <= 30.0 and max(wider) > 25.0
+    lost = [turn_hold_off(9, 1, 0.3, 10.0, 30.0, rng) for _ in range(2000)]  # a backoff after lost races
+    assert max(lost) <= 10.0 and max(lost) > 8.0
+    assert turn_hold_off(0, 1, 0.3, 10.0, 30.0, rng) <= 0.3  # one drain wanting it: within one slot
 
 
 def test_grace_of_zero_is_raised_to_one_second() -> None:

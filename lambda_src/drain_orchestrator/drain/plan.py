@@ -139,6 +139,18 @@ def contention_jitter(refused: int, slot: float, cap: float, rng: random.Random 
     return r.uniform(0.0, min(cap, slot * 2 ** min(refused - 1, 16)))
 
 
+def turn_hold_off(
+    lost: int, wanting: int, slot: float, cap: float, turns_cap: float, rng: random.Random | None = None
+) -> float:
+    """Pause drawn at a budget's rise before this drain's turn at it. ``lost``: races lost in a row (a backoff, at
+    most ``cap``); ``wanting``: the races-lost count whose window spans the drains still wanting the budget
+    (drain/first_wave.py contention_of), at most ``turns_cap``: a storm's many drains need a window wider than a
+    lost race's backoff, one slot each, or their turns fall closer together than a budget's fall takes to reach
+    them."""
+    limit = max(cap, turns_cap) if wanting > lost else cap
+    return contention_jitter(max(1, lost, wanting), slot, limit, rng)
+
+
 def next_poll(
     now: float, pending_deletion_times: Iterable[float], interval: float, poll_min: float, poll_max: float
 ) -> float:

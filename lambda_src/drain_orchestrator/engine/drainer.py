@@ -125,14 +125,14 @@ def drain_pass(
         candidates = [v for v in candidates if not state.known(ident_of(v.pod)).sent]
     hold_first_wave(kube, state, candidates, options, say)  # in a storm: budget-bound pods go at their turn
     batch, by_budget = due(candidates, options, state)
-    admitted, sent_at = {i: list(state.known(i).waiting_on) for i in by_budget}, time.monotonic()
+    sent_at = time.monotonic()
     results = _evict_all(kube, batch, options, say)
     for v, res in zip(batch, results, strict=True):
         _apply_outcome(kube, report, state=state, v=v, res=res, options=options, say=say)
-    turns = [
-        (res.outcome, admitted[i]) for v, res in zip(batch, results, strict=True) if (i := ident_of(v.pod)) in admitted
+    admitted = [
+        (r.outcome, by_budget[i]) for v, r in zip(batch, results, strict=True) if (i := ident_of(v.pod)) in by_budget
     ]
-    note_contention(state, turns, options, sent_at)
+    note_contention(state, admitted, options, sent_at)
     for v in candidates:  # waiting for their retry time: still blocked, as last reported
         ident, rec = ident_of(v.pod), state.known(ident_of(v.pod))
         if v not in batch and rec.last_block is not None:

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field
 from drain_orchestrator.drain.classify import PodVerdict, Verdict
 from drain_orchestrator.drain.first_wave import contention_of
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.drain.plan import backoff_delay, budget_share, contention_jitter, force_delete_due, next_poll
+from drain_orchestrator.drain.plan import (
+    backoff_delay,
+    budget_share,
+    contention_jitter,
+    force_delete_due,
+    next_poll,
+    turn_hold_off,
+)
 from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy, release_time
 from drain_orchestrator.drain.surge import SurgeFacts
 from drain_orchestrator.drain.turn_lag import TurnLag
@@ -33,6 +40,11 @@ BUDGETS_FRESH_SECONDS = 2.0
 # preconditions make a stale pod harmless: gone answers 404, replaced 409); a node is only called drained from a
 # LIST of its own
 TURN_LISTING_SECONDS = 10.0
+# widest window a budget's turns are drawn in, one slot for each drain still wanting it (to the power of two above):
+# 50 drains at 0.3 s slots need 19 s; capped at budget_jitter_cap (10 s) they were drawn 0.16 s apart, under two
+# lags, and a storm of 50 nodes had twice the refusals of one of 20 (docs/benchmarks.md). A drain that counts more
+# drains than are left waits longer for its turn (half the window on average), and draws it again at every rise.
+TURN_WINDOW_MAX_SECONDS = 30.0
 # longest wait on budgets without a pass (the node is still checked every node_check_seconds meanwhile): a pod
 # deleted by someone else, or bound to the node, while its budget stays shut is seen within this time
 BUDGET_WAIT_SECONDS = 30.0
@@ -106,8 +118,10 @@ class DrainState:
         return any(r.going for r in self.pods.values())
 
 
-def due(batch: list[PodVerdict], options: DrainOptions, state: DrainState) -> tuple[list[PodVerdict], set[str]]:
-    """The pods to try now, and which of them a PDB's budget admitted.
+def due(
+    batch: list[PodVerdict], options: DrainOptions, state: DrainState
+) -> tuple[list[PodVerdict], dict[str, list[Budget]]]:
+    """The pods to try now, and which of them a PDB's budget admitted (with those budgets).
 
     A pod refused by a named PDB is retried only right after a wait saw that PDB allowing disruptions (and still
     allowing after its hold-off), and no more of them than it allows (budget_share); other retries wait for their
@@ -115,11 +129,14 @@ def due(batch: list[PodVerdict], options: DrainOptions, state: DrainState) -> tu
     mono, now = time.monotonic(), time.time()
     bound = [(ident_of(v.pod), v) for v in batch if state.known(ident_of(v.pod)).waiting_on]
     allowing = _allowing(state, mono) if bound else {}
-    share = set(budget_share([(ident, state.pods[ident].waiting_on) for ident, _ in bound], allowing))
+    share = {
+        i: list(state.pods[i].waiting_on)
+        for i in budget_share([(i, state.pods[i].waiting_on) for i, _ in bound], allowing)
+    }
     if mono < state.budget_not_before:
         # lost a race lately: a budget that looks open may already be taken by evictions still in flight (the
         # apiserver holds concurrent evictions of one PDB for seconds), so keep out until the backoff has passed
-        share = set()
+        share = {}
 
     def ready(v: PodVerdict) -> bool:
         ident = ident_of(v.pod)
@@ -303,8 +320,9 @@ def _wait_for_budgets(
 
     def hold_off(key: Budget) -> float:
         # drawn at each rise: after a lost race, not before its backoff; else a window that widens with the
-        # races lost in a row (at least the first slot: a drain waiting here was refused once already) and, for a
-        # budget of the first wave's turns, as wide as the drains still wanting it
+        # races lost in a row (at least the first slot: a drain waiting here was refused once already, at most
+        # budget_jitter_cap) and, for a budget of the first wave's turns, as wide as the drains still wanting it (at
+        # most TURN_WINDOW_MAX_SECONDS)
         backoff = state.budget_not_before - time.monotonic()
         slot, cap = turn_slot(state, options), options.budget_jitter_cap
         if key in state.turn_contenders and state.turn_recount is not None:
@@ -312,7 +330,7 @@ def _wait_for_budgets(
         wanting = state.first_wave_contention
         if key in state.turn_contenders:
             wanting = contention_of(max(1, state.turn_contenders[key] - state.budget_falls.get(key, 0)))
-        return max(backoff, contention_jitter(max(1, state.contention, wanting), slot, cap))
+        return max(backoff, turn_hold_off(state.contention, wanting, slot, cap, TURN_WINDOW_MAX_SECONDS))
 
     every, resume = options.node_check_seconds, state.budget_watch
     ended = wait_for_budget(
