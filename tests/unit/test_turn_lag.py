@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from drain_orchestrator.drain.turn_lag import LAG_SLOTS, SAMPLE_MAX_SECONDS, TurnLag
@@ -50,22 +52,6 @@ def test_events_before_the_eviction_or_rises_are_not_its_answer() -> None:
     assert lag.lag == pytest.approx(0.3)
 
 
-def test_a_fall_of_another_budget_is_not_timed() -> None:
-    lag = TurnLag()
-    lag.level(API, 1)
-    lag.level(WEB, 1)
-    lag.sent(WEB, 100.0)
-    lag.seen(API, 0, 100.1)
-    assert lag.lag is None
-
-
-def test_a_budget_never_seen_before_gives_no_sample() -> None:
-    lag = TurnLag()
-    lag.sent(WEB, 100.0)
-    lag.seen(WEB, 0, 100.2)  # the level it fell from is unknown
-    assert lag.lag is None
-
-
 def test_the_estimate_follows_a_slower_control_plane_without_jumping() -> None:
     lag = TurnLag()
     _timed(lag, WEB, sent=100.0, seen=100.1)
@@ -83,16 +69,6 @@ def test_a_fall_long_after_is_not_a_sample() -> None:
     assert lag.lag is None
 
 
-def test_a_watch_started_over_forgets_the_evictions_waiting_for_an_answer() -> None:
-    lag = TurnLag()
-    lag.level(WEB, 1)
-    lag.sent(WEB, 100.0)
-    lag.restart()
-    lag.level(WEB, 1)
-    lag.seen(WEB, 0, 100.2)
-    assert lag.lag is None
-
-
 def test_the_first_eviction_of_several_is_the_one_timed() -> None:
     lag = TurnLag()
     lag.level(WEB, 2)
@@ -100,3 +76,32 @@ def test_the_first_eviction_of_several_is_the_one_timed() -> None:
     lag.sent(WEB, 100.5)
     lag.seen(WEB, 1, 100.6)
     assert lag.lag == pytest.approx(0.6)
+
+
+def _another_budget_falls(lag: TurnLag) -> None:
+    lag.level(API, 1)
+    lag.level(WEB, 1)
+    lag.sent(WEB, 100.0)
+    lag.seen(API, 0, 100.1)
+
+
+def _a_budget_never_seen_before_falls(lag: TurnLag) -> None:
+    lag.sent(WEB, 100.0)
+    lag.seen(WEB, 0, 100.2)  # the level it fell from is unknown
+
+
+def _the_watch_started_over_before_the_fall(lag: TurnLag) -> None:
+    lag.level(WEB, 1)
+    lag.sent(WEB, 100.0)
+    lag.restart()  # a LIST: evictions waiting for an answer are forgotten
+    lag.level(WEB, 1)
+    lag.seen(WEB, 0, 100.2)
+
+
+@pytest.mark.parametrize(
+    "events", [_another_budget_falls, _a_budget_never_seen_before_falls, _the_watch_started_over_before_the_fall]
+)
+def test_falls_that_are_not_the_evictions_answer_give_no_sample(events: Callable[[TurnLag], None]) -> None:
+    lag = TurnLag()
+    events(lag)
+    assert lag.lag is None
