@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-hold bench-storm bench-fleet bench-nth build-nth clean \
+        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-hold bench-storm bench-storm-waves bench-fleet bench-nth build-nth clean \
         prune-versions
 
 help:
@@ -37,6 +37,8 @@ help:
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
 	@echo "make bench-hold    a drain held by a PDB: 4 min on the bed, then the model for 48 h (results: docs/cost.md)"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
+	@echo "make bench-storm-waves  a 20-node storm cut into its start and its PDB waves, against the lower bound;"
+	@echo "                   BENCH_WAVES_FLAGS='--turns 2x0.2 --turns 1.5x0.1' compares the turn's slot settings"
 	@echo "make soak          an hour of random events and faults on the bed, then every invariant checked (SOAK_MINUTES, SOAK_SEED)"
 	@echo "make bench-fleet   storms of 50, 100 and 200 nodes x 2 pods, and the model of 1,000 nodes (results: docs/benchmarks.md)"
 	@echo "make bench-nth     side by side with aws-node-termination-handler and a lower bound, 20 nodes, 3 rounds (builds NTH once);"
@@ -152,6 +154,10 @@ bench-storm: setup-python setup-bins
 
 # storms at three sizes with few pods a node (kwok nodes are cheap); the model of 1,000 nodes is calibrated on the
 # first two and checked against the third
+bench-storm-waves: setup-python setup-bins
+	nice -n 19 $(PY) -m bench.storm_waves --nodes 20 --pods-per-node 10 --rounds 2 --split-cores \
+	  --json .local/storm-waves.json $(BENCH_WAVES_FLAGS)
+
 bench-fleet: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.bench_storm --nodes 50 --pods-per-node 2 --json .local/storm-50x2.json
 	nice -n 19 $(PY) -m bench.bench_storm --nodes 100 --pods-per-node 2 --json .local/storm-100x2.json

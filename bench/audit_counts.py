@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,8 @@ def kind_of(event: dict[str, Any]) -> str:
     return out
 
 
-def tally(lines: Iterable[bytes | str], who: str, since: float, until: float) -> Counter[str]:
-    """Requests of ``who`` (ORCHESTRATOR, NTH) received in [since, until], by kind."""
-    out: Counter[str] = Counter()
+def requests(lines: Iterable[bytes | str], who: str, since: float, until: float) -> Iterator[tuple[float, str]]:
+    """(received, kind) of each request of ``who`` (ORCHESTRATOR, NTH) received in [since, until] (epochs)."""
     for line in lines:
         try:
             event = json.loads(line)
@@ -46,20 +45,38 @@ def tally(lines: Iterable[bytes | str], who: str, since: float, until: float) ->
             continue  # a line being written as we read
         if event.get("stage") != "ResponseComplete" or who not in _who(event):
             continue
-        if since <= _epoch(str(event.get("requestReceivedTimestamp", "1970-01-01T00:00:00Z"))) <= until:
-            out[kind_of(event)] += 1
-    return out
+        at = _epoch(str(event.get("requestReceivedTimestamp", "1970-01-01T00:00:00Z")))
+        if since <= at <= until:
+            yield at, kind_of(event)
+
+
+def tally(lines: Iterable[bytes | str], who: str, since: float, until: float) -> Counter[str]:
+    """Requests of ``who`` (ORCHESTRATOR, NTH) received in [since, until], by kind."""
+    return Counter(kind for _, kind in requests(lines, who, since, until))
+
+
+def _parts(path: Path, since: float) -> list[Path]:
+    """The log and the files the apiserver rotated it into since ``since`` (``audit-<time>.jsonl`` beside it)."""
+    rotated = sorted(p for p in path.parent.glob(f"{path.stem}-*{path.suffix}") if p.stat().st_mtime >= since)
+    return [*rotated, path]
 
 
 def read(path: Path, who: str, since: float, until: float) -> dict[str, int]:
-    """``tally`` over the log and the files the apiserver rotated it into since ``since`` (``audit-<time>.jsonl``
-    beside it): a window that spans a rotation is counted whole."""
-    rotated = sorted(p for p in path.parent.glob(f"{path.stem}-*{path.suffix}") if p.stat().st_mtime >= since)
+    """``tally`` over the log and its rotated parts: a window that spans a rotation is counted whole."""
     out: Counter[str] = Counter()
-    for part in [*rotated, path]:
+    for part in _parts(path, since):
         with part.open("rb") as f:
             out.update(tally(f, who, since, until))
     return dict(out.most_common())
+
+
+def timeline(path: Path, who: str, since: float, until: float) -> list[tuple[float, str]]:
+    """``requests`` over the log and its rotated parts, by time received."""
+    out: list[tuple[float, str]] = []
+    for part in _parts(path, since):
+        with part.open("rb") as f:
+            out.extend(requests(f, who, since, until))
+    return sorted(out)
 
 
 def render(counts: dict[str, int], pods: int) -> str:

@@ -58,6 +58,7 @@ class Phase:
     t0: float = 0.0  # epoch the events were delivered
     requests: dict[str, int] = field(default_factory=dict)  # the tool's requests from the audit log, by kind
     cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds during the phase, by process (bench/cpu.py)
+    waves: dict[str, Any] = field(default_factory=dict)  # evictions and budget statuses (storm.Observer.waves)
 
     def per_pod(self) -> float:
         return self.kube_requests / self.pods if self.pods else 0.0
@@ -121,13 +122,14 @@ def run_phase(
     timeout: int = 900,
     processes: bool = False,
     spread: float = 0.0,
+    budgets: bool = False,
 ) -> Phase:
     """The executions of ``ids``' events at once, or (``spread`` seconds, threads only) each started at a delay
     drawn uniformly over it, the same draws every run, as a storm's events arrive apart; event → cordon is then
-    counted from the first start."""
+    counted from the first start. ``budgets``: the observer also records the budgets' statuses (Phase.waves)."""
     nodes = [fleet.nodes[fleet.instance_ids.index(i)] for i in ids]
     events = [fleet.event(i) for i in ids]
-    obs = storm.Observer(k8s, nodes)
+    obs = storm.Observer(k8s, nodes, budgets=budgets)
     obs.start()
     before, aws_before = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
     if processes:
@@ -221,6 +223,7 @@ def build_phase(
         operations=[r[1] for r in results if r],
         errors=sorted({r[2] for r in results if r and r[2]}),
         t0=t0,
+        waves=obs.waves(t0),
     )
 
 

@@ -225,9 +225,10 @@ class IdealDrainer:
                 w.stop()
 
 
-def run_phase(k8s: KubeScenario, nodes: list[str], timeout: float = 900) -> Phase:
-    """The lower bound timed by the tools' observer: from the drainer's start to its nodes' last pod gone."""
-    obs = storm.Observer(k8s, nodes)
+def run_phase(k8s: KubeScenario, nodes: list[str], timeout: float = 900, budgets: bool = False) -> Phase:
+    """The lower bound timed by the tools' observer: from the drainer's start to its nodes' last pod gone.
+    ``budgets``: the observer also records the budgets' statuses (Phase.waves)."""
+    obs = storm.Observer(k8s, nodes, budgets=budgets)
     obs.start()
     t0 = time.time()
     obs.t0 = t0
@@ -257,4 +258,5 @@ def run_phase(k8s: KubeScenario, nodes: list[str], timeout: float = 900) -> Phas
         errors=out.errors,
         t0=t0,
         requests=out.requests,
+        waves=obs.waves(t0),
     )

@@ -169,11 +169,16 @@ def diff(before: list[tuple[str, dict[str, str], float]], after: list[tuple[str,
 class Observer:
     """Watches the fleet's nodes and the workload's pods from t0 on; times per node are epoch seconds."""
 
-    def __init__(self, k8s: KubeScenario, nodes: list[str]) -> None:
+    def __init__(self, k8s: KubeScenario, nodes: list[str], budgets: bool = False) -> None:
         self.k8s, self.nodes = k8s, set(nodes)
         self.cordoned: dict[str, float] = {}
         self.pod_node: dict[str, str] = {}
         self.gone: dict[str, float] = {}
+        # when each pod was first seen terminating (its eviction, as a watch delivers it)
+        self.terminating: dict[str, float] = {}
+        # with ``budgets``: (epoch, PDB name, disruptionsAllowed) at every status the PDB watch delivered
+        self.budgets = budgets
+        self.levels: list[tuple[float, str, int]] = []
         # pods that landed on one of the nodes after t0 (a replacement put on a node not cordoned yet): each has to
         # be evicted again before that node is drained
         self.relanded: set[str] = set()
@@ -191,6 +196,11 @@ class Observer:
             threading.Thread(target=self._watch_pods, args=(pods.metadata.resource_version,), daemon=True),
             threading.Thread(target=self._watch_nodes, args=(nodes.metadata.resource_version,), daemon=True),
         ]
+        if self.budgets:
+            pdbs = self.k8s.policy.list_namespaced_pod_disruption_budget(self.k8s.ns)
+            self._threads.append(
+                threading.Thread(target=self._watch_budgets, args=(pdbs.metadata.resource_version,), daemon=True)
+            )
         for t in self._threads:
             t.start()
 
@@ -223,9 +233,12 @@ class Observer:
                     name = (ev.get("object") or {}).get("metadata", {}).get("name")
                     if ev.get("type") == "DELETED" and name in self.pod_node:
                         self.gone.setdefault(name, time.time())
+                        self.terminating.setdefault(name, self.gone[name])
                     elif not ev:  # scheduled somewhere: a replacement that landed on a node still to drain?
                         pod, on = _POD_NAME.search(line), _NODE_NAME.search(line)
                         name = pod.group(1).decode() if pod else None
+                        if name in self.pod_node and b'"deletionTimestamp"' in line:
+                            self.terminating.setdefault(name, time.time())
                         if name and on and on.group(1).decode() in self.nodes and name not in self.pod_node:
                             self.relanded.add(name)
                     if self._stop.is_set():
@@ -252,6 +265,25 @@ class Observer:
             except ApiException:
                 return
 
+    def _watch_budgets(self, rv: str) -> None:
+        while not self._stop.is_set():
+            try:
+                for at, ev, _ in self._events(
+                    functools.partial(self.k8s.policy.list_namespaced_pod_disruption_budget, self.k8s.ns),
+                    rv,
+                    b'"status"',
+                ):
+                    rv = at
+                    obj = ev.get("object") or {}
+                    status = obj.get("status") or {}
+                    if "disruptionsAllowed" in status or "currentHealthy" in status:
+                        name = obj["metadata"]["name"]
+                        self.levels.append((time.time(), name, int(status.get("disruptionsAllowed") or 0)))
+                    if self._stop.is_set():
+                        return
+            except ApiException:
+                return
+
     def drained(self) -> dict[str, float]:
         """Per node: when the last of its pods (present at t0) was deleted; only nodes with all pods gone."""
         last: dict[str, float] = {}
@@ -262,6 +294,16 @@ class Observer:
             else:
                 left[node] = left.get(node, 0) + 1
         return {n: t for n, t in last.items() if n not in left}
+
+    def waves(self, t0: float) -> dict[str, Any]:
+        """With ``budgets``: each pod's eviction seen and each budget status, in seconds after ``t0``
+        (bench/storm_waves.py); else nothing."""
+        if not self.budgets:
+            return {}
+        return {
+            "evicted_s": {p: t - t0 for p, t in self.terminating.items()},
+            "levels": [(t - t0, name, allowed) for t, name, allowed in self.levels],
+        }
 
     def settle(self, seconds: float = 10) -> None:
         """Stop once every node is drained or after ``seconds``: the pod watch may deliver the last deletions a
