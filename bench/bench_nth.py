@@ -307,12 +307,9 @@ def main() -> int:
         "--nth-flag", action="append", default=[], help="extra NTH flag for its storm, e.g. --nth-flag=--workers=50"
     )
     a = p.parse_args()
-    if a.split_cores:
-        try:
-            cpu.core_split(os.sched_getaffinity(0))
-        except ValueError as exc:
-            print(f"error: --split-cores: {exc}", file=sys.stderr)
-            return 2
+    if a.split_cores and (why := cpu.cannot_split()):
+        print(f"error: --split-cores: {why}", file=sys.stderr)
+        return 2
     try:
         nth.binary()
     except nth.NthMissing as exc:

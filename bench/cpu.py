@@ -63,6 +63,15 @@ def core_split(cpus: Iterable[int]) -> tuple[frozenset[int], frozenset[int]]:
     return frozenset(ordered[half:]), frozenset(ordered[:half])
 
 
+def cannot_split() -> str | None:
+    """Why this process's CPUs cannot be split (core_split), for a ``--split-cores`` flag's error; else None."""
+    try:
+        core_split(os.sched_getaffinity(0))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def pin(pid: int, cpus: Iterable[int]) -> None:
     """Keep every thread of process ``pid`` on ``cpus`` (threads it starts later inherit the set of their parent
     thread, so Go's and Python's new threads stay there too)."""

@@ -298,12 +298,9 @@ def main() -> int:
     p.add_argument("--split-cores", action="store_true", help="the control plane on CPUs of its own (bench/cpu.py)")
     p.add_argument("--json", type=Path, help="also write the raw results here")
     a = p.parse_args()
-    if a.split_cores:
-        try:
-            cpu.core_split(os.sched_getaffinity(0))
-        except ValueError as exc:
-            print(f"error: --split-cores: {exc}", file=sys.stderr)
-            return 2
+    if a.split_cores and (why := cpu.cannot_split()):
+        print(f"error: --split-cores: {why}", file=sys.stderr)
+        return 2
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-waves-bed")
     try:
         with harness.stdout_into(REPO / ".local" / "bench-waves-handler.log"):  # the handler's lines, kept apart

@@ -92,9 +92,10 @@ def test_within_the_split_the_control_plane_and_the_rest_run_apart_and_after_it_
     assert _threads_allowed(apiserver) == [everything] * 2 and _threads_allowed(emulator) == [everything] * 2
 
 
-def test_bench_refuses_to_split_one_cpu_before_starting_a_bed() -> None:
+@pytest.mark.parametrize("bench", ["bench.bench_nth", "bench.storm_waves"])
+def test_bench_refuses_to_split_one_cpu_before_starting_a_bed(bench: str) -> None:
     done = subprocess.run(
-        ["taskset", "-c", "0", sys.executable, "-m", "bench.bench_nth", "--split-cores"],
+        ["taskset", "-c", "0", sys.executable, "-m", bench, "--split-cores"],
         check=False, cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
