@@ -227,11 +227,15 @@ def build_phase(
     )
 
 
+def audit_window(phase: Phase) -> tuple[float, float]:
+    """The epochs of the phase's requests in the audit log: from the release on (the phase before it, the warm-up or
+    the solo's report, may have ended a moment earlier) to 2 s after the last node done."""
+    return phase.t0 - 0.01, phase.t0 + max([*phase.hook_s, *phase.drained_s, 0.0]) + 2.0
+
+
 def with_requests(bed: Testbed, phase: Phase, who: str = audit_counts.ORCHESTRATOR) -> Phase:
     """The phase with its requests counted from the bed's audit log, from the events to the last node done."""
-    end = max([*phase.hook_s, *phase.drained_s, 0.0]) + 2.0
-    # from the release on: the phase before it (the warm-up, the solo's report) may have ended a moment earlier
-    return replace(phase, requests=audit_counts.read(bed.audit_log, who, phase.t0 - 0.01, phase.t0 + end))
+    return replace(phase, requests=audit_counts.read(bed.audit_log, who, *audit_window(phase)))
 
 
 def warm_up(aws: AwsSeed, k8s: KubeScenario) -> float:

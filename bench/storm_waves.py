@@ -193,8 +193,7 @@ def run_round(
                 with turns_set(by_name[who]):
                     phase = bench_storm.run_phase(aws, k8s, fleet, fleet.instance_ids, access_key, budgets=True)
                 phase = bench_storm.with_requests(bed, phase)
-                end = phase.t0 + max([*phase.hook_s, *phase.drained_s, 0.0]) + 2.0
-                seen = audit_counts.timeline(bed.audit_log, audit_counts.ORCHESTRATOR, phase.t0 - 0.01, end)
+                seen = audit_counts.timeline(bed.audit_log, audit_counts.ORCHESTRATOR, *bench_storm.audit_window(phase))
                 out[who] = {**summarize(phase, seen), "requests_per_pod": phase.per_pod(), "statuses": phase.statuses}
             finally:
                 _cleanup([k8s])
