@@ -1,9 +1,10 @@
 """The one writer of a Node's marks: cordon, taints, labels and the ``drain-orchestrator.io/`` annotations.
 
-Every write is a strategic-merge PATCH (:func:`patch_node`). A write that depends on what the node carries
-(a claim set only if absent, a record, the taints list, which has no merge key) reads the node, computes its
-patch and sends it under the resourceVersion it read (:func:`update_node`, :func:`update_annotations`): of
-concurrent writers exactly one wins each change, the others (409) read again and decide on what is there now.
+Every write is a PATCH. A write that depends on what the node carries (a claim set only if absent, a record, the
+taints list, which has no merge key) reads the node, computes its patch and sends it on a condition: the
+resourceVersion it read (:func:`update_node`), or for the annotations the annotations it read
+(:func:`update_annotations`). Of concurrent writers exactly one wins each change, the others read again and decide
+on what is there now.
 A node that is gone raises ``NodeGone``; any other failure the typed error of its response.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from drain_orchestrator.kube.errors import KubeError, NodeGone
 from drain_orchestrator.kube.recent import FRESH_SECONDS, NODES, WRITE_BASE_SECONDS, remember_node
-from drain_orchestrator.kube.rest import STRATEGIC_MERGE, Kube
+from drain_orchestrator.kube.rest import JSON_PATCH, STRATEGIC_MERGE, Kube
 
 ANNOTATION_PREFIX = "drain-orchestrator.io/"
 CONFLICT_RETRIES = 5
@@ -127,22 +128,71 @@ def update_annotations(
     dry_run: bool = False,
     attempts: int = CONFLICT_RETRIES,
 ) -> NodeUpdate:
-    """Read the node's annotations, let ``change`` say what to set or remove (None or empty: nothing), write it
-    under the resourceVersion read; on a 409 read again and ask ``change`` again. ``dry_run``: nothing is sent
-    after the read, the result says whether a change was due (Write.DRY_RUN)."""
-    due = False
+    """Read the node's annotations, let ``change`` say what to set or remove (None or empty: nothing), write it on
+    condition that the annotations are still as read; when they are not, read again and ask ``change`` again.
+    ``dry_run``: nothing is sent after the read, the result says whether a change was due (Write.DRY_RUN).
 
-    def patch_of(body: dict[str, Any]) -> dict[str, Any] | None:
-        nonlocal due
-        meta = body.get("metadata") or {}
-        changes = change(meta.get("annotations") or {})
-        due = bool(changes)
+    The condition is the annotations themselves (a JSON Patch ``test``), not the node's resourceVersion: a node
+    changes under a drain all the time (its status as volumes detach, kubelet's and other controllers' writes), and
+    each such change refused a write conditioned on the version, at the cost of a GET and a second PATCH. The first
+    attempt may start from this client's view of the last half minute, as :func:`update_node`'s does."""
+    body: dict[str, Any] = {}
+    seen = NODES.aged(kube, node, WRITE_BASE_SECONDS)
+    view, age = (seen[1], seen[0]) if seen is not None else (None, 0.0)
+    refused: Refused | None = None
+    for _ in range(attempts + (view is not None)):  # a view gone stale does not use up an attempt
+        body = view if view is not None else get_node(kube, node)
+        annotations: Mapping[str, str] = (body.get("metadata") or {}).get("annotations") or {}
+        if refused is not None and refused.annotations == annotations:
+            raise refused.error  # refused with the annotations as tested: not a race lost, a patch the server rejects
+        changes = change(annotations)
         if not changes or dry_run:
-            return None
-        return {"metadata": {"resourceVersion": meta.get("resourceVersion"), "annotations": dict(changes)}}
+            if view is not None and age > FRESH_SECONDS:
+                view = None
+                continue
+            return NodeUpdate(Write.DRY_RUN if changes else Write.UNCHANGED, body)
+        view = None
+        refused = _patch_annotations(kube, node, body, annotations, changes)
+        if refused is None:
+            return NodeUpdate(Write.WRITTEN, body)
+    return NodeUpdate(Write.CONTENDED, body)
 
-    done = update_node(kube, node, patch_of, attempts=attempts)
-    return NodeUpdate(Write.DRY_RUN, done.node) if dry_run and due else done
+
+@dataclass(frozen=True)
+class Refused:
+    """A conditional annotation write turned away: the annotations it was conditioned on, and the error to raise if
+    they turn out unchanged."""
+
+    annotations: Mapping[str, str]
+    error: KubeError
+
+
+def _patch_annotations(
+    kube: Kube, node: str, body: dict[str, Any], annotations: Mapping[str, str], changes: AnnotationChange
+) -> Refused | None:
+    """Write ``changes`` if the annotations are still ``annotations``; None when written. A node without annotations
+    has nothing to test: the write is conditioned on ``body``'s resourceVersion instead."""
+    if annotations:
+        ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/annotations", "value": dict(annotations)}]
+        for key, value in changes.items():
+            path = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+            if value is not None:
+                ops.append({"op": "add", "path": path, "value": value})  # add replaces a key already there
+            elif key in annotations:
+                ops.append({"op": "remove", "path": path})
+        resp = kube.request("PATCH", node_path(node), body=ops, content_type=JSON_PATCH)
+    else:
+        meta = {"resourceVersion": (body.get("metadata") or {}).get("resourceVersion"), "annotations": dict(changes)}
+        resp = kube.request("PATCH", node_path(node), body={"metadata": meta}, content_type=STRATEGIC_MERGE)
+    if resp.ok:
+        remember_node(kube, resp.body)  # the Node as written: the next write needs no GET
+        return None
+    NODES.drop(kube, node)
+    if resp.status == 404:
+        raise NodeGone(node)
+    if resp.status in (409, 422):  # the version moved (409), or a test failed (422): read again and see which
+        return Refused(annotations, resp.error(f"patch node/{node}"))
+    raise resp.error(f"patch node/{node}")
 
 
 def gave_up(node: str, attempts: int = CONFLICT_RETRIES) -> KubeError:

@@ -1,16 +1,20 @@
 """Is the node still there? A drain that waits (on budgets, on pods going) asks every ``node_check_seconds``: a Node
 deleted mid-drain (its instance terminated) must end the drain within that time. Asked with a GET each time, a
-drain waiting a minute reads its node a dozen times; here the first look of a wait is a GET, which also opens a
-watch of that one node from the GET's resourceVersion, and every later look reads what the watch queued, without a
-request. A watch that ends (its timeout, a cut, 410, a role without ``watch nodes``) goes back to a GET.
+drain waiting a minute reads its node a dozen times; here the first look opens a watch of that one node, and every
+later look reads what the watch queued, without a request. The watch starts from the node as this client last saw
+it (the cordon's write, a read: kube/recent.py), so the first look needs no GET either: a deletion since then is
+the watch's first event, seen at the next look. A watch that ends (its timeout, a cut, 410 for a version too old, a
+role without ``watch nodes``) goes back to a GET.
 """
 
 from __future__ import annotations
 
 from http import HTTPStatus
+from typing import Any
 
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.node_marks import read_node_fresh
+from drain_orchestrator.kube.recent import NODES, WRITE_BASE_SECONDS
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
 
@@ -29,23 +33,30 @@ class NodePresence:
         return self._watch is not None
 
     def check(self, *, waiting: bool) -> None:
-        """Raise NodeGone when the node is gone. ``waiting``: more looks follow soon, worth a watch."""
+        """Raise NodeGone when the node is gone. ``waiting``: more looks follow soon, worth a watch (a look with a
+        view of the node to start from opens one anyway: it costs the GET it saves)."""
         if self._watch is not None:
             seen = self._read_on()
             if seen is True:
                 return
             self.close()  # ended: look with a GET, and watch again from there
+        elif self.watchable and (rv := _version(NODES.get(self.kube, self.node, WRITE_BASE_SECONDS))):
+            self._open(rv)
+            return
         node = read_node_fresh(self.kube, self.node)  # NodeGone when it is gone
-        rv = (node.get("metadata") or {}).get("resourceVersion")
+        rv = _version(node)
         if waiting and self.watchable and rv:
-            query = {
-                "watch": "1",
-                "fieldSelector": f"metadata.name={self.node}",
-                "resourceVersion": rv,
-                "allowWatchBookmarks": "false",
-                "timeoutSeconds": WATCH_SECONDS,
-            }
-            self._watch = Watch(self.kube, "/api/v1/nodes", query, timeout=WATCH_SECONDS + 5)
+            self._open(rv)
+
+    def _open(self, rv: str) -> None:
+        query = {
+            "watch": "1",
+            "fieldSelector": f"metadata.name={self.node}",
+            "resourceVersion": rv,
+            "allowWatchBookmarks": "false",
+            "timeoutSeconds": WATCH_SECONDS,
+        }
+        self._watch = Watch(self.kube, "/api/v1/nodes", query, timeout=WATCH_SECONDS + 5)
 
     def _read_on(self) -> bool:
         """True: the watch runs and saw the node stay; False: it ended. NodeGone: it saw the node deleted."""
@@ -71,3 +82,8 @@ class NodePresence:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+
+
+def _version(node: dict[str, Any] | None) -> str | None:
+    rv = ((node or {}).get("metadata") or {}).get("resourceVersion")
+    return str(rv) if rv else None

@@ -25,6 +25,7 @@ JSON = "application/json"
 # a LIST answered with metadata only (names, annotations, ownerReferences): what a controller lookup needs
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"  # RFC 6902: its ``test`` op makes a write conditional on a value
 # What urllib3 may resend by itself under the generated client: a connection that failed (a keep-alive connection
 # the endpoint closed while the container was frozen), once. Not an answer: urllib3's default would resend a GET
 # turned away with 429 three times, a second apart, and a read that timed out three times, 30 s each, beyond any
