@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from drain_orchestrator.kube import node_marks
 from drain_orchestrator.kube.cordon import ANN_STARTED_AT, cordon
 from drain_orchestrator.kube.errors import KubeError, NodeGone
 from drain_orchestrator.kube.node_lookup import read_node
@@ -191,3 +192,25 @@ def test_a_write_the_server_rejects_is_an_error_not_a_race(testbed: Any, k8s: An
             update_annotations(kube, a, lambda _: {"not a valid key!": "x"})
         assert err.value.status == 422 and kube.calls - calls0 == 3  # GET, refused PATCH, GET
     assert "not a valid key!" not in (k8s.core.read_node(a).metadata.annotations or {})
+
+
+def test_an_annotation_write_starts_from_a_view_of_minutes_ago_and_loses_nothing_changed_since(
+    testbed: Any, k8s: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view older than a version-conditioned write may use (WRITE_BASE_SECONDS, shortened here) is still the base
+    of an annotation write: one PATCH when the annotations stayed; when another writer changed them, the refused
+    PATCH reads again and its change is kept."""
+    monkeypatch.setattr(node_marks, "WRITE_BASE_SECONDS", 0.5)
+    a, b = k8s.add_nodes(2)
+    with drainer(testbed) as kube:
+        assert read_node(kube, a) is not None and read_node(kube, b) is not None
+        k8s.core.patch_node(b, {"metadata": {"annotations": {"other-writer": "1"}}})
+        time.sleep(FRESH_SECONDS + 0.2)
+        calls0 = kube.calls
+        assert update_annotations(kube, a, _increment).write is Write.WRITTEN
+        assert kube.calls - calls0 == 1  # the PATCH on the view
+        calls0 = kube.calls
+        assert update_annotations(kube, b, _increment).write is Write.WRITTEN
+        assert kube.calls - calls0 == 3  # refused on the view, read, written
+    assert k8s.core.read_node(a).metadata.annotations[KEY] == "1"
+    assert k8s.core.read_node(b).metadata.annotations == {"kwok.x-k8s.io/node": "fake", "other-writer": "1", KEY: "1"}

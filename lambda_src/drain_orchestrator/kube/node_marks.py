@@ -16,7 +16,13 @@ from enum import Enum
 from typing import Any
 
 from drain_orchestrator.kube.errors import KubeError, NodeGone
-from drain_orchestrator.kube.recent import FRESH_SECONDS, NODES, WRITE_BASE_SECONDS, remember_node
+from drain_orchestrator.kube.recent import (
+    ANNOTATIONS_BASE_SECONDS,
+    FRESH_SECONDS,
+    NODES,
+    WRITE_BASE_SECONDS,
+    remember_node,
+)
 from drain_orchestrator.kube.rest import JSON_PATCH, STRATEGIC_MERGE, Kube
 
 ANNOTATION_PREFIX = "drain-orchestrator.io/"
@@ -135,9 +141,12 @@ def update_annotations(
     The condition is the annotations themselves (a JSON Patch ``test``), not the node's resourceVersion: a node
     changes under a drain all the time (its status as volumes detach, kubelet's and other controllers' writes), and
     each such change refused a write conditioned on the version, at the cost of a GET and a second PATCH. The first
-    attempt may start from this client's view of the last half minute, as :func:`update_node`'s does."""
+    attempt may start from this client's view of the last minutes (ANNOTATIONS_BASE_SECONDS; a node without
+    annotations, written under the version: of the last half minute, as :func:`update_node`'s)."""
     body: dict[str, Any] = {}
-    seen = NODES.aged(kube, node, WRITE_BASE_SECONDS)
+    seen = NODES.aged(kube, node, ANNOTATIONS_BASE_SECONDS)
+    if seen is not None and seen[0] > WRITE_BASE_SECONDS and not (seen[1].get("metadata") or {}).get("annotations"):
+        seen = None
     view, age = (seen[1], seen[0]) if seen is not None else (None, 0.0)
     refused: Refused | None = None
     for _ in range(attempts + (view is not None)):  # a view gone stale does not use up an attempt

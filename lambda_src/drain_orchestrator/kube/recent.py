@@ -21,6 +21,10 @@ FRESH_SECONDS = 2.0
 # with leases), so a view of half a minute ago usually still is the node: the verdict's write after a drain of
 # seconds needs no GET
 WRITE_BASE_SECONDS = 30.0
+# a write conditioned on the annotations (kube/node_marks.py update_annotations) is refused only when they changed,
+# and a node's annotations change rarely during a drain (its own writes, which it remembers, and other drains'
+# claims): a view of minutes ago is still a good base, and the verdict after a drain of a minute writes without a GET
+ANNOTATIONS_BASE_SECONDS = 300.0
 
 
 class Recent[K, V]:
