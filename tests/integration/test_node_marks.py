@@ -182,6 +182,27 @@ def test_a_node_without_annotations_is_written_under_its_resource_version(testbe
     assert k8s.core.read_node(a).metadata.annotations == {"other-writer": "1", KEY: "1"}
 
 
+def test_a_node_without_annotations_whose_version_moved_is_read_and_written_again(testbed: Any, k8s: Any) -> None:
+    """Written under the version, a node without annotations is refused by any change (here a label): the refusal
+    is a race lost, read and written again, not an error because the annotations read again are still none."""
+    (a,) = k8s.add_nodes(1)
+    k8s.core.patch_node(a, {"metadata": {"annotations": {"kwok.x-k8s.io/node": None}}})
+    moved: list[bool] = []
+
+    def change(annotations: Mapping[str, str]) -> AnnotationChange:
+        if not moved:
+            k8s.core.patch_node(a, {"metadata": {"labels": {"other-writer": "1"}}})
+            moved.append(True)
+        return _increment(annotations)
+
+    with drainer(testbed) as kube:
+        calls0 = kube.calls
+        assert update_annotations(kube, a, change).write is Write.WRITTEN
+        assert kube.calls - calls0 == 4  # GET, PATCH refused (409), GET, PATCH
+    node = k8s.core.read_node(a)
+    assert node.metadata.annotations == {KEY: "1"} and node.metadata.labels["other-writer"] == "1"
+
+
 def test_a_write_the_server_rejects_is_an_error_not_a_race(testbed: Any, k8s: Any) -> None:
     """A 422 with the annotations unchanged is the patch's own fault (here an invalid key): raised after one more
     read, not retried as a lost race until the attempts run out."""

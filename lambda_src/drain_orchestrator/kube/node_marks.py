@@ -23,7 +23,7 @@ from drain_orchestrator.kube.recent import (
     WRITE_BASE_SECONDS,
     remember_node,
 )
-from drain_orchestrator.kube.rest import JSON_PATCH, STRATEGIC_MERGE, Kube
+from drain_orchestrator.kube.rest import JSON_PATCH, STRATEGIC_MERGE, Kube, Response
 
 ANNOTATION_PREFIX = "drain-orchestrator.io/"
 CONFLICT_RETRIES = 5
@@ -77,16 +77,7 @@ def patch_node(kube: Kube, node: str, patch: dict[str, Any], *, dry_run: bool = 
     accepted, False when its resourceVersion precondition lost a race (409); NodeGone if the node is gone."""
     query = {"dryRun": "All"} if dry_run else None
     resp = kube.request("PATCH", node_path(node), query=query, body=patch, content_type=STRATEGIC_MERGE)
-    if resp.ok:
-        if not dry_run:
-            remember_node(kube, resp.body)  # the Node as written: the next write needs no GET
-        return True
-    NODES.drop(kube, node)
-    if resp.status == 409:
-        return False
-    if resp.status == 404:
-        raise NodeGone(node)
-    raise resp.error(f"patch node/{node}")
+    return _accepted(kube, node, resp, lost=(409,), remember=not dry_run)
 
 
 def update_node(
@@ -101,29 +92,16 @@ def update_node(
     A patch that depends on what was read carries ``metadata.resourceVersion`` (``change`` sets it). The first
     attempt may start from this client's view of the last half minute (a read or a write's answer) instead of a
     GET; a patch computed from a view always carries the view's resourceVersion, so it is written only if the node
-    is still exactly as seen (else 409, and the next attempt reads). "Nothing to do" is only concluded from a view
-    of a moment ago or a read: an older view that needs no change is read again."""
-    body: dict[str, Any] = {}
-    seen = NODES.aged(kube, node, WRITE_BASE_SECONDS)
-    view, age = (seen[1], seen[0]) if seen is not None else (None, 0.0)
-    for _ in range(attempts + (view is not None)):  # a view gone stale does not use up an attempt
-        body = view if view is not None else get_node(kube, node)
-        patch = change(body)
-        if patch is None:
-            if view is not None and age > FRESH_SECONDS:
-                view = None
-                continue
-            return NodeUpdate(Write.UNCHANGED, body)
-        if view is not None:
-            meta = {
-                **(patch.get("metadata") or {}),
-                "resourceVersion": (body.get("metadata") or {}).get("resourceVersion"),
-            }
+    is still exactly as seen (else 409, and the next attempt reads)."""
+
+    def send(body: dict[str, Any], patch: dict[str, Any], from_view: bool) -> Refused | None:
+        if from_view:
+            meta = {**(patch.get("metadata") or {}), "resourceVersion": _version(body)}
             patch = {**patch, "metadata": meta}
-            view = None
-        if patch_node(kube, node, patch, dry_run=dry_run):
-            return NodeUpdate(Write.WRITTEN, body)
-    return NodeUpdate(Write.CONTENDED, body)
+        return None if patch_node(kube, node, patch, dry_run=dry_run) else Refused(None, None)
+
+    seen = NODES.aged(kube, node, WRITE_BASE_SECONDS)
+    return _conditional_update(kube, node, seen, change, send, attempts)
 
 
 def update_annotations(
@@ -143,44 +121,69 @@ def update_annotations(
     each such change refused a write conditioned on the version, at the cost of a GET and a second PATCH. The first
     attempt may start from this client's view of the last minutes (ANNOTATIONS_BASE_SECONDS; a node without
     annotations, written under the version: of the last half minute, as :func:`update_node`'s)."""
-    body: dict[str, Any] = {}
+
+    def plan(body: dict[str, Any]) -> AnnotationChange | None:
+        return change(_annotations(body)) or None
+
+    def send(body: dict[str, Any], changes: AnnotationChange, _from_view: bool) -> Refused | None:
+        return _patch_annotations(kube, node, body, changes)
+
     seen = NODES.aged(kube, node, ANNOTATIONS_BASE_SECONDS)
-    if seen is not None and seen[0] > WRITE_BASE_SECONDS and not (seen[1].get("metadata") or {}).get("annotations"):
+    if seen is not None and seen[0] > WRITE_BASE_SECONDS and not _annotations(seen[1]):
         seen = None
+    return _conditional_update(kube, node, seen, plan, None if dry_run else send, attempts)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A conditional write turned away. For an annotation write, the annotations it was conditioned on and the error
+    to raise if a read finds them unchanged (not a race lost: a patch the server rejects); for a write under the
+    version, neither (a 409 says the version moved)."""
+
+    annotations: Mapping[str, str] | None
+    error: KubeError | None
+
+    def again(self, body: dict[str, Any]) -> bool:
+        """Refused with the node as it is in ``body``: sending the same write again would be refused again."""
+        return self.annotations is not None and self.annotations == _annotations(body)
+
+
+def _conditional_update[P](
+    kube: Kube,
+    node: str,
+    seen: tuple[float, dict[str, Any]] | None,
+    plan: Callable[[dict[str, Any]], P | None],
+    send: Callable[[dict[str, Any], P, bool], Refused | None] | None,
+    attempts: int,
+) -> NodeUpdate:
+    """The read → plan → conditional write loop of both updates. The first attempt starts from ``seen`` (this
+    client's view: its age and the Node) when there is one, else from a GET; a refused write reads again. "Nothing
+    to do" is only concluded from a view of a moment ago or a read: an older view that needs no change is read
+    again. ``send`` None: a change that is due is not sent (Write.DRY_RUN)."""
+    body: dict[str, Any] = {}
     view, age = (seen[1], seen[0]) if seen is not None else (None, 0.0)
     refused: Refused | None = None
     for _ in range(attempts + (view is not None)):  # a view gone stale does not use up an attempt
+        from_view = view is not None
         body = view if view is not None else get_node(kube, node)
-        annotations: Mapping[str, str] = (body.get("metadata") or {}).get("annotations") or {}
-        if refused is not None and refused.annotations == annotations:
-            raise refused.error  # refused with the annotations as tested: not a race lost, a patch the server rejects
-        changes = change(annotations)
-        if not changes or dry_run:
-            if view is not None and age > FRESH_SECONDS:
-                view = None
-                continue
-            return NodeUpdate(Write.DRY_RUN if changes else Write.UNCHANGED, body)
         view = None
-        refused = _patch_annotations(kube, node, body, annotations, changes)
+        if refused is not None and refused.again(body) and refused.error is not None:
+            raise refused.error
+        planned = plan(body)
+        if planned is None or send is None:
+            if from_view and age > FRESH_SECONDS:
+                continue
+            return NodeUpdate(Write.UNCHANGED if planned is None else Write.DRY_RUN, body)
+        refused = send(body, planned, from_view)
         if refused is None:
             return NodeUpdate(Write.WRITTEN, body)
     return NodeUpdate(Write.CONTENDED, body)
 
 
-@dataclass(frozen=True)
-class Refused:
-    """A conditional annotation write turned away: the annotations it was conditioned on, and the error to raise if
-    they turn out unchanged."""
-
-    annotations: Mapping[str, str]
-    error: KubeError
-
-
-def _patch_annotations(
-    kube: Kube, node: str, body: dict[str, Any], annotations: Mapping[str, str], changes: AnnotationChange
-) -> Refused | None:
-    """Write ``changes`` if the annotations are still ``annotations``; None when written. A node without annotations
+def _patch_annotations(kube: Kube, node: str, body: dict[str, Any], changes: AnnotationChange) -> Refused | None:
+    """Write ``changes`` if the annotations are still as in ``body``; None when written. A node without annotations
     has nothing to test: the write is conditioned on ``body``'s resourceVersion instead."""
+    annotations = _annotations(body)
     if annotations:
         ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/annotations", "value": dict(annotations)}]
         for key, value in changes.items():
@@ -191,17 +194,37 @@ def _patch_annotations(
                 ops.append({"op": "remove", "path": path})
         resp = kube.request("PATCH", node_path(node), body=ops, content_type=JSON_PATCH)
     else:
-        meta = {"resourceVersion": (body.get("metadata") or {}).get("resourceVersion"), "annotations": dict(changes)}
+        meta = {"resourceVersion": _version(body), "annotations": dict(changes)}
         resp = kube.request("PATCH", node_path(node), body={"metadata": meta}, content_type=STRATEGIC_MERGE)
-    if resp.ok:
-        remember_node(kube, resp.body)  # the Node as written: the next write needs no GET
+    # a test failed (422), or the version moved (409): read again and see which
+    if _accepted(kube, node, resp, lost=(409, 422), remember=True):
         return None
+    if not annotations:  # written under the version: any change to the node refuses it, the next read decides
+        return Refused(None, None)
+    return Refused(annotations, resp.error(f"patch node/{node}"))
+
+
+def _accepted(kube: Kube, node: str, resp: Response, *, lost: tuple[int, ...], remember: bool) -> bool:
+    """A node write's answer: True when accepted (the Node as written is remembered: the next write needs no GET),
+    False when its condition lost a race (a status in ``lost``); NodeGone if the node is gone, else its error."""
+    if resp.ok:
+        if remember:
+            remember_node(kube, resp.body)
+        return True
     NODES.drop(kube, node)
+    if resp.status in lost:
+        return False
     if resp.status == 404:
         raise NodeGone(node)
-    if resp.status in (409, 422):  # the version moved (409), or a test failed (422): read again and see which
-        return Refused(annotations, resp.error(f"patch node/{node}"))
     raise resp.error(f"patch node/{node}")
+
+
+def _annotations(body: dict[str, Any]) -> Mapping[str, str]:
+    return (body.get("metadata") or {}).get("annotations") or {}
+
+
+def _version(body: dict[str, Any]) -> Any:
+    return (body.get("metadata") or {}).get("resourceVersion")
 
 
 def gave_up(node: str, attempts: int = CONFLICT_RETRIES) -> KubeError:
