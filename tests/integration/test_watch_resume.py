@@ -136,3 +136,28 @@ def test_waits_on_a_budget_read_on_from_the_watch_the_last_one_left_open(testbed
         while isinstance(event, dict):  # what was queued before the close, then the end
             event = first.stream.watch.next(closed_by - time.monotonic())
         assert event is None, "the closed watch's reader did not end"
+
+
+def test_a_wait_whose_watch_ends_does_not_wait_blind_for_a_turn_drawn_on_it(
+    testbed: Testbed, k8s: KubeScenario
+) -> None:
+    """A turn is drawn for what the budget allowed and moved as the watch shows it allow more or less: when the watch
+    ends before the turn comes (its time ran out, or a restart cut it), the wait hands back within a moment (the next
+    one lists again and draws anew), not after sleeping out a turn nothing moves any more."""
+    k8s.add_nodes(1)
+    k8s.deployment("web", 2)
+    k8s.wait_pods_ready("app=web", 2)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=1)
+    k8s.wait_pdb("web", disruptions_allowed=1)
+    key = (k8s.ns, "web")
+    with drainer(testbed) as kube:
+        first = wait_for_budget(kube, [key], 0.3, hold_off=lambda k, allowed: 60.0, keep_open=3)
+        try:
+            assert first.allowed == {} and first.seen == {key: 1} and first.stream is not None  # turn: in a minute
+            t0 = time.monotonic()
+            second = wait_for_budget(kube, [key], 30, hold_off=lambda k, allowed: 60.0, resume=first, keep_open=3)
+            took = time.monotonic() - t0
+        finally:
+            first.close()
+    assert second.allowed == {} and second.rv is None, second  # no turn; the next wait lists again
+    assert took < 8, f"the wait outlived its watch by {took:.1f} s, waiting for a turn nothing moved any more"

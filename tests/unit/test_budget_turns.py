@@ -13,7 +13,7 @@ A, B = ("ns", "a"), ("ns", "b")
 
 def test_a_turn_is_drawn_at_the_rise_and_only_budgets_whose_turn_came_are_taken() -> None:
     draws = iter([0.0, 60.0])
-    turns = Turns(lambda key: next(draws))
+    turns = Turns(lambda key, allowed: next(draws))
     turns.see(A, 1)  # its turn: now
     turns.see(B, 2)  # its turn: in a minute
     now = time.monotonic()
@@ -23,7 +23,7 @@ def test_a_turn_is_drawn_at_the_rise_and_only_budgets_whose_turn_came_are_taken(
 
 def test_a_budget_falling_back_before_the_turn_drops_it_and_the_next_rise_draws_again() -> None:
     draws = iter([60.0, 0.0])
-    turns = Turns(lambda key: next(draws))
+    turns = Turns(lambda key, allowed: next(draws))
     turns.see(A, 1)
     turns.see(A, 0)  # another drain took it first
     assert turns.next is None
@@ -31,20 +31,38 @@ def test_a_budget_falling_back_before_the_turn_drops_it_and_the_next_rise_draws_
     assert turns.next is not None and turns.next <= time.monotonic()
 
 
-def test_a_budget_still_allowing_keeps_its_turn() -> None:
+def test_a_budget_still_allowing_keeps_its_turn_nearer_as_it_allows_more_and_further_as_it_allows_less() -> None:
     draws = iter([30.0, 0.0])
-    turns = Turns(lambda key: next(draws))
-    turns.see(A, 1)
+    turns = Turns(lambda key, allowed: next(draws))
+    turns.see(A, 2)
     first = turns.next
-    turns.see(A, 2)  # allowing more: the turn drawn at the rise stands
-    assert turns.next == first
+    assert first is not None
+    turns.see(A, 3)  # a slot holds twice as many turns: the time left halves, the turn is not drawn again
+    nearer = turns.next
+    assert nearer is not None and abs((nearer - time.monotonic()) - (first - time.monotonic()) / 2) < 0.5
+    turns.see(A, 2)  # back: as far as drawn there
+    assert turns.next is not None and abs(turns.next - first) < 0.5
+
+
+def test_the_hold_off_is_drawn_with_what_the_budget_allows() -> None:
+    seen: list[int] = []
+
+    def draw(key: tuple[str, str], allowed: int) -> float:
+        seen.append(allowed)
+        return 10.0
+
+    turns = Turns(draw)
+    turns.see(A, 0)
+    turns.see(A, 3)
+    turns.see(B, 5)
+    assert seen == [3, 5]
 
 
 def test_each_budgets_falls_are_counted_from_the_first_status_seen_and_added_to_across_waits() -> None:
     falls: dict[tuple[str, str], int] = {}
     drawn: list[tuple[str, str]] = []
 
-    def draw(key: tuple[str, str]) -> float:
+    def draw(key: tuple[str, str], allowed: int) -> float:
         drawn.append(key)
         return 60.0
 

@@ -19,7 +19,9 @@ from drain_orchestrator.drain.plan import (
     next_poll,
     tier_of,
     to_evict_now,
+    turn_at_level,
     turn_hold_off,
+    turns_per_slot,
 )
 
 
@@ -158,6 +160,23 @@ def test_turns_of_many_drains_spread_past_a_lost_races_cap() -> None:
     lost = [turn_hold_off(9, 1, 0.3, 10.0, 30.0, rng) for _ in range(2000)]  # a backoff after lost races
     assert max(lost) <= 10.0 and max(lost) > 8.0
     assert turn_hold_off(0, 1, 0.3, 10.0, 30.0, rng) <= 0.3  # one drain wanting it: within one slot
+
+
+def test_a_budget_admitting_several_at_once_gives_turns_nearer_keeping_one_for_the_lag() -> None:
+    assert [turns_per_slot(n) for n in (0, 1, 2, 3, 5)] == [1, 1, 1, 2, 4]
+    rng = random.Random(7)
+    one = [turn_hold_off(0, contention_of(40, turns_per_slot(1)), 0.3, 10.0, 30.0, rng) for _ in range(2000)]
+    five = [turn_hold_off(0, contention_of(40, turns_per_slot(5)), 0.3, 10.0, 30.0, rng) for _ in range(2000)]
+    assert max(one) > 15.0 and all(x <= 0.3 * 16 for x in five)  # 40 drains, 4 a slot: 10 slots, not 64
+    assert contention_of(3, turns_per_slot(5)) == contention_of(1) == 1  # room for every drain: within one slot
+
+
+def test_a_turn_not_come_moves_with_what_the_budget_allows() -> None:
+    assert turn_at_level(110.0, 100.0, 5, 2) == 140.0  # fell from 5 to 2: a slot holds 1 turn, not 4
+    assert turn_at_level(110.0, 100.0, 2, 3) == 105.0  # rose from 2 to 3: a slot holds 2, not 1
+    assert turn_at_level(110.0, 100.0, 2, 1) == 110.0  # 2 and 1 both hold one a slot
+    assert turn_at_level(90.0, 100.0, 5, 1) == 90.0  # come already: stays come
+    assert turn_at_level(110.0, 100.0, 0, 1) == 110.0  # no level to scale from
 
 
 def test_grace_of_zero_is_raised_to_one_second() -> None:

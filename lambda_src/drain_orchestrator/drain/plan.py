@@ -151,6 +151,24 @@ def turn_hold_off(
     return contention_jitter(max(1, lost, wanting), slot, limit, rng)
 
 
+def turns_per_slot(allowed: int) -> int:
+    """How many drains' turns one slot holds at a budget allowing ``allowed``: all but one, at least one. The one
+    left is for a turn that came but whose fall the other drains have not seen yet (a slot spans that lag twice,
+    drain/turn_lag.py). One per slot whatever the budget allows held a budget allowing 5 at the pace of one allowing
+    1: it sat unused for seconds while drains waited (docs/benchmarks.md)."""
+    return max(1, allowed - 1)
+
+
+def turn_at_level(turn: float, now: float, before: int, allowed: int) -> float:
+    """A turn not yet come (monotonic ``turn``) when its budget moves from allowing ``before`` to ``allowed`` (both
+    above 0): the time left scales as the turns a slot holds (turns_per_slot), so the drains' turns stay as dense
+    as the budget admits now: a budget that falls keeps them apart as if drawn at its new level, one that rises
+    brings them nearer."""
+    if turn <= now or before <= 0 or allowed <= 0:
+        return turn
+    return now + (turn - now) * turns_per_slot(before) / turns_per_slot(allowed)
+
+
 def next_poll(
     now: float, pending_deletion_times: Iterable[float], interval: float, poll_min: float, poll_max: float
 ) -> float:

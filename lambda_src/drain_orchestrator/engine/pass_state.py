@@ -22,6 +22,7 @@ from drain_orchestrator.drain.plan import (
     force_delete_due,
     next_poll,
     turn_hold_off,
+    turns_per_slot,
 )
 from drain_orchestrator.drain.policy import Owner, OwnerKey, PodPolicy, release_time
 from drain_orchestrator.drain.surge import SurgeFacts
@@ -318,18 +319,19 @@ def _wait_for_budgets(
     """Wait on the budgets; the watch stays open for the rest of the pass (``keep_open`` seconds), so the next wait
     reads on from it without a request (``close_watches`` when the drain ends)."""
 
-    def hold_off(key: Budget) -> float:
+    def hold_off(key: Budget, allowed: int) -> float:
         # drawn at each rise: after a lost race, not before its backoff; else a window that widens with the
         # races lost in a row (at least the first slot: a drain waiting here was refused once already, at most
-        # budget_jitter_cap) and, for a budget of the first wave's turns, as wide as the drains still wanting it (at
-        # most TURN_WINDOW_MAX_SECONDS)
+        # budget_jitter_cap) and, for a budget of the first wave's turns, one slot for as many drains still wanting it
+        # as a slot holds at what it allows (turns_per_slot; at most TURN_WINDOW_MAX_SECONDS)
         backoff = state.budget_not_before - time.monotonic()
         slot, cap = turn_slot(state, options), options.budget_jitter_cap
         if key in state.turn_contenders and state.turn_recount is not None:
             state.turn_recount()
         wanting = state.first_wave_contention
         if key in state.turn_contenders:
-            wanting = contention_of(max(1, state.turn_contenders[key] - state.budget_falls.get(key, 0)))
+            left = max(1, state.turn_contenders[key] - state.budget_falls.get(key, 0))
+            wanting = contention_of(left, turns_per_slot(allowed))
         return max(backoff, turn_hold_off(state.contention, wanting, slot, cap, TURN_WINDOW_MAX_SECONDS))
 
     every, resume = options.node_check_seconds, state.budget_watch

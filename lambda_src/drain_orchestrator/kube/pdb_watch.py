@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from drain_orchestrator.drain.plan import turn_at_level
 from drain_orchestrator.drain.turn_lag import TurnLag
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
@@ -71,10 +72,11 @@ class Budgets:
 
 
 class Turns:
-    """Each watched budget's turn: when it rose (to allowing), a hold-off drawn for it; gone when it falls back.
+    """Each watched budget's turn: when it rose (to allowing), a hold-off drawn for it (given what the budget allows);
+    gone when it falls back, nearer or further as it allows more or less meanwhile (drain/plan.py turn_at_level).
     ``falls``: each budget's disruptions taken (by any drain) as this watch saw them, added to across waits."""
 
-    def __init__(self, hold_off: Callable[[Key], float] | None, falls: dict[Key, int] | None = None) -> None:
+    def __init__(self, hold_off: Callable[[Key, int], float] | None, falls: dict[Key, int] | None = None) -> None:
         self.allowed: dict[Key, int] = {}
         self._turn: dict[Key, float] = {}  # monotonic: this drain's turn at the budget's latest rise
         self._hold_off = hold_off
@@ -91,7 +93,9 @@ class Turns:
         if allowed <= 0:
             self._turn.pop(key, None)  # another drain took the rise first, or it fell back: wait for the next
         elif key not in self._turn:
-            self._turn[key] = time.monotonic() + (self._hold_off(key) if self._hold_off is not None else 0.0)
+            self._turn[key] = time.monotonic() + (self._hold_off(key, allowed) if self._hold_off is not None else 0.0)
+        elif before is not None and before != allowed:
+            self._turn[key] = turn_at_level(self._turn[key], time.monotonic(), before, allowed)
 
     @property
     def next(self) -> float | None:
@@ -118,7 +122,7 @@ def wait_for_budget(
     pdbs: Iterable[Key],
     timeout: float,
     *,
-    hold_off: Callable[[Key], float] | None = None,
+    hold_off: Callable[[Key, int], float] | None = None,
     check: Callable[[], None] | None = None,
     check_every: float = 5.0,
     resume: Budgets | None = None,
@@ -129,7 +133,8 @@ def wait_for_budget(
     """Block until one of ``pdbs`` allows a disruption (or disappears), or ``timeout`` seconds pass: the budgets whose
     turn came (the others as allowing nothing; none on a timeout or when the watch cannot be used).
 
-    ``hold_off``: drawn for a budget when it rises, how long it must keep allowing before it is this drain's turn.
+    ``hold_off``: drawn for a budget when it rises (with what it allows), how long it must keep allowing before it is
+    this drain's turn.
     Drains sharing a budget draw different hold-offs and keep watching meanwhile: the first whose turn comes takes
     the disruption, the others see the budget fall back to 0 and wait on without a request, instead of all evicting
     at the rise and all but one being refused. ``check`` runs every ``check_every`` seconds meanwhile (the node
@@ -203,12 +208,14 @@ def wait_for_budget(
                 event = watch.next(until - now)
                 if event is False:
                     continue
-            if event is None:  # the watch ended early (a restart): the pass after this one lists again
-                if turn is not None:
-                    time.sleep(max(0.0, turn - time.monotonic()))
-                    return turns.taken(time.monotonic(), None)
-                time.sleep(max(0.0, min(end - time.monotonic(), 1.0)))
-                return Budgets({}, time.monotonic())
+            if event is None:
+                # the watch ended early (its time ran out, or a restart cut it): the pass after this one lists again,
+                # after a moment so that a refusing apiserver is not asked in a loop. A turn is not waited for blind:
+                # drawn for what the budget allowed, it is only as good as the watch that moves it with the budget
+                now, turn = time.monotonic(), turns.next
+                time.sleep(max(0.0, min(end - now, 1.0, turn - now if turn is not None else 1.0)))
+                now = time.monotonic()
+                return turns.taken(now, None) if turn is not None and now >= turn else Budgets({}, now)
             assert isinstance(event, dict)
             obj = event.get("object") or {}
             meta = obj.get("metadata") or {}
