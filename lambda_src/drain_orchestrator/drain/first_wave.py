@@ -48,8 +48,8 @@ def first_wave_turns(
     return out
 
 
-def contention_of(draining: int, per_slot: int = 1) -> int:
+def contention_of(draining: int, per_slot: float = 1.0) -> int:
     """The races-lost count whose hold-off window (drain/plan.py contention_jitter: slot * 2^(n-1)) spans one slot
     per ``per_slot`` draining nodes (drain/plan.py turns_per_slot), so that the drains' turns at a budget fall
     apart: no more within a slot than the budget admits."""
-    return 1 + math.ceil(math.log2(max(1, math.ceil(max(1, draining) / max(1, per_slot)))))
+    return 1 + math.ceil(math.log2(max(1, math.ceil(max(1, draining) / per_slot))))

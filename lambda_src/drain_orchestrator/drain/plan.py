@@ -151,12 +151,13 @@ def turn_hold_off(
     return contention_jitter(max(1, lost, wanting), slot, limit, rng)
 
 
-def turns_per_slot(allowed: int) -> int:
-    """How many drains' turns one slot holds at a budget allowing ``allowed``: all but one, at least one. The one
-    left is for a turn that came but whose fall the other drains have not seen yet (a slot spans that lag twice,
-    drain/turn_lag.py). One per slot whatever the budget allows held a budget allowing 5 at the pace of one allowing
-    1: it sat unused for seconds while drains waited (docs/benchmarks.md)."""
-    return max(1, allowed - 1)
+def turns_per_slot(allowed: int) -> float:
+    """How many drains' turns one slot holds at a budget allowing ``allowed``: all but one of them, and half a turn
+    at a budget allowing one. The one left is for a turn that came but whose fall the other drains have not seen yet
+    (a slot spans that lag twice, drain/turn_lag.py); with one allowed, a turn a slot lost a quarter of the races.
+    One a slot whatever the budget allows held a budget allowing 5 at the pace of one allowing 1: it sat unused for
+    seconds while drains waited (docs/benchmarks.md)."""
+    return max(0.5, allowed - 1.0)
 
 
 def turn_at_level(turn: float, now: float, before: int, allowed: int) -> float:
