@@ -164,6 +164,7 @@ def test_turns_of_many_drains_spread_past_a_lost_races_cap() -> None:
 
 def test_a_budget_admitting_several_at_once_gives_turns_nearer_keeping_one_for_the_lag() -> None:
     assert [turns_per_slot(n) for n in (0, 1, 2, 3, 5)] == [0.5, 0.5, 1, 2, 4]
+    assert turns_per_slot(5, measured=False) == turns_per_slot(1, measured=False) == 1  # a guessed slot: one
     rng = random.Random(7)
     one = [turn_hold_off(0, contention_of(40, turns_per_slot(1)), 0.3, 10.0, 30.0, rng) for _ in range(2000)]
     five = [turn_hold_off(0, contention_of(40, turns_per_slot(5)), 0.3, 10.0, 30.0, rng) for _ in range(2000)]

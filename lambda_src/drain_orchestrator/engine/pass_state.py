@@ -323,7 +323,8 @@ def _wait_for_budgets(
         # drawn at each rise: after a lost race, not before its backoff; else a window that widens with the
         # races lost in a row (at least the first slot: a drain waiting here was refused once already, at most
         # budget_jitter_cap) and, for a budget of the first wave's turns, one slot for as many drains still wanting it
-        # as a slot holds at what it allows (turns_per_slot; at most TURN_WINDOW_MAX_SECONDS)
+        # as a slot holds at what it allows (turns_per_slot, once this drain measured its lag; at most
+        # TURN_WINDOW_MAX_SECONDS)
         backoff = state.budget_not_before - time.monotonic()
         slot, cap = turn_slot(state, options), options.budget_jitter_cap
         if key in state.turn_contenders and state.turn_recount is not None:
@@ -331,7 +332,7 @@ def _wait_for_budgets(
         wanting = state.first_wave_contention
         if key in state.turn_contenders:
             left = max(1, state.turn_contenders[key] - state.budget_falls.get(key, 0))
-            wanting = contention_of(left, turns_per_slot(allowed))
+            wanting = contention_of(left, turns_per_slot(allowed, measured=state.turn_lag.lag is not None))
         return max(backoff, turn_hold_off(state.contention, wanting, slot, cap, TURN_WINDOW_MAX_SECONDS))
 
     every, resume = options.node_check_seconds, state.budget_watch
