@@ -81,6 +81,16 @@ def test_watches_from_a_version_a_restarted_apiserver_no_longer_holds_list_again
         assert took < 10, f"a gone version should end the wait at once, not after {took:.1f} s"
 
 
+def _web_budget(k8s: KubeScenario, max_unavailable: int) -> tuple[str, str]:
+    """Two pods on one node under a budget allowing ``max_unavailable`` of them, as its status says; its key."""
+    k8s.add_nodes(1)
+    k8s.deployment("web", 2)
+    k8s.wait_pods_ready("app=web", 2)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=max_unavailable)
+    k8s.wait_pdb("web", disruptions_allowed=max_unavailable)
+    return (k8s.ns, "web")
+
+
 OLD_GROUP = "drain-orchestrator-without-watch-pods"
 
 
@@ -112,12 +122,7 @@ def test_a_role_that_may_not_watch_pods_is_told_apart_from_a_cut_watch(
 def test_waits_on_a_budget_read_on_from_the_watch_the_last_one_left_open(testbed: Testbed, k8s: KubeScenario) -> None:
     """A wait hands its watch back open: the next wait of the drain sends no request, and a rise that came in
     between (while the pass ran) is in the watch's queue, not lost."""
-    k8s.add_nodes(1)
-    k8s.deployment("web", 2)
-    k8s.wait_pods_ready("app=web", 2)
-    k8s.pdb("web", {"app": "web"}, max_unavailable=0)
-    k8s.wait_pdb("web", disruptions_allowed=0)
-    key = (k8s.ns, "web")
+    key = _web_budget(k8s, max_unavailable=0)
     with drainer(testbed) as kube:
         first = wait_for_budget(kube, [key], 1.0, keep_open=60)
         try:
@@ -144,12 +149,7 @@ def test_a_wait_whose_watch_ends_does_not_wait_blind_for_a_turn_drawn_on_it(
     """A turn is drawn for what the budget allowed and moved as the watch shows it allow more or less: when the watch
     ends before the turn comes (its time ran out, or a restart cut it), the wait hands back within a moment (the next
     one lists again and draws anew), not after sleeping out a turn nothing moves any more."""
-    k8s.add_nodes(1)
-    k8s.deployment("web", 2)
-    k8s.wait_pods_ready("app=web", 2)
-    k8s.pdb("web", {"app": "web"}, max_unavailable=1)
-    k8s.wait_pdb("web", disruptions_allowed=1)
-    key = (k8s.ns, "web")
+    key = _web_budget(k8s, max_unavailable=1)
     with drainer(testbed) as kube:
         first = wait_for_budget(kube, [key], 0.3, hold_off=lambda k, allowed: 60.0, keep_open=3)
         try:
