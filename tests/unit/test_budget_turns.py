@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from drain_orchestrator.drain.turn_lag import TurnLag
 from drain_orchestrator.kube.pdb_watch import Turns
 
 A, B = ("ns", "a"), ("ns", "b")
@@ -77,3 +78,19 @@ def test_each_budgets_falls_are_counted_from_the_first_status_seen_and_added_to_
     later.see(B, 1)
     later.see(B, 0)
     assert falls == {A: 4, B: 1}
+
+
+def test_a_turn_drawn_before_the_lag_was_measured_stays_where_it_was_drawn_when_the_budget_moves() -> None:
+    lag = TurnLag()
+    turns = Turns(lambda key, allowed: 30.0, None, lag)
+    turns.see(A, 5)  # drawn one turn a slot: the configured slot is a guess, no level packs it
+    drawn = turns.next
+    lag.lag = 0.4  # the drain measures its lag meanwhile
+    turns.see(A, 2)
+    assert turns.next == drawn  # not pushed out by 4 / 1 as a turn drawn from the measured lag would be
+    turns.see(A, 0)
+    turns.see(A, 5)  # the next rise is drawn from the measured lag and moves with the level
+    measured = turns.next
+    assert measured is not None
+    turns.see(A, 3)
+    assert turns.next is not None and abs((turns.next - time.monotonic()) - (measured - time.monotonic()) * 2) < 0.5

@@ -179,6 +179,8 @@ def test_a_turn_not_come_moves_with_what_the_budget_allows() -> None:
     assert turn_at_level(110.0, 100.0, 2, 1) == 120.0  # fell to 1: half a turn a slot
     assert turn_at_level(90.0, 100.0, 5, 1) == 90.0  # come already: stays come
     assert turn_at_level(110.0, 100.0, 0, 1) == 110.0  # no level to scale from
+    # drawn before the drain measured its lag: one turn a slot at every level, so the level moving leaves it be
+    assert turn_at_level(110.0, 100.0, 5, 2, measured=False) == 110.0
 
 
 def test_grace_of_zero_is_raised_to_one_second() -> None:

@@ -164,14 +164,15 @@ def turns_per_slot(allowed: int, *, measured: bool = True) -> float:
     return max(0.5, allowed - 1.0)
 
 
-def turn_at_level(turn: float, now: float, before: int, allowed: int) -> float:
+def turn_at_level(turn: float, now: float, before: int, allowed: int, *, measured: bool = True) -> float:
     """A turn not yet come (monotonic ``turn``) when its budget moves from allowing ``before`` to ``allowed`` (both
     above 0): the time left scales as the turns a slot holds (turns_per_slot), so the drains' turns stay as dense
     as the budget admits now: a budget that falls keeps them apart as if drawn at its new level, one that rises
-    brings them nearer."""
+    brings them nearer. A turn drawn before the drain ``measured`` its lag was drawn one a slot at any level, and
+    stays where it was drawn."""
     if turn <= now or before <= 0 or allowed <= 0:
         return turn
-    return now + (turn - now) * turns_per_slot(before) / turns_per_slot(allowed)
+    return now + (turn - now) * turns_per_slot(before, measured=measured) / turns_per_slot(allowed, measured=measured)
 
 
 def next_poll(

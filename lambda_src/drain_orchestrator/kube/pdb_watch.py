@@ -76,11 +76,18 @@ class Turns:
     gone when it falls back, nearer or further as it allows more or less meanwhile (drain/plan.py turn_at_level).
     ``falls``: each budget's disruptions taken (by any drain) as this watch saw them, added to across waits."""
 
-    def __init__(self, hold_off: Callable[[Key, int], float] | None, falls: dict[Key, int] | None = None) -> None:
+    def __init__(
+        self,
+        hold_off: Callable[[Key, int], float] | None,
+        falls: dict[Key, int] | None = None,
+        lag: TurnLag | None = None,
+    ) -> None:
         self.allowed: dict[Key, int] = {}
         self._turn: dict[Key, float] = {}  # monotonic: this drain's turn at the budget's latest rise
+        self._measured: dict[Key, bool] = {}  # whether that turn was drawn from a lag the drain measured
         self._hold_off = hold_off
         self._falls = falls
+        self._lag = lag
         self.rose_at: float | None = None
 
     def see(self, key: Key, allowed: int) -> None:
@@ -93,9 +100,11 @@ class Turns:
         if allowed <= 0:
             self._turn.pop(key, None)  # another drain took the rise first, or it fell back: wait for the next
         elif key not in self._turn:
+            self._measured[key] = self._lag is None or self._lag.lag is not None
             self._turn[key] = time.monotonic() + (self._hold_off(key, allowed) if self._hold_off is not None else 0.0)
         elif before is not None and before != allowed:
-            self._turn[key] = turn_at_level(self._turn[key], time.monotonic(), before, allowed)
+            measured = self._measured.get(key, True)
+            self._turn[key] = turn_at_level(self._turn[key], time.monotonic(), before, allowed, measured=measured)
 
     @property
     def next(self) -> float | None:
@@ -150,7 +159,7 @@ def wait_for_budget(
         return Budgets({}, now)
     end = now + timeout
     path = _path({ns for ns, _ in keys})
-    turns = Turns(hold_off, falls)
+    turns = Turns(hold_off, falls, lag)
     resumed = resume is not None and resume.rv is not None and keys <= resume.seen.keys()
     stream = resume.stream if resume is not None else None
     if stream is not None and not (resumed and stream.usable(path)):
