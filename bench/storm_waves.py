@@ -46,6 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 BOUND = "bound"
 # the drains' first requests of these kinds, in the order a drain sends them, time its start
 START_KINDS = ("get nodes", "patch nodes", "list pods", "list poddisruptionbudgets", "create pods/eviction 201")
+# the storm's start: drains draw turns from the configured slot until they measured their lag on an eviction
+EARLY_S = 5.0
+REFUSED = "create pods/eviction 429"
 # an eviction seen this long before a rise was delivered answers that rise (the watches deliver apart)
 RISE_SLACK_S = 0.02
 
@@ -142,8 +145,15 @@ def start_marks(requests: Iterable[tuple[float, str]], t0: float, drains: int) -
     return {k: statistics.median(seen[k]) for k in START_KINDS if seen[k]}
 
 
+def early_share(refused: Sequence[float]) -> float | None:
+    """The share of the refusals (seconds into the storm) that came in its first EARLY_S; None without any."""
+    return sum(1 for t in refused if t < EARLY_S) / len(refused) if refused else None
+
+
 def summarize(phase: bench_storm.Phase, requests: Iterable[tuple[float, str]] = ()) -> dict[str, Any]:
     """A phase's numbers for the table; ``requests``: the orchestrator's, from the audit log."""
+    requests = list(requests)
+    refused = [at - phase.t0 for at, kind in requests if kind == REFUSED]
     evicted = phase.waves.get("evicted_s", {})
     delays = rise_delays(phase.waves.get("levels", []), evicted)
     firsts = first_evictions(evicted)
@@ -153,6 +163,8 @@ def summarize(phase: bench_storm.Phase, requests: Iterable[tuple[float, str]] = 
         "last_hook_s": max(phase.hook_s, default=None),
         "last_eviction_s": max(evicted.values(), default=None),
         "refusals_per_pod": phase.eviction_429 / phase.pods if phase.pods else 0.0,
+        "refusals_s": refused,  # from the audit log (none for the bound, which is not in it)
+        "early_refusal_share": early_share(refused),
         "rises": len(delays),
         "rise_to_eviction_mean_s": statistics.mean(delays) if delays else None,
         "rise_to_eviction_max_s": max(delays, default=None),
@@ -256,10 +268,10 @@ def render(res: dict[str, Any]) -> str:
         f"{n} nodes x {ppn} pods, PDBs maxUnavailable {mu}, {len(res['rounds'])} rounds"
         + (f", control plane on CPUs {res['cores']['control_plane']}" if res.get("cores") else ""),
         "",
-        "| contender | storm s | ÷ bound | refusals / pod | rise → eviction, mean · max s | first eviction a budget, "
-        "median s | end: last eviction / last pod gone / last hook, s | start: node read / cordon / pod list / "
-        "PDB list / first eviction, s |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| contender | storm s | ÷ bound | refusals / pod | refusals in the first {EARLY_S:g} s, share | "
+        "rise → eviction, mean · max s | first eviction a budget, median s | end: last eviction / last pod gone / "
+        "last hook, s | start: node read / cordon / pod list / PDB list / first eviction, s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for who in [*names, BOUND]:
         got = [rnd[who] for rnd in res["rounds"]]
@@ -276,6 +288,7 @@ def render(res: dict[str, Any]) -> str:
         rows.append(
             f"| {who} | {_cell([g['storm_s'] for g in got], '.2f')} | "
             f"{_cell(ratio, '.2f') if who != BOUND else '1'} | {_cell([g['refusals_per_pod'] for g in got], '.3f')} | "
+            f"{_cell([g.get('early_refusal_share') for g in got], '.2f')} | "
             f"{_cell([g['rise_to_eviction_mean_s'] for g in got], '.2f')} · "
             f"{_cell([g['rise_to_eviction_max_s'] for g in got], '.2f')} | "
             f"{_cell([g['first_eviction_median_s'] for g in got], '.2f')} | {end} | {start or '-'} |"

@@ -40,6 +40,8 @@ def test_a_small_storm_is_cut_into_start_and_waves_for_each_turn_setting_and_the
         marks = [got["start_s"][k] for k in START_KINDS]
         assert marks == sorted(marks), got["start_s"]  # read, cordon, list, PDBs, then the first eviction
         assert got["last_hook_s"] is not None
+        refused = got["refusals_s"]  # the audit log's eviction 429s, each timed within the storm
+        assert len(refused) <= round(got["refusals_per_pod"] * 9) and all(0 <= t <= got["storm_s"] for t in refused)
     assert storm_waves.SHIPPED.lag_slots == turn_lag.LAG_SLOTS
     table = storm_waves.render(res)
     assert all(f"| {who} |" in table for who in rnd["order"]), table

@@ -62,6 +62,11 @@ def test_a_start_mark_is_the_median_of_the_first_request_of_its_kind_of_each_dra
     assert marks == pytest.approx({"get nodes": 0.2, "patch nodes": 0.4})
 
 
+def test_the_early_share_counts_the_refusals_of_the_storms_first_seconds() -> None:
+    assert storm_waves.early_share([0.5, 4.9, 5.0, 20.0]) == 0.5  # two of four before 5 s
+    assert storm_waves.early_share([]) is None  # no refusal: no share
+
+
 def test_turn_settings_are_read_as_lags_times_floor() -> None:
     assert storm_waves.parse_turns("1.5x0.1") == Turns(1.5, 0.1)
     assert Turns(turn_lag.LAG_SLOTS, DrainOptions.budget_jitter_slot) == storm_waves.SHIPPED
