@@ -36,8 +36,10 @@ def kind_of(event: dict[str, Any]) -> str:
     return out
 
 
-def requests(lines: Iterable[bytes | str], who: str, since: float, until: float) -> Iterator[tuple[float, str]]:
-    """(received, kind) of each request of ``who`` (ORCHESTRATOR, NTH) received in [since, until] (epochs)."""
+def _events(
+    lines: Iterable[bytes | str], who: str, since: float, until: float
+) -> Iterator[tuple[float, dict[str, Any]]]:
+    """(received, event) of each request of ``who`` (ORCHESTRATOR, NTH) received in [since, until] (epochs)."""
     for line in lines:
         try:
             event = json.loads(line)
@@ -47,7 +49,25 @@ def requests(lines: Iterable[bytes | str], who: str, since: float, until: float)
             continue
         at = _epoch(str(event.get("requestReceivedTimestamp", "1970-01-01T00:00:00Z")))
         if since <= at <= until:
-            yield at, kind_of(event)
+            yield at, event
+
+
+def requests(lines: Iterable[bytes | str], who: str, since: float, until: float) -> Iterator[tuple[float, str]]:
+    """(received, kind) of each request of ``who`` (ORCHESTRATOR, NTH) received in [since, until] (epochs)."""
+    for at, event in _events(lines, who, since, until):
+        yield at, kind_of(event)
+
+
+def evictions(path: Path, who: str, since: float, until: float) -> list[tuple[float, str, int]]:
+    """(received, pod, HTTP code) of each eviction of ``who`` over the log and its rotated parts, by time received."""
+    out: list[tuple[float, str, int]] = []
+    for part in _parts(path, since):
+        with part.open("rb") as f:
+            for at, event in _events(f, who, since, until):
+                ref = event.get("objectRef") or {}
+                if ref.get("subresource") == "eviction":
+                    out.append((at, str(ref.get("name", "")), int((event.get("responseStatus") or {}).get("code", 0))))
+    return sorted(out)
 
 
 def tally(lines: Iterable[bytes | str], who: str, since: float, until: float) -> Counter[str]:

@@ -126,6 +126,24 @@ def rise_delays(levels: Iterable[Sequence[Any]], evicted: dict[str, float]) -> l
     return out
 
 
+def refusals_by_level(
+    levels: Iterable[Sequence[Any]], answers: Iterable[tuple[float, str, int]]
+) -> dict[int, list[int]]:
+    """``levels`` as in rise_delays; ``answers``: (seconds, pod, HTTP code) of each eviction by time. By the level
+    the pod's budget showed last before the eviction was sent: [sent, refused (429)]. Which level the turns lose
+    their races at (an eviction before any status seen counts at -1)."""
+    shown: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for at, budget, allowed in levels:
+        shown[budget].append((at, allowed))
+    out: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for at, pod, code in answers:
+        before = [allowed for t, allowed in shown.get(budget_of(pod), []) if t <= at]
+        cell = out[before[-1] if before else -1]
+        cell[0] += 1
+        cell[1] += code == 429
+    return dict(sorted(out.items()))
+
+
 def first_evictions(evicted: dict[str, float]) -> list[float]:
     """Each budget's first eviction, seconds after the start."""
     first: dict[str, float] = {}
@@ -150,8 +168,13 @@ def early_share(refused: Sequence[float]) -> float | None:
     return sum(1 for t in refused if t < EARLY_S) / len(refused) if refused else None
 
 
-def summarize(phase: bench_storm.Phase, requests: Iterable[tuple[float, str]] = ()) -> dict[str, Any]:
-    """A phase's numbers for the table; ``requests``: the orchestrator's, from the audit log."""
+def summarize(
+    phase: bench_storm.Phase,
+    requests: Iterable[tuple[float, str]] = (),
+    answers: Iterable[tuple[float, str, int]] = (),
+) -> dict[str, Any]:
+    """A phase's numbers for the table; ``requests``: the orchestrator's, from the audit log; ``answers``: its
+    evictions from there, (epoch, pod, HTTP code)."""
     requests = list(requests)
     refused = [at - phase.t0 for at, kind in requests if kind == REFUSED]
     evicted = phase.waves.get("evicted_s", {})
@@ -165,6 +188,9 @@ def summarize(phase: bench_storm.Phase, requests: Iterable[tuple[float, str]] = 
         "refusals_per_pod": phase.eviction_429 / phase.pods if phase.pods else 0.0,
         "refusals_s": refused,  # from the audit log (none for the bound, which is not in it)
         "early_refusal_share": early_share(refused),
+        "refusals_by_level": refusals_by_level(
+            phase.waves.get("levels", []), [(at - phase.t0, pod, code) for at, pod, code in answers]
+        ),
         "rises": len(delays),
         "rise_to_eviction_mean_s": statistics.mean(delays) if delays else None,
         "rise_to_eviction_max_s": max(delays, default=None),
@@ -205,8 +231,14 @@ def run_round(
                 with turns_set(by_name[who]):
                     phase = bench_storm.run_phase(aws, k8s, fleet, fleet.instance_ids, access_key, budgets=True)
                 phase = bench_storm.with_requests(bed, phase)
-                seen = audit_counts.timeline(bed.audit_log, audit_counts.ORCHESTRATOR, *bench_storm.audit_window(phase))
-                out[who] = {**summarize(phase, seen), "requests_per_pod": phase.per_pod(), "statuses": phase.statuses}
+                window = bench_storm.audit_window(phase)
+                seen = audit_counts.timeline(bed.audit_log, audit_counts.ORCHESTRATOR, *window)
+                answers = audit_counts.evictions(bed.audit_log, audit_counts.ORCHESTRATOR, *window)
+                out[who] = {
+                    **summarize(phase, seen, answers),
+                    "requests_per_pod": phase.per_pod(),
+                    "statuses": phase.statuses,
+                }
             finally:
                 _cleanup([k8s])
     finally:
@@ -293,7 +325,37 @@ def render(res: dict[str, Any]) -> str:
             f"{_cell([g['rise_to_eviction_max_s'] for g in got], '.2f')} | "
             f"{_cell([g['first_eviction_median_s'] for g in got], '.2f')} | {end} | {start or '-'} |"
         )
-    return "\n".join(rows)
+    return "\n".join([*rows, "", *_levels_table(res, names)])
+
+
+def _levels_table(res: dict[str, Any], names: Sequence[str]) -> list[str]:
+    """Evictions refused / sent by the level the budget showed before, the rounds summed (the keys are strings once
+    read back from --json)."""
+    summed: dict[str, dict[int, list[int]]] = {}
+    for who in names:
+        cells: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+        for rnd in res["rounds"]:
+            for level, (sent, refused) in rnd[who].get("refusals_by_level", {}).items():
+                cells[int(level)][0] += sent
+                cells[int(level)][1] += refused
+        summed[who] = cells
+    levels = sorted({lv for cells in summed.values() for lv in cells})
+    if not levels:
+        return []
+    head = " | ".join("none seen" if lv < 0 else f"{lv} allowed" for lv in levels)
+    rows = [
+        "Evictions refused / sent, by what the pod's budget allowed as last seen before it was sent (rounds summed):",
+        "",
+        f"| contender | {head} |",
+        "|---|" + "---|" * len(levels),
+    ]
+    for who, cells in summed.items():
+        row = " | ".join(
+            f"{cells[lv][1]} / {cells[lv][0]} ({cells[lv][1] / cells[lv][0]:.2f})" if cells[lv][0] else "-"
+            for lv in levels
+        )
+        rows.append(f"| {who} | {row} |")
+    return rows
 
 
 def main() -> int:

@@ -42,6 +42,9 @@ def test_a_small_storm_is_cut_into_start_and_waves_for_each_turn_setting_and_the
         assert got["last_hook_s"] is not None
         refused = got["refusals_s"]  # the audit log's eviction 429s, each timed within the storm
         assert len(refused) <= round(got["refusals_per_pod"] * 9) and all(0 <= t <= got["storm_s"] for t in refused)
+        by_level = got["refusals_by_level"].values()  # the same evictions, each at the level its budget showed
+        assert sum(sent for sent, _ in by_level) >= 9 and sum(r for _, r in by_level) == len(refused), by_level
     assert storm_waves.SHIPPED.lag_slots == turn_lag.LAG_SLOTS
     table = storm_waves.render(res)
     assert all(f"| {who} |" in table for who in rnd["order"]), table
+    assert "Evictions refused / sent" in table, table

@@ -67,6 +67,17 @@ def test_the_early_share_counts_the_refusals_of_the_storms_first_seconds() -> No
     assert storm_waves.early_share([]) is None  # no refusal: no share
 
 
+def test_each_eviction_counts_at_the_level_its_budget_showed_last_before_it() -> None:
+    levels = [(1.0, "app0", 2), (2.0, "app0", 1), (3.0, "app1", 1)]
+    answers = [
+        (0.5, "app0-h-a", 201),  # before any status of app0
+        (1.5, "app0-h-b", 201),  # app0 showed 2
+        (2.5, "app0-h-c", 429),  # app0 showed 1: refused there
+        (3.5, "app1-h-d", 201),
+    ]
+    assert storm_waves.refusals_by_level(levels, answers) == {-1: [1, 0], 1: [2, 1], 2: [1, 0]}
+
+
 def test_turn_settings_are_read_as_lags_times_floor() -> None:
     assert storm_waves.parse_turns("1.5x0.1") == Turns(1.5, 0.1)
     assert Turns(turn_lag.LAG_SLOTS, DrainOptions.budget_jitter_slot) == storm_waves.SHIPPED
