@@ -151,17 +151,22 @@ def turn_hold_off(
     return contention_jitter(max(1, lost, wanting), slot, limit, rng)
 
 
+# the share of a budget's disruptions, less one, that a slot holds turns for (turns_per_slot): measured against all
+# of them, the storm's refusals fell at every level the budget showed, for a few seconds more (docs/benchmarks.md)
+SLOT_SHARE = 0.75
+
+
 def turns_per_slot(allowed: int, *, measured: bool = True) -> float:
-    """How many drains' turns one slot holds at a budget allowing ``allowed``: all but one of them, and half a turn
-    at a budget allowing one. The one left is for a turn that came but whose fall the other drains have not seen yet
-    (a slot spans that lag twice, drain/turn_lag.py); with one allowed, a turn a slot lost a quarter of the races.
-    One a slot whatever the budget allows held a budget allowing 5 at the pace of one allowing 1: it sat unused for
-    seconds while drains waited (docs/benchmarks.md). Only a slot sized from a lag the drain ``measured`` holds
-    several: the configured slot is a guess, and at a storm's start, before any drain has evicted, the apiserver is
-    at its busiest and its lag longest."""
+    """How many drains' turns one slot holds at a budget allowing ``allowed``: three quarters of all but one of them,
+    and at least half a turn (at a budget allowing one). The one left is for a turn that came but whose fall the other
+    drains have not seen yet (a slot spans that lag twice, drain/turn_lag.py); with one allowed, a turn a slot lost a
+    quarter of the races. One a slot whatever the budget allows held a budget allowing 5 at the pace of one allowing
+    1: it sat unused for seconds while drains waited (docs/benchmarks.md). Only a slot sized from a lag the drain
+    ``measured`` holds several: the configured slot is a guess, and at a storm's start, before any drain has
+    evicted, the apiserver is at its busiest and its lag longest."""
     if not measured:
         return 1.0
-    return max(0.5, allowed - 1.0)
+    return max(0.5, SLOT_SHARE * (allowed - 1.0))
 
 
 def turn_at_level(turn: float, now: float, before: int, allowed: int, *, measured: bool = True) -> float:
