@@ -9,12 +9,12 @@ so each phase is cut into:
   bound evicts at the rise; the orchestrator's drains wait for their turn (drain/turn_lag.py, drain/plan.py);
 - refused evictions per pod.
 
-The turn's settings are the slot's two constants: it spans ``LAG_SLOTS`` measured lags, at least the drain's
-``budget_jitter_slot`` seconds. They are set in this process for the orchestrator's phase only (the executions
-run here, as bench/bench_storm.py runs them), so a sweep needs no build.
+The turn's settings are the slot's three constants: it spans ``LAG_SLOTS`` measured lags, at least the drain's
+``budget_jitter_slot`` seconds, and holds ``SLOT_SHARE`` x (allowed - 1) turns. They are set in this process for the
+orchestrator's phase only (the executions run here, as bench/bench_storm.py runs them), so a sweep needs no build.
 
     make bench-storm-waves     # = python -m bench.storm_waves --nodes 20 --pods-per-node 10 --rounds 2 --split-cores
-    python -m bench.storm_waves --turns 2x0.2 --turns 1.5x0.1 --rounds 3
+    python -m bench.storm_waves --turns 2x0.2 --turns 1.5x0.1 --turns 2x0.2x1 --rounds 3
 
 Results go to stdout as Markdown; docs/benchmarks.md records them with the command. Reuses a bed started with
 `make cluster-up` when DRAIN_TESTBED_DIR is set.
@@ -35,7 +35,7 @@ from typing import Any
 
 from bench import audit_counts, bench_storm, cpu, harness, ideal_drain, storm
 from bench.bench_nth import _at_least, _cleanup
-from drain_orchestrator.drain import turn_lag
+from drain_orchestrator.drain import plan, turn_lag
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.workflow.job import DrainJob
 from testbed.aws_seed import AwsSeed
@@ -55,45 +55,49 @@ RISE_SLACK_S = 0.02
 
 @dataclass(frozen=True)
 class Turns:
-    """The slot of a drain's turn at a budget: ``lag_slots`` times its measured lag, at least ``floor`` seconds."""
+    """The slot of a drain's turn at a budget: ``lag_slots`` times its measured lag, at least ``floor`` seconds;
+    it holds ``share`` x (allowed - 1) drains' turns, at least half a turn (drain/plan.py turns_per_slot)."""
 
     lag_slots: float
     floor: float
+    share: float = plan.SLOT_SHARE
 
     @property
     def name(self) -> str:
-        return f"{self.lag_slots:g} lags, floor {self.floor:g} s"
+        return f"{self.lag_slots:g} lags, floor {self.floor:g} s, {self.share:g} x (allowed - 1) a slot"
 
 
 SHIPPED = Turns(turn_lag.LAG_SLOTS, DrainOptions.budget_jitter_slot)
 
 
 def parse_turns(text: str) -> Turns:
-    """``LAGSxFLOOR``, e.g. ``2x0.2``: both positive numbers."""
-    lags, sep, floor = text.partition("x")
+    """``LAGSxFLOOR[xSHARE]``, e.g. ``2x0.2`` or ``2x0.2x0.75``: positive numbers (SHARE as shipped when left out)."""
+    parts = text.split("x")
     try:
-        out = Turns(float(lags), float(floor)) if sep else None
+        out = Turns(*(float(p) for p in parts)) if len(parts) in (2, 3) else None
     except ValueError:
         out = None
-    if out is None or out.lag_slots <= 0 or out.floor <= 0:
-        raise argparse.ArgumentTypeError(f"--turns must be LAGSxFLOOR with both above 0 (e.g. 2x0.2), got {text!r}")
+    if out is None or min(out.lag_slots, out.floor, out.share) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"--turns must be LAGSxFLOOR[xSHARE], each above 0 (e.g. 2x0.2 or 2x0.2x0.75), got {text!r}"
+        )
     return out
 
 
 @contextlib.contextmanager
 def turns_set(turns: Turns) -> Iterator[None]:
     """Within: the executions of this process size their turns' slot by ``turns``; as shipped after."""
-    lag_slots, options = turn_lag.LAG_SLOTS, DrainJob.drain_options
+    lag_slots, share, options = turn_lag.LAG_SLOTS, plan.SLOT_SHARE, DrainJob.drain_options
 
     def drain_options(job: DrainJob) -> Any:
         return replace(options(job), budget_jitter_slot=turns.floor)
 
-    turn_lag.LAG_SLOTS = turns.lag_slots
+    turn_lag.LAG_SLOTS, plan.SLOT_SHARE = turns.lag_slots, turns.share
     DrainJob.drain_options = drain_options  # type: ignore[method-assign]
     try:
         yield
     finally:
-        turn_lag.LAG_SLOTS = lag_slots
+        turn_lag.LAG_SLOTS, plan.SLOT_SHARE = lag_slots, share
         DrainJob.drain_options = options  # type: ignore[method-assign]
 
 
@@ -367,7 +371,8 @@ def main() -> int:
         "--turns",
         type=parse_turns,
         action="append",
-        help=f"the turn's slot as LAGSxFLOOR (repeatable; default the shipped {SHIPPED.lag_slots:g}x{SHIPPED.floor:g})",
+        help="the turn's slot as LAGSxFLOOR[xSHARE] (repeatable; default the shipped "
+        f"{SHIPPED.lag_slots:g}x{SHIPPED.floor:g}x{SHIPPED.share:g})",
     )
     p.add_argument("--split-cores", action="store_true", help="the control plane on CPUs of its own (bench/cpu.py)")
     p.add_argument("--json", type=Path, help="also write the raw results here")

@@ -10,7 +10,7 @@ import pytest
 from bench import storm_waves
 from bench.storm_waves import Turns
 
-from drain_orchestrator.drain import turn_lag
+from drain_orchestrator.drain import plan, turn_lag
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.ownership import Decision, Reason
@@ -78,12 +78,13 @@ def test_each_eviction_counts_at_the_level_its_budget_showed_last_before_it() ->
     assert storm_waves.refusals_by_level(levels, answers) == {-1: [1, 0], 1: [2, 1], 2: [1, 0]}
 
 
-def test_turn_settings_are_read_as_lags_times_floor() -> None:
-    assert storm_waves.parse_turns("1.5x0.1") == Turns(1.5, 0.1)
+def test_turn_settings_are_read_as_lags_times_floor_times_an_optional_share() -> None:
+    assert storm_waves.parse_turns("1.5x0.1") == Turns(1.5, 0.1, plan.SLOT_SHARE)
+    assert storm_waves.parse_turns("2x0.2x1") == Turns(2.0, 0.2, 1.0)
     assert Turns(turn_lag.LAG_SLOTS, DrainOptions.budget_jitter_slot) == storm_waves.SHIPPED
 
 
-@pytest.mark.parametrize("text", ["2", "2x", "x0.1", "ax0.1", "0x0.1", "2x-1"])
+@pytest.mark.parametrize("text", ["2", "2x", "x0.1", "ax0.1", "0x0.1", "2x-1", "2x0.2x0", "2x0.2x1x1"])
 def test_a_malformed_turn_setting_names_the_flag_and_the_form(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=r"--turns must be LAGSxFLOOR"):
         storm_waves.parse_turns(text)
@@ -102,16 +103,20 @@ def test_turn_settings_hold_within_the_phase_only(monkeypatch: pytest.MonkeyPatc
     runtime.reset_config()
     try:
         shipped = _job().drain_options().budget_jitter_slot
-        with storm_waves.turns_set(Turns(1.0, 0.05)):
-            assert turn_lag.LAG_SLOTS == 1.0
+        with storm_waves.turns_set(Turns(1.0, 0.05, 1.0)):
+            assert turn_lag.LAG_SLOTS == 1.0 and plan.turns_per_slot(5) == 4  # all but one a slot
             assert _job().drain_options().budget_jitter_slot == 0.05
-        assert storm_waves.SHIPPED.lag_slots == turn_lag.LAG_SLOTS
+        assert storm_waves.SHIPPED.lag_slots == turn_lag.LAG_SLOTS and storm_waves.SHIPPED.share == plan.SLOT_SHARE
         assert _job().drain_options().budget_jitter_slot == shipped == storm_waves.SHIPPED.floor
     finally:
         runtime.reset_config()
 
 
 def test_the_rounds_alternate_which_contender_goes_first_and_the_bound_goes_last_in_odd_rounds() -> None:
-    turns = [Turns(2.0, 0.2), Turns(1.0, 0.1)]
-    assert storm_waves.round_order(1, turns) == ["2 lags, floor 0.2 s", "1 lags, floor 0.1 s", "bound"]
-    assert storm_waves.round_order(2, turns) == ["bound", "1 lags, floor 0.1 s", "2 lags, floor 0.2 s"]
+    a, b = Turns(2.0, 0.2, 0.75), Turns(1.0, 0.1, 1.0)
+    assert [a.name, b.name] == [
+        "2 lags, floor 0.2 s, 0.75 x (allowed - 1) a slot",
+        "1 lags, floor 0.1 s, 1 x (allowed - 1) a slot",
+    ]
+    assert storm_waves.round_order(1, [a, b]) == [a.name, b.name, "bound"]
+    assert storm_waves.round_order(2, [a, b]) == ["bound", b.name, a.name]
