@@ -35,7 +35,7 @@ help:
 	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
 	@echo "make release       versioned artefacts in dist/: construct and CLI wheels, Lambda code asset zip, RBAC, SHA256SUMS"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
-	@echo "make bench-hold    a drain held by a PDB: 4 min on the bed, then the model for 48 h (results: docs/cost.md)"
+	@echo "make bench-hold    a drain held by a PDB: 4 min on the bed, then the model for 48 h (results: docs/benchmarks.md, docs/cost.md)"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 	@echo "make bench-storm-waves  a 20-node storm cut into its start and its PDB waves, against the lower bound;"
 	@echo "                   BENCH_WAVES_FLAGS='--turns 2x0.2 --turns 1.5x0.1' compares the turn's slot settings"
@@ -144,20 +144,21 @@ bench-lambda: setup-python setup-bins
 build-nth:
 	@bash build/build-nth.sh >/dev/null
 
-# 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
 # a drain held by a PDB: a real hold of 4 min on the bed (audit log, runner), the model for 48 h fed with its costs
 bench-hold: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.held_cost --measure 240
 
+# 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
 bench-storm: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.bench_storm --nodes 50 --pods-per-node 20 --json .local/bench-storm.json
 
-# storms at three sizes with few pods a node (kwok nodes are cheap); the model of 1,000 nodes is calibrated on the
-# first two and checked against the third
+# a 20-node storm cut into its start and its PDB waves, beside the lower bound, the control plane on a core of its own
 bench-storm-waves: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.storm_waves --nodes 20 --pods-per-node 10 --rounds 2 --split-cores \
 	  --json .local/storm-waves.json $(BENCH_WAVES_FLAGS)
 
+# storms at three sizes with few pods a node (kwok nodes are cheap); the model of 1,000 nodes is calibrated on the
+# first two and checked against the third
 bench-fleet: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.bench_storm --nodes 50 --pods-per-node 2 --json .local/storm-50x2.json
 	nice -n 19 $(PY) -m bench.bench_storm --nodes 100 --pods-per-node 2 --json .local/storm-100x2.json

@@ -3,7 +3,7 @@ compute and cost per drain, calibrated on storm runs of `bench_storm --json` and
 
     python -m bench.fleet_model .local/storm-50x2.json .local/storm-100x2.json .local/storm-200x2.json --nodes 1000
 
-What it assumes, from the measurements (docs/benchmarks.md, "A storm of 200 nodes, and a model of 1,000"):
+What it assumes, from the measurements (docs/benchmarks.md, "Fleet: 50, 100 and 200 nodes, and a model of 1,000"):
 - a drain's requests are its solo drain's (the same pods alone: cordon, lists, evictions, verdict), plus a few for
   being in a storm (the first wave's reads of the draining nodes and budgets, its budget watch), plus a rate per
   second it waits behind the storm's budgets (node checks, budget watches, its turns' passes): a line through the
@@ -27,12 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# us-east-1 list prices, December 2026 (docs/cost.md; the durable-operation price is second-hand, unverified)
-PRICE_OP = 8.00 / 1e6
-PRICE_GB_S = 0.0000133334  # arm64
-PRICE_REQUEST = 0.20 / 1e6
-PRICE_LOG_GB = 0.50
-MEMORY_GB = 0.5
+from bench.costs import MEMORY_GB, PRICE_GB_SECOND, PRICE_LOG_GB, PRICE_OPERATION, PRICE_REQUEST
 
 
 @dataclass(frozen=True)
@@ -107,8 +102,8 @@ class Model:
         per_drain = self.requests(wait)
         billed = self.solo_drained_s + wait
         cost = {
-            "operations": self.operations * PRICE_OP,
-            "compute": billed * MEMORY_GB * PRICE_GB_S,
+            "operations": self.operations * PRICE_OPERATION,
+            "compute": billed * MEMORY_GB * PRICE_GB_SECOND,
             "requests": self.invocations * PRICE_REQUEST,
             "logs": self.log_bytes / 1e9 * PRICE_LOG_GB,
         }

@@ -7,8 +7,8 @@ what one pass costs as measured on the bed: a real run of the handler held for a
 requests counted from the apiserver's audit log by verb and resource, the billed seconds of its steps from the
 durable runner, its operations. The same model is then checked against that run (passes, waits, heartbeats).
 
-    python -m bench.held_cost                      # the model: a 48 h hold with default settings (costs of the last
-                                                   #   measurement recorded in docs/benchmarks.md)
+    python -m bench.held_cost                      # the model: a 48 h hold with default settings, fed with the
+                                                   #   per-pass costs last measured (bench/costs.py)
     python -m bench.held_cost --measure 240        # + a real run held 240 s, and the model fed with its costs
 """
 
@@ -25,26 +25,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench.costs import (
+    FIRST_PASS,
+    HELD_PASS,
+    HOLD_OUTSIDE_LOOP_OPERATIONS,
+    MEMORY_GB,
+    POLLING_PASS,
+    PRICE_GB_SECOND,
+    PassCost,
+)
 from drain_orchestrator import pacing
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
 REPO = Path(__file__).resolve().parents[1]
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
-P_GBS = 0.0000133334  # arm64 $/GB-second (docs/cost.md)
-GB = 0.5  # 512 MB
-
-
-@dataclass(frozen=True)
-class PassCost:
-    requests: float  # Kubernetes requests of one pass
-    seconds: float  # billed seconds of one pass (the step's run time)
-
-
-# measured with --measure 240 (docs/benchmarks.md "A held drain"): the first pass watches the budget for 30 s
-FIRST_PASS = PassCost(requests=52, seconds=30.43)  # with the locate and cordon steps before it
-HELD_PASS = PassCost(requests=10.3, seconds=0.08)
-# the previous loop: one pass polled through its whole 120 s budget (137 requests), then a recheck wait
-POLLING_PASS = PassCost(requests=137, seconds=120.0)
 
 
 @dataclass
@@ -66,7 +60,7 @@ class Cost:
             "requests/min": round(self.requests / minutes, 2),
             "compute s": round(self.compute_seconds, 1),
             "compute % of hold": round(100 * self.compute_seconds / hold, 3),
-            "compute $": round(self.compute_seconds * GB * P_GBS, 5),
+            "compute $": round(self.compute_seconds * MEMORY_GB * PRICE_GB_SECOND, 5),
             "durable operations": self.loop_operations + fixed_ops,
         }
 
@@ -203,7 +197,7 @@ def main() -> int:
     ws = WorkflowSettings()
     hold = a.hold_hours * 3600
     first, later = FIRST_PASS, HELD_PASS
-    fixed_ops = 15  # a drain's operations outside its loop (docs/benchmarks.md "Cost of a drain")
+    fixed_ops = int(HOLD_OUTSIDE_LOOP_OPERATIONS.value)
     if a.measure:
         hb = 60
         got = measure(a.measure, hb)

@@ -7,6 +7,7 @@ import re
 import textwrap
 from pathlib import Path
 
+from bench import costs
 from infra.log_queries import ALL_QUERIES, DASHBOARD_QUERIES
 
 from tests.infra.conftest import REPO_ROOT, Synthesized
@@ -75,7 +76,8 @@ def test_scan_resolves_literals_and_step_templates(tmp_path: Path) -> None:
 def test_every_alarm_points_at_its_section(multi: Synthesized) -> None:
     anchors = {_slug(h) for h in _headings()}
     alarms = multi.resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 9  # errors, two queues, a deadline alarm and a held alarm per cluster (3 each)
+    # errors, two queues, a deadline and a held alarm per cluster (3 here): the count docs/cost.md prices
+    assert len(alarms) == costs.ALARMS_FIXED + 3 * costs.ALARMS_PER_CLUSTER
     for logical_id, alarm in alarms.items():
         description = alarm["Properties"]["AlarmDescription"]
         link = re.search(r"Runbook: docs/runbook\.md#([\w-]+)$", description)

@@ -18,6 +18,7 @@ from drain_orchestrator.cli.approve import ApprovalGone, decision_of, send_decis
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
 from tests.integration.lambda_support import CallbackApi, LambdaHarness
+from tests.integration.notification_support import assert_shaped_like_its_example
 from tests.integration.scenario_support import (
     assert_completed_by_function,
     blue_asg_node,
@@ -111,6 +112,9 @@ def test_continue_completes_the_hook_with_continue_and_stops_draining(
     (final,) = [n for n in notes if n["phase"] in ("completed", "failed", "stopped")]
     assert final["phase"] == "stopped"
     assert (final["approval"]["decision"], final["approval"]["by"]) == ("continue", OPERATOR)
+    # both are what docs/notifications.md shows for their phase
+    assert_shaped_like_its_example(final)
+    assert_shaped_like_its_example(next(n for n in notes if n["phase"] == "held"))
     assert final["approval"]["at"].endswith("Z")
     # nothing was forced: the pods the PDB protects are still there
     assert sorted(f"{k8s.ns}/{p.metadata.name}" for p in pods_on(k8s, node)) == held_pods

@@ -1,4 +1,4 @@
-"""Drain notifications to an SNS topic (started / completed / failed, one of each per node drain)."""
+"""Drain notifications to an SNS topic: one message per phase of a node's drain (docs/notifications.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Drain notifications (started / completed / failed) to the SNS topic: best effort by design.
+"""Drain notifications to the SNS topic, one per phase (docs/notifications.md): best effort by design.
 
 A notification reports a drain; it must never stop one. An SNS failure (topic deleted, permission missing, an
 outage) is logged and counted as ``Errors`` with reason ``notify-failed``, and the drain goes on.
