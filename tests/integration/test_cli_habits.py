@@ -119,4 +119,4 @@ def test_version_and_help_for_people() -> None:
     assert "\nexamples:\n  export CLUSTER_NAMES=prod AWS_REGION=eu-west-1\n" in helped.stdout
     commands = helped.stdout.split("\ncommands:\n", 1)[1].split("\n\n", 1)[0]
     listed = {line.split()[0] for line in commands.splitlines()[1:] if line.startswith("    ")}
-    assert {"status", "explain", "invoke", "drain", "uncordon", "approve", "rbac", "versions"} <= listed
+    assert {"status", "history", "explain", "invoke", "drain", "uncordon", "approve", "rbac", "versions"} <= listed

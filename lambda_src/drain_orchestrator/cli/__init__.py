@@ -25,6 +25,7 @@ _SUBCOMMANDS = {
     "rbac": ("drain_orchestrator.cli.rbac", "add_rbac_parser"),
     "approve": ("drain_orchestrator.cli.approve", "add_approve_parser"),
     "surge": ("drain_orchestrator.cli.surge", "add_surge_parser"),
+    "history": ("drain_orchestrator.cli.history", "add_history_parser"),
 }
 
 DESCRIPTION = """\
@@ -40,6 +41,7 @@ Durations: seconds (300) or Go durations (90s, 5m, 1h30m). --json: stdout is one
 EXAMPLES = (
     "export CLUSTER_NAMES=prod AWS_REGION=eu-west-1",
     "drain-orchestrator status                            # what is draining now, and what holds each drain",
+    "drain-orchestrator history i-0abc123def4567890 --function drain-orchestrator-prod   # one drain's steps",
     "drain-orchestrator explain event.json                # what it would decide for an EventBridge event",
     "drain-orchestrator drain ip-10-0-1-23.ec2.internal --timeout 5m   # like kubectl drain, PDB-aware",
     "drain-orchestrator approve APPROVAL_ID --force       # answer a held drain's approval",
