@@ -1,12 +1,14 @@
-"""The command line's shared conventions (cli/args.py): durations as kubectl takes them, and refusals that say what
-was expected."""
+"""The command line's shared conventions (cli/args.py): durations as kubectl takes them, refusals that say what
+was expected, and help whose examples are commands the parser takes."""
 
 from __future__ import annotations
 
 import argparse
+import shlex
 
 import pytest
 
+from drain_orchestrator.cli import build_parser
 from drain_orchestrator.cli.args import duration, parse_duration
 
 
@@ -51,3 +53,27 @@ def test_the_argparse_type_bounds_and_rounds() -> None:
         duration()("-5s")
     with pytest.raises(argparse.ArgumentTypeError, match=r"^'0s': expected at least 1s$"):
         duration(minimum=1)("0s")
+
+
+def _examples(parser: argparse.ArgumentParser) -> list[str]:
+    """The example command lines of a parser's help and of its subcommands' (comments and pipes cut)."""
+    lines = [line.strip() for line in (parser.epilog or "").splitlines()[1:]]
+    found = [shlex.split(line.split("#", 1)[0].split("|", 1)[0]) for line in lines]
+    commands = [" ".join(words[1:]) for words in found if words and words[0] == "drain-orchestrator"]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                commands += _examples(sub)
+    return commands
+
+
+def test_every_example_in_the_help_is_a_command_the_parser_takes() -> None:
+    parser = build_parser()
+    examples = [e for e in _examples(parser) if "--help" not in e]
+    assert len(examples) >= 8 and any(e.startswith("history ") for e in examples)
+    for example in examples:
+        try:
+            args = parser.parse_args(shlex.split(example))
+        except SystemExit:
+            pytest.fail(f"the help's example is refused: drain-orchestrator {example}")
+        assert callable(args.func), example

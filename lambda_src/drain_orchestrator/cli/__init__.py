@@ -52,6 +52,20 @@ EXAMPLES = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(args_list).parse_args(args_list)
+    try:
+        with json_stdout(bool(getattr(args, "json", False))):
+            result: int = args.func(args)
+    except BrokenPipeError:
+        # the reader went away (`status --json | head`): not an error of ours, and no traceback; stdout is
+        # pointed at /dev/null so the interpreter's final flush does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return result
+
+
+def build_parser(args_list: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The command's parser, with the subcommand ``args_list`` names registered (every one when it names none)."""
     parser = argparse.ArgumentParser(
         prog="drain-orchestrator",
         description=DESCRIPTION,
@@ -66,13 +80,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         wanted = [_SUBCOMMANDS["drain"]]  # cli/drain.py registers both drain and uncordon
     for module, register in wanted:
         getattr(importlib.import_module(module), register)(subparsers)
-    args = parser.parse_args(args_list)
-    try:
-        with json_stdout(bool(getattr(args, "json", False))):
-            result: int = args.func(args)
-    except BrokenPipeError:
-        # the reader went away (`status --json | head`): not an error of ours, and no traceback; stdout is
-        # pointed at /dev/null so the interpreter's final flush does not fail again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    return result
+    return parser

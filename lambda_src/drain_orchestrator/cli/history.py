@@ -34,7 +34,7 @@ def add_history_parser(subparsers: Any) -> None:
         description=__doc__ or "",
         examples=(
             "drain-orchestrator history i-0abc123def4567890 --function drain-orchestrator-prod",
-            "drain-orchestrator history ip-10-0-1-23.ec2.internal --function FUNCTION_ALIAS_ARN --since 3d",
+            "drain-orchestrator history ip-10-0-1-23.ec2.internal --function FUNCTION_ALIAS_ARN --since 72h",
             "drain-orchestrator history i-0abc123def4567890 --function F --all --json | jq '.executions[].verdict'",
         ),
     )
