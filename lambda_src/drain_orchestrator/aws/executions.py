@@ -3,6 +3,7 @@ callback with its time and checkpointed result): what `drain-orchestrator histor
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -41,8 +42,9 @@ def epoch(value: Any) -> float | None:
 def executions_since(client: Any, function: str, since: float) -> list[ExecutionSummary]:
     """Executions of every version of ``function`` started at ``since`` or later, newest first.
 
-    Asked newest first (ReverseOrder), the listing stops at the first page that ends before ``since``; the start
-    times are compared here, not sent (StartedAfter), so a service reading that filter otherwise changes nothing."""
+    Asked newest first (ReverseOrder), the listing stops at the first page, newest first indeed, that reaches back
+    before ``since``; the start times are compared here, not sent (StartedAfter): the durable local runner reads
+    that filter as epoch seconds where the API sends ISO 8601, and would drop every execution."""
     found: list[ExecutionSummary] = []
     pages = client.get_paginator("list_durable_executions_by_function").paginate(
         FunctionName=function, ReverseOrder=True
@@ -50,7 +52,8 @@ def executions_since(client: Any, function: str, since: float) -> list[Execution
     for page in pages:
         listed = [_summary(e) for e in page.get("DurableExecutions", [])]
         found += [e for e in listed if e.started >= since]
-        if listed and min(e.started for e in listed) < since:
+        newest_first = all(a.started >= b.started for a, b in itertools.pairwise(listed))
+        if listed and newest_first and listed[-1].started < since:
             break
     return sorted(found, key=lambda e: e.started, reverse=True)
 
