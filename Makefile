@@ -123,10 +123,10 @@ package: $(UV)
 
 # what an operator pins (docs/releases.md): the construct and CLI wheels, the Lambda code asset as a zip and the
 # RBAC, all of version __version__ (lambda_src/drain_orchestrator/__init__.py), which must have a CHANGELOG.md entry;
-# checked first
+# checked first, with a clean work tree and no tag vX.Y.Z on another commit
 .PHONY: release
 release: setup-python
-	$(PY) build/release.py check
+	$(PY) build/release.py check --release
 	$(UV) build infra --wheel --out-dir dist
 	$(UV) build --wheel --out-dir dist
 	$(PY) build/release.py bundle dist

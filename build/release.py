@@ -8,12 +8,15 @@
   --file``, for a command line installed without a checkout)
 - ``SHA256SUMS`` of the four
 
-The version lives in one place, ``lambda_src/drain_orchestrator/__init__.py`` (``__version__``); infra/pyproject.toml
-reads it through hatch's dynamic version, and the root pyproject.toml must say the same. Before building anything
-this checks that, that the version is a semantic version, and that CHANGELOG.md has an entry for it.
+The version lives in one place, ``lambda_src/drain_orchestrator/__init__.py`` (``__version__``); both projects
+(pyproject.toml, the command line; infra/pyproject.toml, the construct) read it through hatch's dynamic version.
+Before building anything this checks that, that the version is a semantic version, and that CHANGELOG.md has an
+entry for it; ``--release`` adds what only a build to hand out needs: a clean work tree (every artefact is the
+commit's, nothing else) and no tag ``vX.Y.Z`` on another commit (a released version is never built again from
+different code).
 
-    python build/release.py check          # the checks only
-    python build/release.py bundle DIST    # the checks, then the code asset's zip and SHA256SUMS in DIST
+    python build/release.py check [--release]   # the checks only
+    python build/release.py bundle DIST         # the code asset's zip and SHA256SUMS in DIST (after check)
 """
 
 from __future__ import annotations
@@ -57,18 +60,46 @@ def check(repo: Path = REPO) -> str:
     v = version(repo)
     if not SEMVER.fullmatch(v):
         raise ReleaseError(f"__version__ = {v!r}: expected a semantic version MAJOR.MINOR.PATCH[-PRERELEASE]")
-    root = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    if root.get("version") != v:
-        raise ReleaseError(f"pyproject.toml: [project] version = {root.get('version')!r}, but __version__ = {v!r}")
-    infra = tomllib.loads((repo / "infra" / "pyproject.toml").read_text(encoding="utf-8"))
-    source = infra.get("tool", {}).get("hatch", {}).get("version", {}).get("path")
-    if "version" not in infra["project"].get("dynamic", []) or not source:
-        raise ReleaseError('infra/pyproject.toml: expected dynamic = ["version"] with [tool.hatch.version] path')
-    if (repo / "infra" / source).resolve() != (repo / _VERSION_PATH).resolve():
-        raise ReleaseError(f"infra/pyproject.toml: [tool.hatch.version] path = {source!r} is not {_VERSION_PATH}")
+    for project in (Path("pyproject.toml"), Path("infra/pyproject.toml")):
+        _reads_the_version(repo, project)
     changelog = repo / "CHANGELOG.md"
     if v not in changelog_entries(changelog.read_text(encoding="utf-8") if changelog.exists() else ""):
         raise ReleaseError(f"CHANGELOG.md: no entry `## [{v}] - YYYY-MM-DD` for version {v}")
+    return v
+
+
+def _reads_the_version(repo: Path, project: Path) -> None:
+    """The project's version is hatch's dynamic version read from __version__, never written in the project."""
+    meta = tomllib.loads((repo / project).read_text(encoding="utf-8"))
+    source = meta.get("tool", {}).get("hatch", {}).get("version", {}).get("path")
+    if "version" in meta["project"] or "version" not in meta["project"].get("dynamic", []) or not source:
+        raise ReleaseError(f'{project}: expected dynamic = ["version"] with [tool.hatch.version] path, no version')
+    if (repo / project.parent / source).resolve() != (repo / _VERSION_PATH).resolve():
+        raise ReleaseError(f"{project}: [tool.hatch.version] path = {source!r} is not {_VERSION_PATH}")
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ReleaseError(f"git {' '.join(args)}: {done.stderr.strip() or done.returncode}")
+    return done.stdout
+
+
+def check_release(repo: Path = REPO) -> str:
+    """check(), and what a build to hand out needs: a clean work tree, the version's tag (if any) on HEAD."""
+    v = check(repo)
+    dirty = _git(repo, "status", "--porcelain", "--untracked-files=normal").splitlines()
+    if dirty:
+        shown = ", ".join(line[3:] for line in dirty[:5]) + (f" and {len(dirty) - 5} more" if len(dirty) > 5 else "")
+        raise ReleaseError(f"the work tree has changes not committed ({shown}): commit or stash them first")
+    tag = f"v{v}"
+    if _git(repo, "tag", "--list", tag).strip():
+        tagged, head = (_git(repo, "rev-parse", ref).strip() for ref in (f"refs/tags/{tag}^{{commit}}", "HEAD"))
+        if tagged != head:
+            raise ReleaseError(
+                f"tag {tag} is on {tagged[:12]}, not on HEAD {head[:12]}: version {v} was released from other code; "
+                "give this build a new version (and its CHANGELOG entry)"
+            )
     return v
 
 
@@ -124,8 +155,8 @@ def bundle(dist: Path) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     try:
-        if argv[:1] == ["check"] and len(argv) == 1:
-            print(check())
+        if argv in (["check"], ["check", "--release"]):
+            print(check_release() if "--release" in argv else check())
             return 0
         if argv[:1] == ["bundle"] and len(argv) == 2:
             for path in bundle(Path(argv[1])):
@@ -134,7 +165,7 @@ def main(argv: list[str]) -> int:
     except ReleaseError as exc:
         print(f"release: {exc}", file=sys.stderr)
         return 2
-    print("usage: release.py check | bundle DIST", file=sys.stderr)
+    print("usage: release.py check [--release] | bundle DIST", file=sys.stderr)
     return 2
 
 

@@ -282,7 +282,7 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
             assert isinstance(default, cdk.CfnElement)
             finding = f"{_IAM5}[Resource::<{cdk.Stack.of(self).get_logical_id(default)}.Arn>:*]"
             reason = "The `*` stands for this function's versions, which its durable executions run on."
-            cdk.Validations.of(grantee).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+            nag.acknowledge_findings(grantee, {finding: reason})
         return grant
 
     @property

@@ -70,7 +70,14 @@ def acknowledge(scope: Construct, config: OrchestratorConfig) -> None:
     metadata, which is what its `NagSuppressions.add_resource_suppressions(..., apply_to_children=True)` writes;
     it is written only when cdk-nag 2.x is installed, so other apps' templates carry no extra metadata. Call after
     every resource of `scope` exists."""
-    reasons = nag_acknowledgements(config)
+    acknowledge_findings(scope, nag_acknowledgements(config))
+
+
+def acknowledge_findings(scope: Construct, reasons: dict[str, str]) -> None:
+    """`reasons` (finding id -> why) on `scope` and every resource under it, for the installed cdk-nag: through
+    `Validations` where aws-cdk-lib has it (older releases, down to the construct's declared minimum, do not), and
+    as cdk-nag v2's resource metadata when v2 is installed, added to what a resource already suppresses (a grant
+    on a team's role must not drop the team's own suppressions)."""
     validations = getattr(cdk, "Validations", None)
     if validations is not None:
         for finding, reason in reasons.items():
@@ -79,7 +86,9 @@ def acknowledge(scope: Construct, config: OrchestratorConfig) -> None:
         suppressions = v2_suppressions(reasons)
         for child in scope.node.find_all():
             if isinstance(child, cdk.CfnResource):
-                child.add_metadata("cdk_nag", {"rules_to_suppress": suppressions})
+                kept = (child.get_metadata("cdk_nag") or {}).get("rules_to_suppress") or []
+                added = [s for s in suppressions if s not in kept]
+                child.add_metadata("cdk_nag", {"rules_to_suppress": [*kept, *added]})
 
 
 def v2_suppressions(reasons: dict[str, str]) -> list[dict[str, object]]:

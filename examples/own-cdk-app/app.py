@@ -14,6 +14,7 @@ import importlib.metadata
 import aws_cdk as cdk
 import cdk_nag
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 from drain_orchestrator_cdk import DrainOrchestrator, OrchestratorConfig
@@ -36,8 +37,9 @@ class NodeLifecycleStack(cdk.Stack):
                 create_lifecycle_hooks=asgs,
                 heartbeat_timeout_seconds=600,
                 alarm_email=alarm_email,
-                # checked at synth by the function's own settings code
-                drain_settings={"DRAIN_GRACE_PERIOD": 30},
+                # checked at synth by the function's own settings code; a drain held past its notice waits for
+                # an operator's decision (`drain-orchestrator approve`)
+                drain_settings={"DRAIN_GRACE_PERIOD": 30, "HELD_APPROVAL": "on"},
             ),
         )
         # the team's own paging topic also gets the orchestrator's alarms
@@ -46,6 +48,9 @@ class NodeLifecycleStack(cdk.Stack):
         )
         for alarm in self.orchestrator.alarms:
             alarm.add_alarm_action(cw_actions.SnsAction(paging))
+        # the on-call engineers' role may answer those approvals (and nothing else of the function)
+        on_call = iam.Role(self, "OnCall", assumed_by=iam.AccountRootPrincipal())
+        self.orchestrator.grant_approve(on_call)
         cdk.CfnOutput(self, "DrainOrchestratorRoleArn", value=self.orchestrator.role_arn)
 
 

@@ -1,3 +1,3 @@
 """EKS Drain Orchestrator: cordon and drain EKS nodes before their EC2 instances go away."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -61,6 +61,11 @@ class Decision:
     node: str | None = None
     lifecycle_hook: str | None = None  # the hook's name when it is not ours (reason hook-not-ours)
 
+    @property
+    def acts(self) -> bool:
+        """The event's flow acts on this instance: ours, and an action other than skip."""
+        return self.owned and self.action != "skip"
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "instance_id": self.instance_id,
@@ -111,7 +116,7 @@ def decide(instance_id: str, facts: InstanceFacts | None, settings: Settings, ev
     if lifecycle is None or settings.owns_hook(lifecycle.hook_name):
         return decision
     action: Action = "skip"
-    if decision.owned and decision.action != "skip" and event.kind == "asg-terminate":
+    if decision.acts and event.kind == "asg-terminate":
         action = "skip" if settings.action_foreign_hook == "ignore" else settings.action_foreign_hook
     return replace(decision, reason=Reason.HOOK_NOT_OURS, action=action, lifecycle_hook=lifecycle.hook_name)
 

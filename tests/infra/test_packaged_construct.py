@@ -2,7 +2,8 @@
 environments (no repository on sys.path) at both ends of the dependency ranges it claims, synthesizing
 examples/own-cdk-app with the code asset bundled and cdk-nag's AwsSolutions rules applied.
 
-- oldest: Python 3.12 (the CDK side's minimum), the lowest aws-cdk-lib infra/pyproject.toml allows, cdk-nag 2.x
+- oldest: Python 3.12 (the CDK side's minimum), the lowest version of each dependency infra/pyproject.toml declares
+  (aws-cdk-lib, constructs), cdk-nag 2.x
 - newest: Python 3.13, the aws-cdk-lib of this repository's lock, cdk-nag 3.x
 """
 
@@ -55,18 +56,29 @@ def _python312() -> str:
     )
 
 
-def _claimed_oldest() -> str:
+def _declared_minimums() -> dict[str, str]:
+    """Each dependency of infra/pyproject.toml -> the lowest version it declares (``name>=X,<Y``)."""
     project = tomllib.loads((REPO_ROOT / "infra" / "pyproject.toml").read_text())["project"]
-    (spec,) = [d for d in project["dependencies"] if d.startswith("aws-cdk-lib")]
-    found = re.fullmatch(r"aws-cdk-lib>=([\d.]+),<3", spec)
-    assert found, f"expected aws-cdk-lib>=X,<3 in infra/pyproject.toml, got {spec!r}"
-    return found.group(1)
+    minimums = {}
+    for spec in project["dependencies"]:
+        found = re.fullmatch(r"([a-z0-9-]+)>=([\d.]+),<[\d.]+", spec)
+        assert found, f"expected NAME>=X,<Y in infra/pyproject.toml's dependencies, got {spec!r}"
+        minimums[found.group(1)] = found.group(2)
+    return minimums
 
 
 def _locked(name: str) -> str:
     lock = tomllib.loads((REPO_ROOT / "uv.lock").read_text())
     (version,) = [p["version"] for p in lock["package"] if p["name"] == name]
     return str(version)
+
+
+def _normalized(version: str) -> tuple[int, ...]:
+    """``10`` and ``10.0.0`` name the same release."""
+    parts = [int(p) for p in version.split(".")]
+    while parts and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
 
 
 def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 600) -> str:
@@ -78,14 +90,14 @@ def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 600
 @dataclass(frozen=True)
 class Combination:
     python: str
-    aws_cdk_lib: str
+    pins: dict[str, str]  # name -> the exact version installed
     cdk_nag: str  # a requirement range
 
 
 def _combinations() -> dict[str, Combination]:
     return {
-        "oldest": Combination(_python312(), _claimed_oldest(), "cdk-nag>=2,<3"),
-        "newest": Combination(sys.executable, _locked("aws-cdk-lib"), "cdk-nag>=3,<4"),
+        "oldest": Combination(_python312(), _declared_minimums(), "cdk-nag>=2,<3"),
+        "newest": Combination(sys.executable, {"aws-cdk-lib": _locked("aws-cdk-lib")}, "cdk-nag>=3,<4"),
     }
 
 
@@ -120,7 +132,7 @@ def _install(wheel: Path, combination: Combination, venv: Path) -> None:
     needs, so an offline install passes only where earlier work happened to warm the cache."""
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
     _run([_uv(), "venv", "--quiet", "--python", combination.python, str(venv)], cwd=venv.parent, env=env)
-    requirements = [str(wheel), f"aws-cdk-lib=={combination.aws_cdk_lib}", combination.cdk_nag]
+    requirements = [str(wheel), *(f"{name}=={v}" for name, v in combination.pins.items()), combination.cdk_nag]
     _run([_uv(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), *requirements],
          cwd=venv.parent, env=env)  # fmt: skip
 
@@ -149,16 +161,15 @@ def test_example_app_synthesizes_from_the_installed_package(
     # the installed construct finds the function's sources inside the package, not in this checkout
     probe = (
         "import sys, aws_cdk, importlib.metadata as m; from drain_orchestrator_cdk import bundle; "
-        "print(bundle.SOURCE_ROOT, bundle.bundle_key(), '%d.%d' % sys.version_info[:2], "
-        "m.version('aws-cdk-lib'), m.version('cdk-nag'))"
+        "print(bundle.SOURCE_ROOT, bundle.bundle_key(), '%d.%d' % sys.version_info[:2], m.version('cdk-nag'), "
+        f"*(m.version(n) for n in {sorted(combination.pins)!r}))"
     )
-    source_root, key, python_version, cdk_version, nag_version = _run(
-        [python, "-c", probe], cwd=app_dir, env=env
-    ).split()
+    source_root, key, python_version, nag_version, *pinned = _run([python, "-c", probe], cwd=app_dir, env=env).split()
     assert Path(source_root).is_relative_to(venv)
     assert key == bundle.bundle_key()  # same inputs as this repository's app: the same code asset
     assert python_version == ("3.12" if name == "oldest" else "3.13")
-    assert cdk_version == combination.aws_cdk_lib
+    # what was installed is what the combination names (a declared minimum that does not install fails above)
+    assert [_normalized(v) for v in pinned] == [_normalized(combination.pins[n]) for n in sorted(combination.pins)]
     assert nag_version.startswith("2." if name == "oldest" else "3.")
     assert (Path(source_root).parent.parent / "py.typed").is_file()  # typed package for the app's type checker
 
@@ -187,6 +198,11 @@ def test_example_app_synthesizes_from_the_installed_package(
     (function,) = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
     assert function["Handler"] == "drain_orchestrator.handler.handler"
     assert function["Environment"]["Variables"]["DRAIN_GRACE_PERIOD"] == "30"
+    # grant_approve on the team's on-call role: one action on the function and its versions, nag acknowledged
+    (on_call,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role" and "OnCall" in k]
+    (grant,) = [r["Properties"]["PolicyDocument"]["Statement"] for r in resources
+                if r["Type"] == "AWS::IAM::Policy" and {"Ref": on_call} in r["Properties"]["Roles"]]  # fmt: skip
+    assert [s["Action"] for s in grant] == ["lambda:SendDurableExecutionCallbackSuccess"]
     hooks = sorted(r["Properties"]["AutoScalingGroupName"] for r in resources
                    if r["Type"] == "AWS::AutoScaling::LifecycleHook")  # fmt: skip
     assert hooks == ["eks-general-1a2b3c", "eks-spot-4d5e6f"]

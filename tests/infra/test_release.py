@@ -1,4 +1,4 @@
-"""One version everywhere an operator sees it: the function's __version__, both projects' metadata, CHANGELOG.md,
+"""One version everywhere an operator sees it: the function's __version__, read by both projects, CHANGELOG.md,
 every log line and `status`; `make release` refuses a version that disagrees or has no CHANGELOG entry."""
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def _edit(path: Path, old: str, new: str) -> None:
             '"1.0"',
             "__version__ = '1.0': expected a semantic version",
         ),
-        ("pyproject.toml", f'version = "{__version__}"', 'version = "9.9.9"', "pyproject.toml: [project] version"),
+        ("pyproject.toml", 'dynamic = ["version"]', 'version = "9.9.9"', "pyproject.toml: expected dynamic"),
+        ("pyproject.toml", 'path = "lambda_src/drain_orchestrator/__init__.py"', 'path = "x.py"', "pyproject.toml: [t"),
         ("infra/pyproject.toml", 'dynamic = ["version"]', 'version = "9.9.9"', "infra/pyproject.toml: expected dyn"),
         ("CHANGELOG.md", f"## [{__version__}]", "## [0.0.0]", f"CHANGELOG.md: no entry `## [{__version__}]"),
     ],
@@ -70,6 +71,34 @@ def test_release_check_names_what_disagrees(repo: Path, rel: str, old: str, new:
     with pytest.raises(release.ReleaseError) as err:
         release.check(repo)
     assert str(err.value).startswith(message)
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "PATH": "/usr/bin:/bin", "HOME": str(repo)}  # fmt: skip
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+def test_a_release_build_needs_a_clean_tree_and_its_tag_nowhere_else(repo: Path) -> None:
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "first")
+    assert release.check_release(repo) == __version__
+
+    _edit(repo / "CHANGELOG.md", "# Changelog", "# Changelog (edited)")
+    with pytest.raises(release.ReleaseError, match=r"^the work tree has changes not committed \(CHANGELOG.md\)"):
+        release.check_release(repo)
+    _git(repo, "commit", "-q", "-am", "second")
+    (repo / "lambda_src" / "drain_orchestrator" / "extra.py").write_text("x = 1\n")  # would go into the wheel
+    with pytest.raises(release.ReleaseError, match=r"extra\.py"):
+        release.check_release(repo)
+    (repo / "lambda_src" / "drain_orchestrator" / "extra.py").unlink()
+
+    _git(repo, "tag", f"v{__version__}", "HEAD~1")  # this version was released from the first commit
+    with pytest.raises(release.ReleaseError, match=rf"^tag v{__version__} is on [0-9a-f]{{12}}, not on HEAD"):
+        release.check_release(repo)
+    _git(repo, "tag", "-f", f"v{__version__}", "HEAD")  # the tag's own commit builds again
+    assert release.check_release(repo) == __version__
 
 
 def test_every_log_line_carries_the_release() -> None:

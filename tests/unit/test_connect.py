@@ -7,16 +7,29 @@ from pathlib import Path
 
 import pytest
 
-from drain_orchestrator.kube.connect import connect, default_kubeconfig
+from drain_orchestrator.kube.connect import connect
+from drain_orchestrator.kube.kubeconfig import KubeconfigNotFound, kubeconfig_files
 from tests.unit.test_kubeconfig import USERS, write
 
 
-def test_default_kubeconfig_is_kubeconfig_else_the_home_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUBECONFIG", "/etc/k/config")
-    assert default_kubeconfig() == "/etc/k/config"
+def test_the_files_read_are_kubectls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    one, two = write(tmp_path / "1", USERS), write(tmp_path / "2", USERS)
+    monkeypatch.setenv("KUBECONFIG", f"{one}:{tmp_path / 'missing'}::{two}:{one}")
+    assert kubeconfig_files() == [one, two]  # in order, missing and repeated entries skipped
+    assert kubeconfig_files(two) == [two]  # --kubeconfig: that file alone
+    with pytest.raises(KubeconfigNotFound, match=r"^kubeconfig .*/missing: no such file"):
+        kubeconfig_files(tmp_path / "missing")
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing'}:{tmp_path / 'gone'}")
+    with pytest.raises(KubeconfigNotFound, match=r"^KUBECONFIG=.*: none of its files exists"):
+        kubeconfig_files()
     monkeypatch.delenv("KUBECONFIG")
-    monkeypatch.setenv("HOME", "/home/op")
-    assert default_kubeconfig() == "/home/op/.kube/config"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(KubeconfigNotFound, match=rf"KUBECONFIG is not set and {tmp_path}/.kube/config does not"):
+        kubeconfig_files()
+    (tmp_path / ".kube").mkdir()
+    home = write(tmp_path / ".kube", USERS)
+    home.rename(tmp_path / ".kube" / "config")
+    assert kubeconfig_files() == [tmp_path / ".kube" / "config"]
 
 
 def test_kubeconfig_token_user_gets_a_direct_connection(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
-"""The CLI's direct kubeconfig connection: token users, context selection, exec plugins left to the client."""
+"""The CLI's direct kubeconfig connection: token users, context selection, exec plugins left to the client, several
+files merged as kubectl merges them."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig
+from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig, merge_kubeconfigs
 
 
 def write(tmp_path: Path, users: list[dict[str, object]], current: str = "a") -> Path:
@@ -20,6 +21,7 @@ def write(tmp_path: Path, users: list[dict[str, object]], current: str = "a") ->
             {"name": "b", "context": {"cluster": "c", "user": "eks"}},
         ],
     }
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "kubeconfig"
     path.write_text(json.dumps(cfg))
     return path
@@ -49,3 +51,38 @@ def test_yaml_kubeconfig_is_read_too(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(json.loads(path.read_text())))
     conn = connection_from_kubeconfig(path)
     assert conn is not None and conn.headers["Authorization"] == "Bearer abc"
+
+
+def test_several_files_merge_as_kubectl_merges_them(tmp_path: Path) -> None:
+    first = write(tmp_path / "first", [{"name": "tok", "user": {"token": "first"}}])
+    second = tmp_path / "second" / "kubeconfig"
+    second.parent.mkdir()
+    second.write_text(
+        json.dumps(
+            {
+                "current-context": "other",
+                "clusters": [
+                    {"name": "c", "cluster": {"server": "https://ignored.example"}},
+                    {"name": "d", "cluster": {"server": "https://d.example", "certificate-authority": "ca.pem"}},
+                ],
+                "users": [{"name": "tok", "user": {"token": "second"}}, {"name": "d-user", "user": {"token": "d"}}],
+                "contexts": [
+                    {"name": "a", "context": {"cluster": "d", "user": "d-user"}},
+                    {"name": "other", "context": {"cluster": "d", "user": "d-user"}},
+                ],
+            }
+        )
+    )
+    merged = merge_kubeconfigs([first, second])
+    assert merged["current-context"] == "a"  # the first file to set it
+    assert [c["name"] for c in merged["contexts"]] == ["a", "b", "other"]  # the first file's "a" wins it whole
+    (d,) = [c["cluster"] for c in merged["clusters"] if c["name"] == "d"]
+    assert d["certificate-authority"] == str(second.parent / "ca.pem")  # relative to the file defining it
+
+    conn = connection_from_kubeconfig([first, second])
+    assert conn is not None and conn.host == "https://k.example:6443"
+    assert conn.headers == {"Authorization": "Bearer first"}  # the first file's user "tok"
+    other_order = merge_kubeconfigs([second, first])
+    assert other_order["current-context"] == "other"
+    (a,) = [c["context"] for c in other_order["contexts"] if c["name"] == "a"]
+    assert a == {"cluster": "d", "user": "d-user"}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import os
 import sys
 import time
 from typing import Any
 
+from drain_orchestrator.cli.args import add_json_flag, duration, emit_json, json_stdout
 from drain_orchestrator.clip import clip
 from drain_orchestrator.drain.options import DEFAULT_DRAIN_TAINT_KEY, DrainOptions
 from drain_orchestrator.drain.report import DrainReport
@@ -26,13 +27,17 @@ def add_drain_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("drain", help="cordon a node and evict its pods like `kubectl drain`")
     p.add_argument("node")
     _connection_args(p)
-    p.add_argument("--timeout", type=float, default=0, help="give up after S seconds (0 = never, like kubectl)")
-    p.add_argument("--grace-period", type=int, default=-1, help="seconds per pod; -1 = each pod's own")
+    p.add_argument("--timeout", type=duration(), default=0, help="give up after this long (0 = never, like kubectl)")
+    p.add_argument(
+        "--grace-period", type=_grace_period, default=-1, help="each pod's termination grace; -1 = each pod's own"
+    )
     p.add_argument("--delete-emptydir-data", action="store_true", help="evict pods using emptyDir volumes")
     p.add_argument("--force", action="store_true", help="evict pods without a controller, orphaned DS pods")
     p.add_argument("--evict-daemonsets", action="store_true", help="evict DaemonSet pods last (taints the node)")
-    p.add_argument("--skip-wait-for-delete-timeout", type=float, default=0, help="skip pods terminating > S s")
-    p.add_argument("--deadline-in", type=float, default=None, help="the node must be empty S seconds from now")
+    p.add_argument(
+        "--skip-wait-for-delete-timeout", type=duration(), default=0, help="skip pods terminating longer than this"
+    )
+    p.add_argument("--deadline-in", type=duration(), default=None, help="the node must be empty this long from now")
     p.add_argument("--force-on-deadline", action="store_true", help="near the deadline, delete PDB-blocked pods")
     p.add_argument(
         "--surge",
@@ -49,7 +54,7 @@ def add_drain_parser(subparsers: Any) -> None:
     )
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
-    p.add_argument("--json", action="store_true", help="print the DrainReport as JSON at the end")
+    add_json_flag(p, help="the DrainReport as one JSON document on stdout (progress on stderr)")
     p.set_defaults(func=run_drain)
 
     u = subparsers.add_parser("uncordon", help="make a node schedulable again and remove the drain marks")
@@ -57,6 +62,12 @@ def add_drain_parser(subparsers: Any) -> None:
     _connection_args(u)
     u.add_argument("--dry-run", action="store_true")
     u.set_defaults(func=run_uncordon)
+
+
+def _grace_period(text: str) -> int:
+    """kubectl's --grace-period: whole seconds (or a duration), a negative number for each pod's own."""
+    seconds: int = duration(whole=True, minimum=-math.inf)(text)
+    return max(seconds, -1)
 
 
 def _connection_args(p: argparse.ArgumentParser) -> None:
@@ -154,7 +165,7 @@ def run_drain(args: argparse.Namespace) -> int:
         print(f"waiting: {h.pod}: {h.reason}")
     print(summary(report))
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        emit_json(report.to_dict())
     return exit_code(report)
 
 
@@ -207,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="drain-orchestrator")
     add_drain_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    result: int = args.func(args)
+    with json_stdout(bool(getattr(args, "json", False))):
+        result: int = args.func(args)
     return result
 
 

@@ -1,10 +1,14 @@
 """`drain-orchestrator invoke EVENT_FILE [--dry-run]`: run the Lambda handler on an event, locally.
 
-The same handler the Lambda runs, driven by the durable-execution local runner (package
-aws-durable-execution-sdk-python-testing, a development dependency) with waits honoured in real time, against
-whatever the environment points at: the settings variables of the Lambda, AWS endpoints from AWS_ENDPOINT_URL,
-credentials from the usual AWS chain. `--dry-run` sets DRY_RUN=true: nothing is cordoned, evicted, completed or
-published; the output says what would have happened.
+The same handler the Lambda runs, driven by the durable-execution local runner with waits honoured in real time,
+against whatever the environment points at: the settings variables of the Lambda, AWS endpoints from
+AWS_ENDPOINT_URL, credentials from the usual AWS chain. `--dry-run` sets DRY_RUN=true: nothing is cordoned,
+evicted, completed or published; the output says what would have happened. stdout is the execution's result as
+one JSON document; the handler's log lines and metrics go to stderr.
+
+The local runner is the package aws-durable-execution-sdk-python-testing: the extra `invoke` of the command line's
+wheel (`uv tool install 'drain_orchestrator-X.Y.Z-py3-none-any.whl[invoke]'`), installed in a checkout's .venv by
+`make setup`. It is never part of the function's code asset.
 """
 
 from __future__ import annotations
@@ -16,25 +20,35 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from drain_orchestrator.cli.args import add_command, duration, emit_json
 from drain_orchestrator.restamp import restamp
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def add_invoke_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "invoke", help="run the Lambda handler on an event through the durable local runner", description=__doc__
+    parser = add_command(
+        subparsers,
+        "invoke",
+        help="run the Lambda handler on an event through the durable local runner",
+        description=__doc__ or "",
+        examples=(
+            "drain-orchestrator invoke events/asg-terminate.json --now --dry-run   # what the function would do",
+            "drain-orchestrator invoke event.json --timeout 15m",
+        ),
     )
     parser.add_argument("event_file", metavar="EVENT_FILE", help="EventBridge event JSON ('-' for stdin)")
     parser.add_argument("--dry-run", action="store_true", help="change nothing; report what would happen")
-    parser.add_argument("--timeout", type=int, default=3600, help="give up on the execution after S seconds")
+    parser.add_argument(
+        "--timeout", type=duration(whole=True, minimum=1), default=3600, help="give up on the execution after this long"
+    )
     parser.add_argument(
         "--now", action="store_true", help="replay the event as if sent now: its times move, offsets kept"
     )
     parser.add_argument(
         "--skip-waits", action="store_true", help="skip durable waits instead of honouring them in real time"
     )
-    parser.set_defaults(func=run_invoke)
+    parser.set_defaults(func=run_invoke, json=True)  # stdout: the result document alone
 
 
 def run_invoke(args: argparse.Namespace) -> int:
@@ -42,8 +56,9 @@ def run_invoke(args: argparse.Namespace) -> int:
         from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner  # noqa: PLC0415
     except ImportError:
         print(
-            "drain-orchestrator invoke: needs the development dependency aws-durable-execution-sdk-python-testing "
-            "(`make setup` installs it into .venv)",
+            "drain-orchestrator invoke: needs the durable local runner (aws-durable-execution-sdk-python-testing): "
+            "install the command line with its extra `invoke`, e.g. "
+            "uv tool install 'drain_orchestrator-X.Y.Z-py3-none-any.whl[invoke]' (in a checkout: make setup)",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
@@ -74,7 +89,7 @@ def run_invoke(args: argparse.Namespace) -> int:
         out["result"] = json.loads(result.result)
     if result.error:
         out["error"] = {"type": result.error.type, "message": result.error.message}
-    print(json.dumps(out, indent=2))
+    emit_json(out)
     return EXIT_OK if status == "SUCCEEDED" else EXIT_FAILED
 
 

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from drain_orchestrator import __version__
+from drain_orchestrator.cli.args import add_json_flag, emit_json
 from drain_orchestrator.cli.status_report import (
     ClusterRead,
     LeftSurge,
@@ -45,7 +46,7 @@ def add_status_parser(subparsers: Any) -> None:
     p.add_argument("--cluster", default=None, help="one cluster (default: every cluster in CLUSTER_NAMES)")
     p.add_argument("--kubeconfig", default=None, help="read this kubeconfig's cluster instead of reaching EKS")
     p.add_argument("--context", default=None)
-    p.add_argument("--json", action="store_true", help="one JSON document instead of a table")
+    add_json_flag(p)
     p.add_argument(
         "--no-aws", action="store_true", help="skip the load-balancer and Auto Scaling lookups (no AWS credentials)"
     )
@@ -83,7 +84,7 @@ def run_status(args: argparse.Namespace) -> int:
                 print(f"warning: cluster {name}: retained instances unknown: {read.retained_error}", file=sys.stderr)
         report.clusters.append(read)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2))
+        emit_json(report.to_json())
     else:
         print(render_report(report))
     return 1 if report.unreadable else 0

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from drain_orchestrator.cli.args import table
 
 RETAINED_STATE = "Terminating:Retained"
 
@@ -114,7 +115,7 @@ def render_report(report: StatusReport) -> str:
     if report.retained:
         out.append(f"retained instances ({RETAINED_STATE}: inspect, then terminate):")
         out.append(
-            _table(
+            table(
                 ("CLUSTER", "ASG", "INSTANCE", "ZONE", "HEALTH", "NODE"),
                 [
                     (
@@ -132,7 +133,7 @@ def render_report(report: StatusReport) -> str:
     if report.left_surges:
         out.append("surges left behind (no drain will take them back: drain-orchestrator surge restore):")
         out.append(
-            _table(
+            table(
                 ("CLUSTER", "DEPLOYMENT", "NODE", "SURGE", "WHY"),
                 [(s.cluster, s.deployment, s.node, f"+{s.count} ({s.via})", s.why) for s in report.left_surges],
             )
@@ -154,16 +155,9 @@ def render_report(report: StatusReport) -> str:
 def render(rows: list[NodeStatus]) -> str:
     if not rows:
         return "no drains: no node carries drain-orchestrator.io/ annotations"
-    table = []
+    lines = []
     for s in rows:
         left = "-" if s.seconds_left is None else (f"{s.seconds_left}s" if s.seconds_left > 0 else "passed")
         holds = "; ".join(s.holds + [f"error: {e}" for e in s.errors]) or "-"
-        table.append((s.cluster, s.node, s.phase, s.kind or "-", s.deadline or "-", left, holds))
-    return _table(("CLUSTER", "NODE", "PHASE", "KIND", "DEADLINE", "LEFT", "HOLDS"), table)
-
-
-def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
-    """Columns padded to their widest cell; the last one is left ragged."""
-    table = [head, *rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(head) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in table)
+        lines.append((s.cluster, s.node, s.phase, s.kind or "-", s.deadline or "-", left, holds))
+    return table(("CLUSTER", "NODE", "PHASE", "KIND", "DEADLINE", "LEFT", "HOLDS"), lines)

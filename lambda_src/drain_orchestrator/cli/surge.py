@@ -10,12 +10,12 @@ now, from a terminal, looking at every Deployment and HPA (also surges made befo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import asdict
 from typing import Any
 
+from drain_orchestrator.cli.args import add_json_flag, emit_json
 from drain_orchestrator.cli.drain import EXIT_USAGE, _connect, _connection_args
 
 
@@ -33,7 +33,7 @@ def add_surge_parser(subparsers: Any) -> None:
         "--node", action="append", default=[], metavar="NODE", help="take back this node's surges even if unexpired"
     )
     restore.add_argument("--dry-run", action="store_true", help="list them, change nothing")
-    restore.add_argument("--json", action="store_true", help="one JSON object: left_behind, restored")
+    add_json_flag(restore, help="one JSON object: left_behind, restored")
     restore.set_defaults(func=run_surge_restore)
 
 
@@ -57,7 +57,7 @@ def run_surge_restore(args: argparse.Namespace) -> int:
     finally:
         kube.close()
     if args.json:
-        print(json.dumps({"left_behind": [asdict(s) for s in left], "restored": [asdict(n) for n in notes]}))
+        emit_json({"left_behind": [asdict(s) for s in left], "restored": [asdict(n) for n in notes]}, indent=None)
         return 0
     for s in left:
         verb = "would restore" if args.dry_run else "left behind"

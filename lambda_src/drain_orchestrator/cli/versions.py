@@ -10,10 +10,11 @@ fresh look at that version's executions. ``--prune`` without ``--yes`` only says
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from drain_orchestrator.cli.args import add_json_flag, emit_json
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def add_versions_parser(subparsers: Any) -> None:
         "--prune", action="store_true", help="versions no alias routes to and nothing runs on: say they would go"
     )
     p.add_argument("--yes", action="store_true", help="with --prune: delete them")
-    p.add_argument("--json", action="store_true", help="one JSON document instead of a table")
+    add_json_flag(p)
     p.set_defaults(func=run_versions)
 
 
@@ -131,7 +132,7 @@ def run_versions(args: argparse.Namespace) -> int:
             "function": function,
             "versions": [{**asdict(r), "prunable": r.prunable, "action": outcome.get(r.version, "keep")} for r in rows],
         }
-        print(json.dumps(doc, indent=2))
+        emit_json(doc)
     else:
         print(render(function, rows, outcome))
     return 1 if failed else 0

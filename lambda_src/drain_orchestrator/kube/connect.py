@@ -14,16 +14,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig
+from drain_orchestrator.kube.kubeconfig import connection_from_kubeconfig, kubeconfig_files
 from drain_orchestrator.kube.rest import Kube
 
 if TYPE_CHECKING:
     from drain_orchestrator.kube.client import ClusterConnector
-
-
-def default_kubeconfig() -> str:
-    """The kubeconfig kubectl would read: $KUBECONFIG, else ~/.kube/config."""
-    return os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
 
 
 def connect(
@@ -35,7 +30,8 @@ def connect(
     connector: ClusterConnector | None = None,
 ) -> Kube:
     """A Kube on the EKS cluster ``cluster`` (token auth; ``connector`` caches clients and tokens per cluster), or,
-    without a cluster, on ``kubeconfig``'s ``context`` (default: :func:`default_kubeconfig`, its current context)."""
+    without a cluster, on ``kubeconfig``'s ``context`` (default: the files kubectl would read, merged as it merges
+    them: kube/kubeconfig.py; the current context)."""
     if cluster is not None:
         if kubeconfig is not None or context is not None:
             raise ValueError("connect: give either cluster (EKS) or kubeconfig/context, not both")
@@ -44,15 +40,16 @@ def connect(
 
             connector = ClusterConnector()
         return Kube(connector.api_client(cluster), pool_size=pool_size)
-    path = str(kubeconfig or default_kubeconfig())
-    connection = connection_from_kubeconfig(path, context, pool_size)
+    files = kubeconfig_files(kubeconfig)
+    connection = connection_from_kubeconfig(files, context, pool_size)
     if connection is not None:
         return Kube(connection=connection)
-    return Kube(_generated_client(path, context), pool_size=pool_size)
+    return Kube(_generated_client(os.pathsep.join(str(f) for f in files), context), pool_size=pool_size)
 
 
 def _generated_client(path: str, context: str | None) -> Any:
-    """The kubernetes client from a kubeconfig: it runs exec plugins and auth providers."""
+    """The kubernetes client from a kubeconfig: it runs exec plugins and auth providers (and merges a
+    ``:``-separated list of files as kubectl does)."""
     from kubernetes import config as k8s_config  # noqa: PLC0415 - costs > 1 s, only for these users
 
     return k8s_config.new_client_from_config(config_file=path, context=context)  # type: ignore[no-untyped-call]

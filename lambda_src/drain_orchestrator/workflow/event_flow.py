@@ -141,7 +141,7 @@ def _branch_event(event: Interruption, decision: Decision) -> Interruption:
 
 
 def _acted_on(assessment: Assessment) -> bool:
-    return assessment.decision.owned and assessment.decision.action != "skip"
+    return assessment.decision.acts
 
 
 def _decide(context: DurableContext, event: Interruption) -> list[dict[str, Any]]:
