@@ -117,7 +117,7 @@ def sns() -> SNSClient:
 
 
 def connector() -> ClusterConnector:
-    from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415 - kubernetes only when needed
+    from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415 - only steps that reach a cluster
 
     return _cached("connector", ClusterConnector)  # type: ignore[no-any-return]
 
