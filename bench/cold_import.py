@@ -1,6 +1,6 @@
 """Cold import (not a test): what a new Lambda container imports, beside the durable SDK's own import.
 
-    make bench-cold-import        # = python -m bench.cold_import [--samples N] [--sources DIR]
+    make bench-cold-import        # = python -m bench.cold_import [--samples N] [--sources DIR]...
 
 Three statements, each timed in a fresh interpreter with compiled bytecode present (as the bundle ships it),
 interleaved so that machine noise hits them alike:
@@ -12,7 +12,9 @@ interleaved so that machine noise hits them alike:
   ``sys.modules`` after a terminate drain under the local runner: all but ``restamp`` and ``aws.lambda_versions``).
 
 ``--sources`` times another checkout's ``lambda_src`` (e.g. ``git archive`` of an older commit) with this
-environment's packages. Results go to stdout as a Markdown table; docs/benchmarks.md records them with the command.
+environment's packages; given more than once, the checkouts are interleaved too, sample by sample (the host's noise
+is larger than the differences between them). Results go to stdout as a Markdown table; docs/benchmarks.md records
+them with the command.
 """
 
 from __future__ import annotations
@@ -74,34 +76,37 @@ def added_packages(stmt: str, sources: Path) -> list[str]:
     return sorted(tops(stmt) - tops(statements(sources)[SDK]))
 
 
-def bench(samples: int, sources: Path) -> dict[str, list[float]]:
-    stmts = statements(sources)
-    for stmt in stmts.values():
-        import_ms(stmt, sources)  # writes the .pyc files: what a deployed bundle has
-    times: dict[str, list[float]] = {name: [] for name in stmts}
+def bench(samples: int, sources: list[Path]) -> dict[Path, dict[str, list[float]]]:
+    stmts = {src: statements(src) for src in sources}
+    for src in sources:
+        for stmt in stmts[src].values():
+            import_ms(stmt, src)  # writes the .pyc files: what a deployed bundle has
+    times: dict[Path, dict[str, list[float]]] = {src: {name: [] for name in stmts[src]} for src in sources}
     for _ in range(samples):
-        for name, stmt in stmts.items():
-            times[name].append(import_ms(stmt, sources))
+        for src in sources:
+            for name, stmt in stmts[src].items():
+                times[src][name].append(import_ms(stmt, src))
     return times
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--samples", type=int, default=15, help="fresh interpreters per statement")
-    parser.add_argument("--sources", type=Path, default=REPO / "lambda_src", help="the lambda_src to import")
+    parser.add_argument("--sources", type=Path, action="append", help="a lambda_src to import (default: this one's)")
     args = parser.parse_args()
-    sources = args.sources.resolve()
-    times = bench(args.samples, sources)
-    floor = statistics.median(times[SDK])
-    print(
-        f"| cold import, {args.samples} samples each (fresh interpreter, warm .pyc) | median ms | min-max ms | ÷ SDK |"
-    )
+    sources = [src.resolve() for src in args.sources or [REPO / "lambda_src"]]
+    results = bench(args.samples, sources)
+    print(f"| cold import, {args.samples} samples each (fresh interpreter, warm .pyc) | median ms | min-max | ÷ SDK |")
     print("|---|---|---|---|")
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"| {name} | {median:.0f} | {min(values):.0f}-{max(values):.0f} | {median / floor:.2f} |")
-    added = added_packages(statements(sources)[FIRST], sources)
-    print(f"\npackages a first invocation adds to the SDK's: {', '.join(added)}")
+    for src, times in results.items():
+        floor = statistics.median(times[SDK])
+        label = "" if len(sources) == 1 else f"`{src}`: "
+        for name, values in times.items():
+            median = statistics.median(values)
+            print(f"| {label}{name} | {median:.0f} | {min(values):.0f}-{max(values):.0f} | {median / floor:.2f} |")
+    for src in sources:
+        added = added_packages(statements(src)[FIRST], src)
+        print(f"\npackages a first invocation adds to the SDK's (`{src}`): {', '.join(added)}")
     return 0
 
 
