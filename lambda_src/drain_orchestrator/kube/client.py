@@ -13,16 +13,22 @@ import base64
 import binascii
 import ssl
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import urllib3
 
 from drain_orchestrator.aws.eks_auth import ClusterDescriber, ClusterInfo, ClusterNotReady, TokenSource
 from drain_orchestrator.failures import ApiError
 from drain_orchestrator.kube.rest import TRANSPORT_RETRY
+from drain_orchestrator.settings import ClusterEndpoint
 
 # (cluster, what happened): given facts DescribeCluster contradicted, or a re-read that failed
 Report = Callable[[str, str], None]
+
+
+def given_facts(endpoints: Iterable[ClusterEndpoint]) -> dict[str, ClusterInfo]:
+    """The settings' endpoints (CLUSTER_ENDPOINTS) as the facts a connection needs, per cluster."""
+    return {e.cluster: ClusterInfo(e.cluster, e.endpoint, e.certificate_authority_data, "given") for e in endpoints}
 
 
 def same_address(a: ClusterInfo, b: ClusterInfo) -> bool:
@@ -100,7 +106,8 @@ class EksConnection:
             if not self._given:
                 return False  # DescribeCluster's facts: the failure is the network's, the steps' retries handle it
             before = self._info
-            self._use(self._connector.reread(before, failure=type(failure).__name__))
+            cause = getattr(failure, "reason", None) or failure  # urllib3 wraps the last error in MaxRetryError
+            self._use(self._connector.reread(before, failure=type(cause).__name__))
             return not same_address(before, self._info)
 
     def _use(self, fresh: ClusterInfo | None) -> None:
