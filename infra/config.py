@@ -326,35 +326,32 @@ def _bool(get: ContextGetter, key: str, *, default: bool) -> bool:
     raise ConfigError(key, f"expected true or false, got {raw!r}")
 
 
-def _drain_settings(raw: object) -> Mapping[str, object]:
-    """`-c drainSettings='{"DRAIN_GRACE_PERIOD": 30}'` or a JSON object in cdk.json; the names and values are
-    checked by `OrchestratorConfig` (values by the function's own settings code)."""
+def _json_object(key: str, raw: object, what: str) -> dict[str, object]:
+    """A JSON object given as a string (`-c key='{...}'`) or as an object in cdk.json; empty when not given."""
     if raw is None or raw == "":
         return {}
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError as error:
-            raise ConfigError("drainSettings", f"not a JSON object: {error}") from None
+            raise ConfigError(key, f"not a JSON object: {error}") from None
     if not isinstance(raw, dict):
-        raise ConfigError("drainSettings", f"expected a JSON object of variables, got {raw!r}")
+        raise ConfigError(key, f"expected a JSON object of {what}, got {raw!r}")
     return raw
+
+
+def _drain_settings(raw: object) -> Mapping[str, object]:
+    """`-c drainSettings='{"DRAIN_GRACE_PERIOD": 30}'` or a JSON object in cdk.json; the names and values are
+    checked by `OrchestratorConfig` (values by the function's own settings code)."""
+    return _json_object("drainSettings", raw, "variables")
 
 
 def _cluster_endpoints(raw: object) -> tuple[tuple[str, ClusterEndpoint], ...]:
     """`-c clusterEndpoints='{"prod": {"endpoint": "https://...", "certificateAuthorityData": "LS0t..."}}'` or a JSON
     object in cdk.json: the shape of the function's CLUSTER_ENDPOINTS."""
-    if raw is None or raw == "":
-        return ()
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise ConfigError("clusterEndpoints", f"not a JSON object: {error}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError("clusterEndpoints", f"expected a JSON object of clusters, got {raw!r}")
+    given = _json_object("clusterEndpoints", raw, "clusters")
     pairs: list[tuple[str, ClusterEndpoint]] = []
-    for cluster, value in raw.items():
+    for cluster, value in given.items():
         if not isinstance(value, dict) or sorted(value) != ["certificateAuthorityData", "endpoint"]:
             raise ConfigError(
                 "clusterEndpoints", f"{cluster}: expected exactly the keys endpoint, certificateAuthorityData"

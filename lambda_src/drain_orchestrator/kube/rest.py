@@ -184,26 +184,6 @@ class Kube:
         accept: str,
         timeout: float | None,
     ) -> Response:
-        raw, data = self._send(method, path, query, body, content_type, accept, timeout)
-        parsed: dict[str, Any] = {}
-        if data:
-            try:
-                loaded = json.loads(data)
-                parsed = loaded if isinstance(loaded, dict) else {}
-            except ValueError:
-                parsed = {"message": data.decode("utf-8", "replace")[:500]}
-        return Response(raw.status, parsed, dict(raw.headers))
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        query: Mapping[str, Any] | None,
-        body: Any,
-        content_type: str,
-        accept: str,
-        timeout: float | None,
-    ) -> tuple[Any, bytes]:
         """One request; on a renewable connection, a 401 or a transport failure that renewal can cure is sent once
         more (each send counted)."""
         renewable, retried = self._renewable, False
@@ -220,7 +200,7 @@ class Kube:
             if raw.status == UNAUTHORIZED and renewable is not None and not retried and renewable.renew(headers):
                 retried = True
                 continue
-            return raw, data
+            return _response(raw.status, raw.headers, data)
 
     def _send_once(
         self, method: str, url: str, headers: dict[str, str], payload: Any, timeout: float | None
@@ -276,6 +256,17 @@ class Kube:
                 retried = True
                 continue
             return raw
+
+
+def _response(status: int, headers: Mapping[str, str], data: bytes) -> Response:
+    parsed: dict[str, Any] = {}
+    if data:
+        try:
+            loaded = json.loads(data)
+            parsed = loaded if isinstance(loaded, dict) else {}
+        except ValueError:
+            parsed = {"message": data.decode("utf-8", "replace")[:500]}
+    return Response(status, parsed, dict(headers))
 
 
 def own_transport_retries(api_client: Any) -> None:
