@@ -174,6 +174,7 @@ def test_lambda_environment_matches_the_settings_names() -> None:
         "LOG_LEVEL": "DEBUG",
         "DRAIN_GRACE_PERIOD": "30",
         "MAX_CONCURRENT_NODES": "8",
+        "CLUSTER_ENDPOINTS": MULTI_VPC["clusterEndpoints"].replace(" ", ""),
     }
     assert "OWNERSHIP_TAG" not in lambda_environment(config_from_mapping({"clusters": "a"}), notification_topic_arn="t")
 
