@@ -13,7 +13,8 @@ interleaved so that machine noise hits them alike:
 
 ``--sources`` times another checkout's ``lambda_src`` (e.g. ``git archive`` of an older commit) with this
 environment's packages; given more than once, the checkouts are interleaved too, sample by sample (the host's noise
-is larger than the differences between them). Results go to stdout as a Markdown table; docs/benchmarks.md records
+is larger than the differences between them). The ratio is the median of each sample over the SDK's sample of the
+same round. Results go to stdout as a Markdown table; docs/benchmarks.md records
 them with the command.
 """
 
@@ -99,11 +100,12 @@ def main() -> int:
     print(f"| cold import, {args.samples} samples each (fresh interpreter, warm .pyc) | median ms | min-max | ÷ SDK |")
     print("|---|---|---|---|")
     for src, times in results.items():
-        floor = statistics.median(times[SDK])
         label = "" if len(sources) == 1 else f"`{src}`: "
         for name, values in times.items():
-            median = statistics.median(values)
-            print(f"| {label}{name} | {median:.0f} | {min(values):.0f}-{max(values):.0f} | {median / floor:.2f} |")
+            # each sample over the SDK's of the same round: the host's load drifts less within a round than across
+            ratio = statistics.median(v / sdk for v, sdk in zip(values, times[SDK], strict=True))
+            spread = f"{min(values):.0f}-{max(values):.0f}"
+            print(f"| {label}{name} | {statistics.median(values):.0f} | {spread} | {ratio:.2f} |")
     for src in sources:
         added = added_packages(statements(src)[FIRST], src)
         print(f"\npackages a first invocation adds to the SDK's (`{src}`): {', '.join(added)}")
