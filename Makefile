@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
-        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-hold bench-storm bench-storm-waves bench-fleet bench-nth build-nth clean \
+        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-cold-import bench-hold bench-storm bench-storm-waves bench-fleet bench-nth build-nth clean \
         prune-versions
 
 help:
@@ -138,6 +138,10 @@ bench-drain: setup-python setup-bins
 
 bench-lambda: setup-python setup-bins
 	$(PY) -m bench.bench_lambda
+
+# the handler's and a first invocation's imports beside the durable SDK's own (no bed needed)
+bench-cold-import: setup-python
+	$(PY) -m bench.cold_import
 
 # aws-node-termination-handler for side-by-side runs: built on demand (make test, bench-nth) into the bed's cache,
 # once per machine; not by `make setup`

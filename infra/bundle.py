@@ -58,25 +58,12 @@ CACHE_ROOT = Path(os.environ.get(CACHE_VARIABLE) or _DEFAULT_CACHE)
 PYTHON_VERSION = "3.13"
 PLATFORM = "aarch64-manylinux2014"  # Lambda arm64 (Graviton), glibc 2.17+ wheels
 
-# Whole distributions that only serve `kubernetes.aio` (the asyncio client). The product uses the sync
-# client only (kube/ adapters), so these are dead weight; `unpruned_imports` proves nothing left imports
-# them at module level.
-PRUNED_DISTRIBUTIONS = (
-    "aiohttp",
-    "aiohttp_retry",
-    "aiosignal",
-    "aiohappyeyeballs",
-    "frozenlist",
-    "multidict",
-    "propcache",
-    "yarl",
-)
+# Distributions of the project left out of the function, with every dependency only they need (`uv export
+# --prune`): `kubernetes` is the command line's fallback for kubeconfigs whose user runs an exec plugin; the function
+# reaches its clusters over urllib3 (kube/client.py). `unpruned_imports` proves nothing left imports them.
+PRUNED_PACKAGES = ("kubernetes",)
 # Paths inside the bundle removed after install, with why each is safe.
-PRUNED_PATHS = (
-    "kubernetes/aio",  # 41 MB unzipped: asyncio copy of the generated client, never imported by us
-    "bin",  # console scripts (wsdump, jp.py, ...): not callable in Lambda
-    "websocket/tests",  # test suites shipped inside wheels
-)
+PRUNED_PATHS = ("bin",)  # console scripts (jp.py, ...): not callable in Lambda
 PRUNED_GLOBS = ("**/__pycache__",)
 # botocore ships the API models of ~450 services (28 MB of already-compressed files, most of the zip). The
 # function creates clients for these only (aws/clients.py, aws/sns.py, and the durable SDK's "lambda" client);
@@ -86,7 +73,7 @@ PRUNED_GLOBS = ("**/__pycache__",)
 BOTOCORE_SERVICES = ("autoscaling", "ec2", "eks", "elbv2", "lambda", "sns", "sso", "sso-oidc", "sts")
 
 # Bump when the recipe changes in a way the inputs below do not capture.
-RECIPE_VERSION = "3"
+RECIPE_VERSION = "4"
 
 
 def _source_files() -> list[Path]:
@@ -122,9 +109,7 @@ def host_platform() -> str:
 def dependencies_key(wheel_platform: str = PLATFORM) -> str:
     """Hash of what decides the third-party part: the lock, pyproject and the install/prune recipe."""
     digest = _Digest()
-    recipe = "|".join(
-        (RECIPE_VERSION, PYTHON_VERSION, wheel_platform, *PRUNED_DISTRIBUTIONS, *PRUNED_PATHS, *PRUNED_GLOBS)
-    )
+    recipe = "|".join((RECIPE_VERSION, PYTHON_VERSION, wheel_platform, *PRUNED_PACKAGES, *PRUNED_PATHS, *PRUNED_GLOBS))
     digest.feed("recipe", recipe.encode())
     digest.feed("uv.lock", (REPO_ROOT / "uv.lock").read_bytes())
     digest.feed("pyproject.toml", (REPO_ROOT / "pyproject.toml").read_bytes())
@@ -159,18 +144,23 @@ def _uv() -> str:
     return uv
 
 
-def _install_dependencies(target: Path, work: Path, wheel_platform: str) -> None:
-    requirements = work / "requirements.txt"
-    uv = _uv()
+def export_requirements(requirements: Path) -> None:
+    """The function's runtime set from uv.lock, with hashes: the project's dependencies less PRUNED_PACKAGES."""
     _run(
         [
-            uv, "export", "--frozen", "--no-dev", "--no-default-groups", "--no-emit-project",
+            _uv(), "export", "--frozen", "--no-dev", "--no-default-groups", "--no-emit-project",
+            *(arg for package in PRUNED_PACKAGES for arg in ("--prune", package)),
             "--format", "requirements-txt", "--output-file", str(requirements),
         ]
     )  # fmt: skip
+
+
+def _install_dependencies(target: Path, work: Path, wheel_platform: str) -> None:
+    requirements = work / "requirements.txt"
+    export_requirements(requirements)
     _run(
         [
-            uv, "pip", "install", "--quiet", "--no-config", "--target", str(target),
+            _uv(), "pip", "install", "--quiet", "--no-config", "--target", str(target),
             "--python-platform", wheel_platform, "--python-version", PYTHON_VERSION,
             "--only-binary", ":all:", "--no-deps", "--require-hashes", "--no-compile",
             "--link-mode", "copy", "-r", str(requirements),
@@ -179,11 +169,6 @@ def _install_dependencies(target: Path, work: Path, wheel_platform: str) -> None
 
 
 def _prune(target: Path) -> None:
-    for dist in PRUNED_DISTRIBUTIONS:
-        shutil.rmtree(target / dist, ignore_errors=True)
-        for info in target.glob("*.dist-info"):
-            if info.name.split("-")[0].lower().replace("-", "_") == dist:
-                shutil.rmtree(info)
     for rel in PRUNED_PATHS:
         shutil.rmtree(target / rel, ignore_errors=True)
     for pattern in PRUNED_GLOBS:
@@ -328,23 +313,25 @@ def tree_size(tree: Path) -> int:
 
 
 def unpruned_imports(tree: Path) -> list[str]:
-    """Module-level imports, anywhere in the bundle, of something the pruning removed (must be empty).
+    """Module-level imports that would fail in the bundle (must be empty): of a pruned package anywhere, and of
+    anything neither in the bundle nor in the standard library from our own package.
 
-    Imports inside functions are allowed: they only run when called (e.g. Powertools' optional aiohttp
-    tracing helper). Module-level ones, including under `if`/`try`, run at import time.
+    Imports inside functions are allowed: they only run when called (the command line's fallback to the kubernetes
+    client, its YAML reader). Module-level ones, including under `if`/`try`, run at import time. Third-party code is
+    only checked for the pruned packages: its optional imports (`try: import x except ImportError`) are its own.
     """
-    pruned = {*PRUNED_DISTRIBUTIONS, "kubernetes.aio"}
-    needles = [name.encode() for name in PRUNED_DISTRIBUTIONS]
+    present = {path.name.split(".")[0] for path in tree.iterdir()} | set(sys.stdlib_module_names) | {"__future__"}
+    needles = [name.encode() for name in PRUNED_PACKAGES]
     offenders: list[str] = []
     for path in sorted(tree.rglob("*.py")):
         rel = path.relative_to(tree).as_posix()
+        ours = rel.startswith(f"{PACKAGE_NAME}/")
         data = path.read_bytes()
-        # `from . import aio` inside kubernetes/ does not spell "kubernetes.aio"; look closer there.
-        watch = [*needles, b"aio"] if rel.startswith("kubernetes/") else needles
-        if not any(needle in data for needle in watch):
+        if not ours and not any(needle in data for needle in needles):
             continue
         for module in _module_level_imports(ast.parse(data, filename=rel), rel):
-            if any(module == name or module.startswith(name + ".") for name in pruned):
+            top = module.split(".")[0]
+            if top in PRUNED_PACKAGES or (ours and top not in present):
                 offenders.append(f"{rel}: {module}")
     return offenders
 
@@ -365,6 +352,8 @@ def _module_level_imports(tree: ast.Module, rel: str) -> list[str]:
                 base = f"{anchor}.{base}" if base else anchor
             found.append(base)
             found.extend(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending.extend(node.orelse)  # the body runs under a type checker only
         elif isinstance(node, ast.If | ast.Try | ast.With):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
@@ -372,6 +361,12 @@ def _module_level_imports(tree: ast.Module, rel: str) -> list[str]:
                 elif isinstance(child, ast.ExceptHandler):
                     pending.extend(child.body)
     return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,6 +38,7 @@ __all__ = [
     "LOG_RETENTION_DAYS",
     "MIN_EXECUTION_TIMEOUT_HOURS",
     "WORKFLOW_VARIABLES",
+    "ClusterEndpoint",
     "ConfigError",
     "KindActions",
     "OrchestratorConfig",
@@ -81,6 +82,16 @@ class VpcPlacement:
 
 
 @dataclass(frozen=True)
+class ClusterEndpoint:
+    """A served cluster's API endpoint and CA (DescribeCluster's `endpoint` and `certificateAuthority.data`, or an
+    `aws_eks.Cluster`'s `cluster_endpoint` and `cluster_certificate_authority_data`): the function then reaches the
+    cluster without DescribeCluster, which stays its fallback."""
+
+    endpoint: str
+    certificate_authority_data: str
+
+
+@dataclass(frozen=True)
 class OrchestratorConfig:
     clusters: tuple[str, ...]
     asg_names: tuple[str, ...] = ()
@@ -104,6 +115,8 @@ class OrchestratorConfig:
     drain_controller_managed_nodes: tuple[str, ...] = ()
     # a schedule looks for surges left behind this often (or a Duration of whole minutes); 0: each drain's verdict
     surge_sweep_minutes: int = 15
+    # (cluster, ClusterEndpoint) pairs or a mapping; becomes CLUSTER_ENDPOINTS
+    cluster_endpoints: tuple[tuple[str, ClusterEndpoint], ...] = ()
 
     def __post_init__(self) -> None:
         validation.check_config(self)
@@ -151,6 +164,7 @@ CONTEXT_KEYS = (
     "actionForeignHook",
     "drainControllerManagedNodes",
     "surgeSweepMinutes",
+    "clusterEndpoints",
 )
 
 # prop -> context key where the name is not simply the prop in camelCase
@@ -221,6 +235,7 @@ def _from_context(get: ContextGetter) -> OrchestratorConfig:
         drain_settings=_drain_settings(get("drainSettings")),
         drain_controller_managed_nodes=_list(get, "drainControllerManagedNodes"),
         surge_sweep_minutes=_int(get, "surgeSweepMinutes", 15),
+        cluster_endpoints=_cluster_endpoints(get("clusterEndpoints")),
     )
 
 
@@ -311,19 +326,38 @@ def _bool(get: ContextGetter, key: str, *, default: bool) -> bool:
     raise ConfigError(key, f"expected true or false, got {raw!r}")
 
 
-def _drain_settings(raw: object) -> Mapping[str, object]:
-    """`-c drainSettings='{"DRAIN_GRACE_PERIOD": 30}'` or a JSON object in cdk.json; the names and values are
-    checked by `OrchestratorConfig` (values by the function's own settings code)."""
+def _json_object(key: str, raw: object, what: str) -> dict[str, object]:
+    """A JSON object given as a string (`-c key='{...}'`) or as an object in cdk.json; empty when not given."""
     if raw is None or raw == "":
         return {}
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError as error:
-            raise ConfigError("drainSettings", f"not a JSON object: {error}") from None
+            raise ConfigError(key, f"not a JSON object: {error}") from None
     if not isinstance(raw, dict):
-        raise ConfigError("drainSettings", f"expected a JSON object of variables, got {raw!r}")
+        raise ConfigError(key, f"expected a JSON object of {what}, got {raw!r}")
     return raw
+
+
+def _drain_settings(raw: object) -> Mapping[str, object]:
+    """`-c drainSettings='{"DRAIN_GRACE_PERIOD": 30}'` or a JSON object in cdk.json; the names and values are
+    checked by `OrchestratorConfig` (values by the function's own settings code)."""
+    return _json_object("drainSettings", raw, "variables")
+
+
+def _cluster_endpoints(raw: object) -> tuple[tuple[str, ClusterEndpoint], ...]:
+    """`-c clusterEndpoints='{"prod": {"endpoint": "https://...", "certificateAuthorityData": "LS0t..."}}'` or a JSON
+    object in cdk.json: the shape of the function's CLUSTER_ENDPOINTS."""
+    given = _json_object("clusterEndpoints", raw, "clusters")
+    pairs: list[tuple[str, ClusterEndpoint]] = []
+    for cluster, value in given.items():
+        if not isinstance(value, dict) or sorted(value) != ["certificateAuthorityData", "endpoint"]:
+            raise ConfigError(
+                "clusterEndpoints", f"{cluster}: expected exactly the keys endpoint, certificateAuthorityData"
+            )
+        pairs.append((cluster, ClusterEndpoint(value["endpoint"], value["certificateAuthorityData"])))
+    return tuple(pairs)
 
 
 def _vpc(get: ContextGetter) -> VpcPlacement | None:

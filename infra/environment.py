@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from .config import OrchestratorConfig
 
 SERVICE_NAME = "drain-orchestrator"
@@ -30,5 +32,16 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
         env["SURGE_SWEEP_MINUTES"] = str(config.surge_sweep_minutes)
     if config.drain_controller_managed_nodes:
         env["DRAIN_CONTROLLER_MANAGED_NODES"] = ",".join(config.drain_controller_managed_nodes)
+    if config.cluster_endpoints:
+        env["CLUSTER_ENDPOINTS"] = cluster_endpoints_variable(config)
     env.update(config.drain_settings)  # names restricted to WORKFLOW_VARIABLES: cannot override the above
     return env
+
+
+def cluster_endpoints_variable(config: OrchestratorConfig) -> str:
+    """CLUSTER_ENDPOINTS: CDK tokens (an `aws_eks.Cluster`'s attributes) stay in the string and resolve at deploy."""
+    given = {
+        cluster: {"endpoint": e.endpoint, "certificateAuthorityData": e.certificate_authority_data}
+        for cluster, e in config.cluster_endpoints
+    }
+    return json.dumps(given, separators=(",", ":"))

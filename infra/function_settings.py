@@ -90,6 +90,20 @@ def check_drain_settings(variables: Mapping[str, str]) -> FunctionSettingsProble
     return None
 
 
+def check_cluster_endpoint(cluster: str, endpoint: str | None, ca_data: str | None) -> FunctionSettingsProblem | None:
+    """What the function's settings code says, at cold start, about one cluster's CLUSTER_ENDPOINTS entry; a value
+    only known at deploy time (a CDK token, given as None) is left to the function."""
+    validators = _validators()
+    try:
+        if endpoint is not None:
+            validators.settings.endpoint_url(cluster, endpoint)
+        if ca_data is not None:
+            validators.settings.ca_data(cluster, ca_data)
+    except validators.settings.SettingsError as error:
+        return FunctionSettingsProblem(variable=error.variable, message=str(error))
+    return None
+
+
 def loaded_from() -> str:
     """Where the validators came from (for tests and error reports)."""
     return str(SOURCE_ROOT / PACKAGE_NAME)

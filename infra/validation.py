@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .function_settings import check_drain_settings
+from .function_settings import check_cluster_endpoint, check_drain_settings
 
 if TYPE_CHECKING:
     from .config import KindActions, OrchestratorConfig, VpcPlacement
@@ -86,6 +86,13 @@ WORKFLOW_VARIABLES = (
 DEFAULT_DRAIN_PASS_SECONDS = 120
 # One durable drain step may run DRAIN_PASS_SECONDS; the invocation needs headroom for the rest of the replay.
 INVOCATION_HEADROOM_SECONDS = 60
+
+
+# Lambda refuses a function whose environment variables (names and values) add up to more than 4 KB.
+ENVIRONMENT_LIMIT_BYTES = 4096
+# the longest ARN a topic the construct creates (or an app's own) may plausibly have; its value is a token at synth
+TOPIC_ARN_BYTES = 256
+CDK_TOKEN = "${Token["  # noqa: S105 - how an unresolved CDK string token reads at synth, not a secret
 
 
 class ConfigError(ValueError):
@@ -236,6 +243,51 @@ def _ownership_tag(config: OrchestratorConfig) -> None:
         )
 
 
+def _cluster_endpoints(config: OrchestratorConfig) -> None:
+    """Given endpoints and CAs: for served clusters only, each checked by the function's own settings code unless it
+    is a CDK token (resolved at deploy; the function checks it at cold start); stored as sorted (cluster, given)."""
+    from .config import ClusterEndpoint  # noqa: PLC0415 (config imports this module)
+
+    raw = config.cluster_endpoints
+    pairs = sorted(raw.items()) if isinstance(raw, Mapping) else list(raw)
+    checked: list[tuple[str, ClusterEndpoint]] = []
+    for pair in pairs:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and isinstance(pair[1], ClusterEndpoint)):
+            raise prop_error("cluster_endpoints", "expected a mapping of cluster names to ClusterEndpoint")
+        cluster, given = pair
+        if cluster not in config.clusters:
+            raise prop_error("cluster_endpoints", f"{cluster!r} is not one of clusters ({', '.join(config.clusters)})")
+        fields = (given.endpoint, given.certificate_authority_data)
+        if not all(isinstance(value, str) for value in fields):
+            raise prop_error("cluster_endpoints", f"{cluster}: endpoint and certificate_authority_data are strings")
+        known = [None if CDK_TOKEN in value else value for value in fields]
+        problem = check_cluster_endpoint(cluster, *known)
+        if problem is not None:
+            raise prop_error("cluster_endpoints", problem.message)
+        checked.append((cluster, given))
+    _set(config, "cluster_endpoints", tuple(checked))
+
+
+def _environment_fits(config: OrchestratorConfig) -> None:
+    """The function's environment within Lambda's 4 KB, as far as synth knows it (tokens count as nothing, the
+    topic's ARN as TOPIC_ARN_BYTES): CAs are ~1.5 KB each, so CLUSTER_ENDPOINTS fits one or two clusters."""
+    from .environment import lambda_environment  # noqa: PLC0415 (environment imports config)
+
+    env = lambda_environment(config, notification_topic_arn="x" * TOPIC_ARN_BYTES)
+    size = sum(len(name.encode()) + len(value.encode()) for name, value in env.items() if CDK_TOKEN not in value)
+    if size <= ENVIRONMENT_LIMIT_BYTES:
+        return
+    over = f"the function's environment would take about {size} bytes, over Lambda's {ENVIRONMENT_LIMIT_BYTES}"
+    endpoints = len(env.get("CLUSTER_ENDPOINTS", ""))
+    if not endpoints:
+        raise prop_error("drain_settings", f"{over}: shorten the drain settings' values")
+    raise prop_error(
+        "cluster_endpoints",
+        f"{over} (CLUSTER_ENDPOINTS: {endpoints}); give the endpoint and CA of fewer clusters: the others are read "
+        "with DescribeCluster",
+    )
+
+
 def check_config(config: OrchestratorConfig) -> None:
     """Validate (and normalize: lists to tuples, drain settings to string pairs) every prop."""
     from .config import KindActions, VpcPlacement  # noqa: PLC0415 (config imports this module)
@@ -273,6 +325,8 @@ def check_config(config: OrchestratorConfig) -> None:
     choice(config, "log_level", LOG_LEVELS)
     check_controllers(config)
     _drain_settings(config)
+    _cluster_endpoints(config)
+    _environment_fits(config)
     pass_seconds = int(dict(config.drain_settings).get("DRAIN_PASS_SECONDS", DEFAULT_DRAIN_PASS_SECONDS))
     if config.timeout_seconds < pass_seconds + INVOCATION_HEADROOM_SECONDS:
         raise prop_error(

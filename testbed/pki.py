@@ -111,6 +111,13 @@ def _cert(
     return b.sign(issuer_key, hashes.SHA256())
 
 
+def other_ca_pem(common_name: str = "another-ca") -> bytes:
+    """A CA certificate (PEM) that signed nothing of the bed's: a trust anchor the apiserver's certificate fails."""
+    key = _key()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    return _cert(name, key, name, key, ca=True).public_bytes(serialization.Encoding.PEM)
+
+
 def generate(directory: Path) -> Pki:
     directory.mkdir(parents=True, exist_ok=True)
     pki = Pki(directory)

@@ -1,6 +1,6 @@
 """Lambda entry point: ``drain_orchestrator.handler.handler`` (a durable execution, Python 3.13).
 
-Only what every event needs is imported here; the kubernetes client, the drain engine and the Tracer load inside
+Only what every event needs is imported here; the apiserver transport, the drain engine and the Tracer load inside
 the steps that use them (cold start). Settings are validated at cold start and again by the workflow's first step,
 so a bad variable fails the execution with its name (and the event reaches the dead-letter queue) instead of
 crash-looping the container.

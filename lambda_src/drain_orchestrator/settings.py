@@ -6,10 +6,14 @@ Pure: `Settings.from_env` takes the mapping (pass `os.environ`) and either retur
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from drain_orchestrator.clip import clip
 
@@ -56,6 +60,19 @@ class OwnershipTag:
 
 
 @dataclass(frozen=True)
+class ClusterEndpoint:
+    """A served cluster's API endpoint and CA, given at deploy time (CLUSTER_ENDPOINTS): reaching it then needs no
+    DescribeCluster. DescribeCluster stays the fallback, and is read again when these fail (kube/client.py)."""
+
+    cluster: str
+    endpoint: str  # https://host[:port], no trailing slash
+    certificate_authority_data: str  # base64 of the PEM CA certificate, as DescribeCluster's certificateAuthority.data
+
+
+ENDPOINT_FIELDS = ("endpoint", "certificateAuthorityData")
+
+
+@dataclass(frozen=True)
 class Settings:
     # Served clusters; empty together with any_cluster=True means "any cluster named by the built-in tags".
     cluster_names: tuple[str, ...]
@@ -76,6 +93,8 @@ class Settings:
     # A schedule looks for surges left behind this often (0: each drain's verdict looks instead); set by the
     # construct together with the schedule's rule (workflow/sweep_flow.py).
     surge_sweep_minutes: int = 0
+    # Endpoints and CAs given at deploy time, per cluster: no DescribeCluster on the cold path for these.
+    cluster_endpoints: tuple[ClusterEndpoint, ...] = ()
 
     def serves(self, cluster: str) -> bool:
         return self.any_cluster or cluster in self.cluster_names
@@ -117,6 +136,7 @@ class Settings:
             action_foreign_hook=_parse_action(env, "ACTION_FOREIGN_HOOK", "ignore"),
             drain_controller_managed=_parse_controllers(env.get("DRAIN_CONTROLLER_MANAGED_NODES")),
             surge_sweep_minutes=sweep,
+            cluster_endpoints=parse_cluster_endpoints(env.get("CLUSTER_ENDPOINTS"), names, any_cluster=any_cluster),
         )
 
 
@@ -217,3 +237,69 @@ def _parse_sweep_minutes(raw: str | None) -> int:
             f"{clip(raw)!r}: expected a whole number of minutes between 0 and {MAX_SWEEP_MINUTES}",
         )
     return int(value)
+
+
+def parse_cluster_endpoints(
+    raw: str | None, served: tuple[str, ...], *, any_cluster: bool = False
+) -> tuple[ClusterEndpoint, ...]:
+    """CLUSTER_ENDPOINTS: a JSON object, per served cluster ``{"endpoint": "https://...", "certificateAuthorityData":
+    "<base64 PEM>"}`` (DescribeCluster's ``endpoint`` and ``certificateAuthority.data``)."""
+    if raw is None or not raw.strip():
+        return ()
+    try:
+        given: Any = json.loads(raw)
+    except ValueError as exc:
+        raise SettingsError("CLUSTER_ENDPOINTS", f"not JSON ({exc}): expected {_ENDPOINTS_SHAPE}") from None
+    if not isinstance(given, dict):
+        raise SettingsError("CLUSTER_ENDPOINTS", f"expected a JSON object {_ENDPOINTS_SHAPE}, got {clip(raw)!r}")
+    endpoints: list[ClusterEndpoint] = []
+    for cluster, value in given.items():
+        if not _CLUSTER_NAME.fullmatch(cluster) or not (any_cluster or cluster in served):
+            raise SettingsError(
+                "CLUSTER_ENDPOINTS", f"{clip(cluster)!r} is not a cluster of CLUSTER_NAMES ({', '.join(served)})"
+            )
+        if not isinstance(value, dict) or sorted(value) != sorted(ENDPOINT_FIELDS):
+            raise SettingsError(
+                "CLUSTER_ENDPOINTS", f"{cluster}: expected exactly the keys {', '.join(ENDPOINT_FIELDS)}"
+            )
+        endpoint = endpoint_url(cluster, value["endpoint"])
+        endpoints.append(ClusterEndpoint(cluster, endpoint, ca_data(cluster, value["certificateAuthorityData"])))
+    return tuple(endpoints)
+
+
+_ENDPOINTS_SHAPE = '{"<cluster>": {"endpoint": "https://...", "certificateAuthorityData": "<base64 PEM>"}}'
+
+
+def endpoint_url(cluster: str, value: object) -> str:
+    """The endpoint as DescribeCluster gives it (an https:// URL of a host), normalised without a trailing slash."""
+    parts = urlsplit(value) if isinstance(value, str) else None
+    try:
+        valid = parts is not None and parts.scheme == "https" and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is not a number
+        valid = False
+    if not valid or parts is None or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        raise SettingsError(
+            "CLUSTER_ENDPOINTS",
+            f"{cluster}: endpoint {clip(str(value))!r} is not an https:// URL of a host, as DescribeCluster's "
+            "endpoint (https://<id>.<zone>.<region>.eks.amazonaws.com)",
+        )
+    return f"https://{parts.netloc}"
+
+
+def ca_data(cluster: str, value: object) -> str:
+    """The CA as DescribeCluster gives it (base64 of PEM); checked by loading it as a TLS trust anchor."""
+    import ssl  # noqa: PLC0415 - only when endpoints are given
+
+    problem = f"{cluster}: certificateAuthorityData is not base64 of a PEM CA certificate (DescribeCluster's "
+    problem += "certificateAuthority.data)"
+    if not isinstance(value, str):
+        raise SettingsError("CLUSTER_ENDPOINTS", problem)
+    compact = "".join(value.split())
+    try:
+        pem = base64.b64decode(compact, validate=True).decode("ascii")
+        if "-----BEGIN CERTIFICATE-----" not in pem:
+            raise ValueError("no certificate")
+        ssl.create_default_context(cadata=pem)
+    except (binascii.Error, ValueError, ssl.SSLError):
+        raise SettingsError("CLUSTER_ENDPOINTS", problem) from None
+    return compact

@@ -6,6 +6,7 @@ the pinned Node 22 from node_modules goes first before any test module imports a
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -15,12 +16,16 @@ from typing import Any
 
 import pytest
 
+from testbed.pki import other_ca_pem
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NODE_BIN = REPO_ROOT / "node_modules" / "node" / "bin"
 
 if (NODE_BIN / "node").exists() and not os.environ.get("PATH", "").startswith(str(NODE_BIN)):
     os.environ["PATH"] = f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 
+# A CA certificate for given cluster endpoints (the function's settings code loads it as a trust anchor).
+CA_DATA = base64.b64encode(other_ca_pem("example-eks-ca")).decode()
 # One cluster, everything else default.
 SINGLE: dict[str, Any] = {"clusters": "prod"}
 # Several clusters in a VPC, every option set (context values as the CLI passes them: strings).
@@ -49,6 +54,14 @@ MULTI_VPC: dict[str, Any] = {
     "logLevel": "debug",
     "drainSettings": '{"DRAIN_GRACE_PERIOD": 30, "MAX_CONCURRENT_NODES": 8}',
     "surgeSweepMinutes": "0",
+    "clusterEndpoints": json.dumps(
+        {
+            "prod": {
+                "endpoint": "https://0123456789ABCDEF.gr7.eu-west-1.eks.amazonaws.com",
+                "certificateAuthorityData": CA_DATA,
+            }
+        }
+    ),
 }
 
 

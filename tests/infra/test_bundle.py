@@ -54,16 +54,31 @@ def test_bundle_key_changes_with_the_recipe(fake_sources: Path, monkeypatch: pyt
 
 
 def test_unpruned_imports_flags_module_level_use_only(tmp_path: Path) -> None:
-    (tmp_path / "ok").mkdir()
-    (tmp_path / "ok" / "__init__.py").write_text("def trace():\n    import aiohttp\n    return aiohttp\n")
+    (tmp_path / "lib").mkdir()  # third-party: its optional imports are its own, a pruned package's are not
+    (tmp_path / "lib" / "__init__.py").write_text("try:\n    import yarl\nexcept ImportError:\n    pass\n")
     (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "__init__.py").write_text("try:\n    import yarl\nexcept ImportError:\n    pass\n")
-    (tmp_path / "kubernetes").mkdir()
-    (tmp_path / "kubernetes" / "__init__.py").write_text("from . import aio\nfrom .client import x\n")
+    (tmp_path / "bad" / "__init__.py").write_text("try:\n    import kubernetes.client\nexcept ImportError:\n    pass\n")
+    package = tmp_path / bundle.PACKAGE_NAME
+    package.mkdir()
+    (package / "__init__.py").write_text("from __future__ import annotations\nimport json\nimport lib\n")
+    (package / "lazy.py").write_text("def load():\n    import yaml\n    return yaml\n")  # only when called
+    (package / "typed.py").write_text("import typing\nif typing.TYPE_CHECKING:\n    import mypy_boto3_ec2\n")
+    (package / "eager.py").write_text("from . import lazy\nimport yaml\n")
     assert bundle.unpruned_imports(tmp_path) == [
-        "bad/__init__.py: yarl",
-        "kubernetes/__init__.py: kubernetes.aio",
+        "bad/__init__.py: kubernetes.client",
+        f"{bundle.PACKAGE_NAME}/eager.py: yaml",
     ]
+
+
+def test_the_function_is_bundled_without_the_kubernetes_client(tmp_path: Path) -> None:
+    """The project keeps `kubernetes` (the command line's fallback for exec plugins); the function's set does not."""
+    declared = tomllib.loads((bundle.REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(d.startswith("kubernetes==") for d in declared)
+    bundle.export_requirements(tmp_path / "requirements.txt")
+    lines = (tmp_path / "requirements.txt").read_text().splitlines()
+    exported = {line.split("==")[0] for line in lines if "==" in line and not line.lstrip().startswith("#")}
+    assert {"boto3", "botocore", "urllib3", "aws-durable-execution-sdk-python"} <= exported
+    assert not exported & {"kubernetes", "requests", "pyyaml", "websocket-client", "aiohttp"}
 
 
 def test_zip_is_deterministic(tmp_path: Path) -> None:

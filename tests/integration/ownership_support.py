@@ -18,3 +18,13 @@ def action_state(aws: Any, instance_id: str) -> dict[str, Any]:
     """The emulator's record of the one lifecycle action of ``instance_id``."""
     [action] = [a for a in aws.lifecycle_actions() if a["instance_id"] == instance_id]
     return action
+
+
+def describe_cluster_calls(aws: Any, access_key: str, cluster: str) -> int:
+    """DescribeCluster requests of ``cluster`` the emulator served to ``access_key`` (a role session's) since its
+    reset: EKS is a REST protocol, so its request counter names the call by its path."""
+    return sum(
+        r["count"]
+        for r in aws.requests()
+        if (r["access_key"], r["service"], r["action"]) == (access_key, "eks", f"/clusters/{cluster}")
+    )

@@ -19,6 +19,7 @@ from drain_orchestrator.aws.eks_auth import ClusterDescriber, TokenSource
 from drain_orchestrator.events import parse_event
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kube.client import ClusterConnector
+from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.workflow_settings import WorkflowSettings
 from testbed import samples
 from testbed.aws_seed import LAUNCHING, AwsSeed
@@ -153,18 +154,20 @@ def test_one_deployment_routes_each_event_to_its_own_cluster(
     assert k8s.core.read_node(green_node).spec.unschedulable is True
 
 
-def test_connector_keeps_one_client_and_one_token_per_cluster(testbed: Testbed, aws: AwsSeed) -> None:
+def test_connector_keeps_one_connection_and_one_token_per_cluster(testbed: Testbed, aws: AwsSeed) -> None:
     grant(testbed, aws, "blue")
     grant(testbed, aws, "green")
     session = aws.lambda_session()
     connector = ClusterConnector(ClusterDescriber(clients.eks_client(session)), TokenSource(session))
 
-    blue = connector.api_client("blue")
-    green = connector.api_client("green")
+    blue = connector.connection("blue")
+    green = connector.connection("green")
 
-    assert connector.api_client("blue") is blue and connector.api_client("green") is green
+    assert connector.connection("blue") is blue and connector.connection("green") is green
     assert blue is not green
-    assert connector.tokens.generated == 2
+    for connection in (blue, green, connector.connection("blue"), connector.connection("green")):
+        assert Kube(connection=connection).request("GET", "/version").ok
+    assert connector.tokens.generated == 2  # minted at the first request of each, then cached
 
 
 def test_ownership_from_the_asg_tags_alone(testbed: Testbed, aws: AwsSeed, lam: LambdaHarness) -> None:

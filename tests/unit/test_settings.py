@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
-from drain_orchestrator.settings import OwnershipTag, Settings, SettingsError
+from drain_orchestrator.settings import ClusterEndpoint, OwnershipTag, Settings, SettingsError
+from testbed.pki import other_ca_pem
 
 
 def test_one_cluster_and_defaults_from_the_design_table() -> None:
@@ -119,3 +123,63 @@ def test_the_surge_sweep_is_at_the_verdicts_unless_a_schedule_is_set() -> None:
     assert Settings.from_env({"CLUSTER_NAMES": "prod"}).surge_sweep_minutes == 0
     assert Settings.from_env({"CLUSTER_NAMES": "prod", "SURGE_SWEEP_MINUTES": " 15 "}).surge_sweep_minutes == 15
     assert Settings.from_env({"CLUSTER_NAMES": "*", "SURGE_SWEEP_MINUTES": "0"}).any_cluster
+
+
+def _endpoints(**clusters: object) -> str:
+    return json.dumps(clusters)
+
+
+CA = base64.b64encode(other_ca_pem()).decode()
+
+
+def test_cluster_endpoints_given_per_served_cluster() -> None:
+    raw = _endpoints(
+        prod={"endpoint": "https://ABC.gr7.eu-west-1.eks.amazonaws.com/", "certificateAuthorityData": CA},
+        staging={"endpoint": "https://10.0.0.1:6443", "certificateAuthorityData": CA[:40] + "\n" + CA[40:]},
+    )
+    s = Settings.from_env({"CLUSTER_NAMES": "prod,staging", "CLUSTER_ENDPOINTS": raw})
+    assert s.cluster_endpoints == (
+        ClusterEndpoint("prod", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", CA),
+        ClusterEndpoint("staging", "https://10.0.0.1:6443", CA),
+    )
+    assert Settings.from_env({"CLUSTER_NAMES": "prod"}).cluster_endpoints == ()
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ("{nope", "not JSON"),
+        ('["prod"]', "expected a JSON object"),
+        (_endpoints(other={"endpoint": "https://a", "certificateAuthorityData": CA}), "'other' is not a cluster"),
+        (_endpoints(prod={"endpoint": "https://a"}), "prod: expected exactly the keys endpoint, certificateAuthority"),
+        (_endpoints(prod={"endpoint": "http://a", "certificateAuthorityData": CA}), "prod: endpoint 'http://a' is not"),
+        (_endpoints(prod={"endpoint": "https://a/api", "certificateAuthorityData": CA}), "is not an https:// URL"),
+        (_endpoints(prod={"endpoint": "https://a:x", "certificateAuthorityData": CA}), "is not an https:// URL"),
+        (_endpoints(prod={"endpoint": 7, "certificateAuthorityData": CA}), "is not an https:// URL"),
+        (_endpoints(prod={"endpoint": "https://a", "certificateAuthorityData": "not base64!"}), "not base64 of a PEM"),
+        (
+            _endpoints(prod={"endpoint": "https://a", "certificateAuthorityData": base64.b64encode(b"hi").decode()}),
+            "certificateAuthorityData is not base64 of a PEM CA certificate",
+        ),
+        (
+            _endpoints(
+                prod={
+                    "endpoint": "https://a",
+                    "certificateAuthorityData": base64.b64encode(b"-----BEGIN CERTIFICATE-----\nAAAA\n").decode(),
+                }
+            ),
+            "not base64 of a PEM",
+        ),
+    ],
+)
+def test_bad_cluster_endpoints_are_refused_naming_the_variable_and_cluster(raw: str, problem: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"CLUSTER_NAMES": "prod", "CLUSTER_ENDPOINTS": raw})
+    assert str(caught.value).startswith("CLUSTER_ENDPOINTS: ") and problem in str(caught.value)
+    assert caught.value.variable == "CLUSTER_ENDPOINTS"
+
+
+def test_any_cluster_takes_endpoints_of_any_cluster_name() -> None:
+    raw = _endpoints(whatever={"endpoint": "https://a", "certificateAuthorityData": CA})
+    (given,) = Settings.from_env({"CLUSTER_NAMES": "*", "CLUSTER_ENDPOINTS": raw}).cluster_endpoints
+    assert given.cluster == "whatever"

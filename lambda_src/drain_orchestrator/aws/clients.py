@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -22,6 +23,20 @@ if TYPE_CHECKING:
 # other SDKs read before AWS_DEFAULT_REGION and the profile's; else botocore's own (AWS_DEFAULT_REGION, the profile).
 RETRY_CONFIG = Config(retries={"mode": "standard", "max_attempts": 6}, connect_timeout=5, read_timeout=20)
 
+# EC2 and Auto Scaling take every drain's per-event reads and lifecycle calls, against account-wide token buckets a
+# fleet-wide reclaim drains at once. Adaptive mode is standard mode (backoff with jitter, retry quota) plus a
+# client-side rate limiter: after a throttled answer, this container's calls to that service wait for a token of a
+# rate that backs off and recovers (cubic), instead of every thread retrying on its own schedule. Its retries stay
+# short, whatever answers or does not: no new attempt after RETRY_WINDOW_SECONDS from the call's start, and at most
+# ADAPTIVE_ATTEMPTS sends; longer outages are the steps' durable retries, which end at the drain's deadline
+# (failures.RETRY_POLICIES).
+ADAPTIVE_ATTEMPTS = 4
+RETRY_WINDOW_SECONDS = 10.0
+ADAPTIVE_CONFIG = Config(
+    retries={"mode": "adaptive", "total_max_attempts": ADAPTIVE_ATTEMPTS}, connect_timeout=5, read_timeout=20
+)
+_STARTED = "drain_orchestrator_started"
+
 
 class MissingRegion(NoRegionError):
     """No region anywhere: botocore's own error (every handler of it still applies), saying where to set one."""
@@ -29,21 +44,43 @@ class MissingRegion(NoRegionError):
     fmt = "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION, or a region in your AWS profile)"
 
 
-def _client(service: str, session: boto3.Session | None, region: str | None) -> Any:
+def _client(service: str, session: boto3.Session | None, region: str | None, config: Config = RETRY_CONFIG) -> Any:
     session = session or boto3.Session()
     region = region or os.environ.get("AWS_REGION") or session.region_name or None
     if region is None:
         raise MissingRegion()
-    return session.client(service, region_name=region, config=RETRY_CONFIG)  # type: ignore[call-overload]
+    return session.client(service, region_name=region, config=config)  # type: ignore[call-overload]
+
+
+def _bounded(client: Any) -> Any:
+    """``client`` (adaptive mode) with no new attempt once its call has run RETRY_WINDOW_SECONDS."""
+    events, service = client.meta.events, client.meta.service_model.service_id.hyphenize()
+    events.register("before-call", _note_start)
+    # first among the service's own needs-retry handlers (botocore asks the most specific event name first): a False
+    # answer ends the retries, None leaves the decision to standard mode's rules
+    events.register_first(f"needs-retry.{service}", _within_window)
+    return client
+
+
+def _note_start(context: dict[str, Any], **_: Any) -> None:
+    context[_STARTED] = time.monotonic()
+
+
+def _within_window(request_dict: dict[str, Any], **_: Any) -> bool | None:
+    """False (no more attempts) once the call has run RETRY_WINDOW_SECONDS; None leaves it to botocore's rules."""
+    started = request_dict.get("context", {}).get(_STARTED)
+    if started is not None and time.monotonic() - started >= RETRY_WINDOW_SECONDS:
+        return False
+    return None
 
 
 def ec2_client(session: boto3.Session | None = None, region: str | None = None) -> EC2Client:
-    client: EC2Client = _client("ec2", session, region)
+    client: EC2Client = _bounded(_client("ec2", session, region, ADAPTIVE_CONFIG))
     return client
 
 
 def autoscaling_client(session: boto3.Session | None = None, region: str | None = None) -> AutoScalingClient:
-    client: AutoScalingClient = _client("autoscaling", session, region)
+    client: AutoScalingClient = _bounded(_client("autoscaling", session, region, ADAPTIVE_CONFIG))
     return client
 
 

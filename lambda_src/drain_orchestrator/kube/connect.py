@@ -1,11 +1,10 @@
 """The one way to reach an apiserver, for the Lambda and every CLI command: a counted REST handle (kube/rest.py) on
 
-- an EKS cluster by name: DescribeCluster for the endpoint and CA (always verified), a presigned STS token that is
-  renewed before it expires and once more after a 401 (kube/client.py, aws/eks_auth.py); or
+- an EKS cluster by name: the endpoint and CA (always verified) from DescribeCluster or the settings, a presigned
+  STS token that is renewed before it expires and once more after a 401 (kube/client.py, aws/eks_auth.py); or
 - a kubeconfig: a direct TLS connection (kube/kubeconfig.py), or, for users that need an exec plugin or an
-  auth-provider (``aws eks get-token``), the generated client, which runs them.
-
-The kubernetes package costs over a second to import; it is loaded only for an EKS cluster or that fallback.
+  auth-provider (``aws eks get-token``), the generated kubernetes client, which runs them (the CLI only: the Lambda
+  does not ship that package, and it costs over a second to import).
 """
 
 from __future__ import annotations
@@ -29,17 +28,17 @@ def connect(
     pool_size: int = 32,
     connector: ClusterConnector | None = None,
 ) -> Kube:
-    """A Kube on the EKS cluster ``cluster`` (token auth; ``connector`` caches clients and tokens per cluster), or,
+    """A Kube on the EKS cluster ``cluster`` (token auth; ``connector`` caches connections and tokens per cluster), or,
     without a cluster, on ``kubeconfig``'s ``context`` (default: the files kubectl would read, merged as it merges
     them: kube/kubeconfig.py; the current context)."""
     if cluster is not None:
         if kubeconfig is not None or context is not None:
             raise ValueError("connect: give either cluster (EKS) or kubeconfig/context, not both")
         if connector is None:
-            from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415 - kubernetes only here
+            from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415 - boto3 only for EKS
 
             connector = ClusterConnector()
-        return Kube(connector.api_client(cluster), pool_size=pool_size)
+        return Kube(connection=connector.connection(cluster, pool_size))
     files = kubeconfig_files(kubeconfig)
     connection = connection_from_kubeconfig(files, context, pool_size)
     if connection is not None:

@@ -1,8 +1,9 @@
-"""Thin JSON-over-HTTP access to the apiserver through a ``kubernetes.client.ApiClient``.
+"""Thin JSON-over-HTTP access to the apiserver: every request counted, raw JSON in and out.
 
-The generated client deserialises every response into pydantic models, which costs more CPU than the
-request itself for a node's pod list; the drain only needs a few fields, so it reads raw JSON. Auth,
-TLS, impersonation and default headers still come from the ApiClient. Every request is counted.
+The drain only needs a few fields of what it reads, so it never deserialises into models. Requests go over a
+direct urllib3 ``Connection``: to an EKS cluster (kube/client.py: IAM token, renewed after a 401) or from a
+kubeconfig (kube/kubeconfig.py). A ``kubernetes.client.ApiClient`` is accepted too (the CLI's fallback for
+kubeconfigs with exec plugins, and tests); the Lambda does not ship that package.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlencode
 
 import urllib3
@@ -26,13 +27,45 @@ JSON = "application/json"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"  # RFC 6902: its ``test`` op makes a write conditional on a value
-# What urllib3 may resend by itself under the generated client: a connection that failed (a keep-alive connection
-# the endpoint closed while the container was frozen), once. Not an answer: urllib3's default would resend a GET
-# turned away with 429 three times, a second apart, and a read that timed out three times, 30 s each, beyond any
-# rule of ours; 429s are resent by Kube.request (failures.APF_RETRY), the rest by the steps' durable retries.
+# What urllib3 may resend by itself: a connection that failed (a keep-alive connection the endpoint closed while the
+# container was frozen), once. Not an answer: urllib3's default would resend a GET turned away with 429 three times,
+# a second apart, and a read that timed out three times, 30 s each, beyond any rule of ours; 429s are resent by
+# Kube.request (failures.APF_RETRY), the rest by the steps' durable retries.
 TRANSPORT_RETRY = urllib3.Retry(
     total=1, connect=1, read=1, redirect=0, status=0, other=0, respect_retry_after_header=False, raise_on_status=False
 )
+UNAUTHORIZED = 401
+
+
+class Connection(Protocol):
+    """A direct HTTPS connection to one apiserver: its URL, a pool verifying its CA, and the headers (auth) a
+    request carries, read per request (an EKS token is renewed before it expires)."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def pool(self) -> urllib3.PoolManager: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Renewable(Protocol):
+    """A connection whose credentials or cluster facts can be read again (kube/client.py's, to EKS)."""
+
+    def renew(self, rejected: Mapping[str, str]) -> bool:
+        """After a 401 to a request sent with ``rejected`` headers: True when the request is worth sending once
+        more (credentials renewed, by this call or by another thread since)."""
+        ...
+
+    def recheck(self, failure: urllib3.exceptions.HTTPError) -> bool:
+        """After a transport failure: True when the connection now points elsewhere (other endpoint or CA), so
+        sending once more cannot repeat a request the server already received."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -71,10 +104,11 @@ class Response:
 
 
 class Kube:
-    """An ApiClient (or a direct kubeconfig Connection, see kube/kubeconfig.py) plus a request counter; the product
-    builds it with kube/connect.py."""
+    """A Connection (or a generated ApiClient) plus a request counter; the product builds it with kube/connect.py."""
 
-    def __init__(self, api_client: Any = None, pool_size: int | None = None, *, connection: Any = None) -> None:
+    def __init__(
+        self, api_client: Any = None, pool_size: int | None = None, *, connection: Connection | None = None
+    ) -> None:
         if (api_client is None) == (connection is None):
             raise ValueError("give exactly one of api_client and connection")
         self.api_client = api_client
@@ -91,8 +125,8 @@ class Kube:
         (self.connection or self.api_client).close()
 
     @property
-    def _pool(self) -> Any:
-        return self.connection.pool if self.connection is not None else self.api_client.rest_client.pool_manager
+    def _renewable(self) -> Renewable | None:
+        return self.connection if isinstance(self.connection, Renewable) else None
 
     def _count(self) -> None:
         with self._lock:
@@ -150,22 +184,27 @@ class Kube:
         accept: str,
         timeout: float | None,
     ) -> Response:
-        url, headers, payload = self._prepare(method, path, query, body, content_type, accept)
-        self._count()
-        try:
-            raw, data = self._send(method, url, headers, payload, timeout)
-        except urllib3.exceptions.HTTPError as exc:
-            raise unreachable(exc) from exc
-        parsed: dict[str, Any] = {}
-        if data:
+        """One request; on a renewable connection, a 401 or a transport failure that renewal can cure is sent once
+        more (each send counted)."""
+        renewable, retried = self._renewable, False
+        while True:
+            url, headers, payload = self._prepare(method, path, query, body, content_type, accept)
+            self._count()
             try:
-                loaded = json.loads(data)
-                parsed = loaded if isinstance(loaded, dict) else {}
-            except ValueError:
-                parsed = {"message": data.decode("utf-8", "replace")[:500]}
-        return Response(raw.status, parsed, dict(raw.headers))
+                raw, data = self._send_once(method, url, headers, payload, timeout)
+            except urllib3.exceptions.HTTPError as exc:
+                if renewable is not None and not retried and renewable.recheck(exc):
+                    retried = True
+                    continue
+                raise unreachable(exc) from exc
+            if raw.status == UNAUTHORIZED and renewable is not None and not retried and renewable.renew(headers):
+                retried = True
+                continue
+            return _response(raw.status, raw.headers, data)
 
-    def _send(self, method: str, url: str, headers: dict[str, str], payload: Any, timeout: float | None) -> Any:
+    def _send_once(
+        self, method: str, url: str, headers: dict[str, str], payload: Any, timeout: float | None
+    ) -> tuple[Any, bytes]:
         if self.connection is not None:
             raw = self.connection.pool.request(
                 method,
@@ -173,14 +212,12 @@ class Kube:
                 body=json.dumps(payload) if payload is not None else None,
                 headers=headers,
                 timeout=timeout,
-                retries=False,
+                retries=TRANSPORT_RETRY,
             )
-            data = raw.data
-        else:
-            # Through call_api so ApiClient subclasses (e.g. the EKS client's re-auth on 401) still apply.
-            raw = self.api_client.call_api(method, url, header_params=headers, body=payload, _request_timeout=timeout)
-            data = raw.read()
-        return raw, data
+            return raw, raw.data
+        # Through call_api so ApiClient subclasses still apply.
+        raw = self.api_client.call_api(method, url, header_params=headers, body=payload, _request_timeout=timeout)
+        return raw, raw.read()
 
     def stream_lines(
         self, path: str, query: Mapping[str, Any], timeout: float, opened: Callable[[Any], bool] | None = None
@@ -188,9 +225,7 @@ class Kube:
         """A watch: yields decoded events until the server ends it (timeoutSeconds) or the timeout. ``opened`` gets
         the response as soon as it arrives, whatever its status (another thread may ``shutdown()`` it to end the read);
         False: stop."""
-        url, headers, _ = self._prepare("GET", path, query, None, JSON)
-        self._count()
-        raw = self._pool.request("GET", url, headers=headers, preload_content=False, timeout=timeout, retries=False)
+        raw = self._open_stream(path, query, timeout)
         try:
             if (opened is not None and not opened(raw)) or raw.status != 200:
                 return
@@ -205,6 +240,33 @@ class Kube:
             # The caller may stop reading mid-stream: close instead of returning a dirty connection.
             raw.close()
             raw.release_conn()
+
+    def _open_stream(self, path: str, query: Mapping[str, Any], timeout: float) -> Any:
+        """The watch's response, headers read, body not. A 401 on a renewable connection is renewed and sent once
+        more, as any request; a transport failure is left to the watcher (it falls back to its timers)."""
+        pool = self.connection.pool if self.connection is not None else self.api_client.rest_client.pool_manager
+        renewable, retried = self._renewable, False
+        while True:
+            url, headers, _ = self._prepare("GET", path, query, None, JSON)
+            self._count()
+            raw = pool.request("GET", url, headers=headers, preload_content=False, timeout=timeout, retries=False)
+            if raw.status == UNAUTHORIZED and renewable is not None and not retried and renewable.renew(headers):
+                raw.drain_conn()
+                raw.release_conn()
+                retried = True
+                continue
+            return raw
+
+
+def _response(status: int, headers: Mapping[str, str], data: bytes) -> Response:
+    parsed: dict[str, Any] = {}
+    if data:
+        try:
+            loaded = json.loads(data)
+            parsed = loaded if isinstance(loaded, dict) else {}
+        except ValueError:
+            parsed = {"message": data.decode("utf-8", "replace")[:500]}
+    return Response(status, parsed, dict(headers))
 
 
 def own_transport_retries(api_client: Any) -> None:

@@ -117,9 +117,23 @@ def sns() -> SNSClient:
 
 
 def connector() -> ClusterConnector:
-    from drain_orchestrator.kube.client import ClusterConnector  # noqa: PLC0415 - kubernetes only when needed
+    """Connections to the served clusters: the endpoints and CAs given in CLUSTER_ENDPOINTS, DescribeCluster's for
+    the others (and for those, after a 401 or when they fail)."""
+    from drain_orchestrator.kube.client import ClusterConnector, given_facts  # noqa: PLC0415 - steps reaching a cluster
 
-    return _cached("connector", ClusterConnector)  # type: ignore[no-any-return]
+    def build() -> ClusterConnector:
+        return ClusterConnector(given=given_facts(settings().cluster_endpoints), report=_cluster_facts_failed)
+
+    return _cached("connector", build)  # type: ignore[no-any-return]
+
+
+def _cluster_facts_failed(cluster: str, what: str) -> None:
+    """Given endpoint/CA that DescribeCluster contradicts (once per container and cluster: DescribeCluster's are used
+    from then on), or a DescribeCluster read again after a failure that failed too; inside the step that met it."""
+    from drain_orchestrator.observability import logger, metric  # noqa: PLC0415
+
+    logger.error(f"cluster {cluster}: {what}", extra={"cluster": cluster})
+    metric("Errors", reason="cluster-endpoint", cluster=cluster)
 
 
 def kube(cluster: str) -> Kube:
