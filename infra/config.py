@@ -104,9 +104,17 @@ class OrchestratorConfig:
     drain_controller_managed_nodes: tuple[str, ...] = ()
     # a schedule looks for surges left behind this often (or a Duration of whole minutes); 0: each drain's verdict
     surge_sweep_minutes: int = 15
+    # the stack applies the RBAC and flow schema on each cluster (infra/rbac_applier.py); None: with access entries
+    apply_rbac: bool | None = None
 
     def __post_init__(self) -> None:
         validation.check_config(self)
+
+    @property
+    def applies_rbac(self) -> bool:
+        """Whether the stack applies the Kubernetes manifests itself: its applier reaches the clusters through the
+        access entries it creates, so by default exactly when it creates them."""
+        return self.create_access_entries if self.apply_rbac is None else self.apply_rbac
 
     @property
     def served_asg_names(self) -> tuple[str, ...]:
@@ -151,6 +159,7 @@ CONTEXT_KEYS = (
     "actionForeignHook",
     "drainControllerManagedNodes",
     "surgeSweepMinutes",
+    "applyRbac",
 )
 
 # prop -> context key where the name is not simply the prop in camelCase
@@ -221,6 +230,7 @@ def _from_context(get: ContextGetter) -> OrchestratorConfig:
         drain_settings=_drain_settings(get("drainSettings")),
         drain_controller_managed_nodes=_list(get, "drainControllerManagedNodes"),
         surge_sweep_minutes=_int(get, "surgeSweepMinutes", 15),
+        apply_rbac=_optional_bool(get, "applyRbac"),
     )
 
 
@@ -309,6 +319,11 @@ def _bool(get: ContextGetter, key: str, *, default: bool) -> bool:
     if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
         return raw.strip().lower() == "true"
     raise ConfigError(key, f"expected true or false, got {raw!r}")
+
+
+def _optional_bool(get: ContextGetter, key: str) -> bool | None:
+    raw = get(key)
+    return None if raw is None or raw == "" else _bool(get, key, default=False)
 
 
 def _drain_settings(raw: object) -> Mapping[str, object]:
