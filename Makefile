@@ -33,7 +33,8 @@ help:
 	@echo "make cluster-down  stop what cluster-up started"
 	@echo 'eval "$$(make -s env)"  the local account in this shell: endpoint, region, credentials, CLUSTER_NAMES, PATH'
 	@echo "make package       the DrainOrchestrator CDK construct as a wheel in dist/ (for your own CDK app)"
-	@echo "make release       versioned artefacts in dist/: construct and CLI wheels, Lambda code asset zip, RBAC, SHA256SUMS"
+	@echo "make release       versioned artefacts in dist/: construct and CLI wheels, Lambda code asset zip, RBAC,"
+	@echo "                   the plain CloudFormation template, SHA256SUMS"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
 	@echo "make bench-hold    a drain held by a PDB: 4 min on the bed, then the model for 48 h (results: docs/benchmarks.md, docs/cost.md)"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
@@ -121,11 +122,11 @@ synth: setup-python setup-node
 package: $(UV)
 	$(UV) build infra --wheel --out-dir dist
 
-# what an operator pins (docs/releases.md): the construct and CLI wheels, the Lambda code asset as a zip and the
-# RBAC, all of version __version__ (lambda_src/drain_orchestrator/__init__.py), which must have a CHANGELOG.md entry;
+# what an operator pins (docs/releases.md): the construct and CLI wheels, the Lambda code asset as a zip, the
+# RBAC and the plain CloudFormation template (synthesized here: Node from setup-node), all of version __version__ (lambda_src/drain_orchestrator/__init__.py), which must have a CHANGELOG.md entry;
 # checked first, with a clean work tree and no tag vX.Y.Z on another commit
 .PHONY: release
-release: setup-python
+release: setup-python setup-node
 	$(PY) build/release.py check --release
 	$(UV) build infra --wheel --out-dir dist
 	$(UV) build --wheel --out-dir dist

@@ -6,7 +6,9 @@
   deterministic zip: sorted entries, fixed timestamps, bytecode compiled for /var/task
 - ``drain-orchestrator-rbac-<version>.yaml``: infra/k8s/rbac.yaml as released (``drain-orchestrator rbac apply
   --file``, for a command line installed without a checkout)
-- ``SHA256SUMS`` of the four
+- ``drain-orchestrator-<version>.template.json``: the plain CloudFormation template (infra/release_template.py: the
+  CDK app's stack with parameters, its code from the zip above in an S3 bucket of yours)
+- ``SHA256SUMS`` of the five
 
 The version lives in one place, ``lambda_src/drain_orchestrator/__init__.py`` (``__version__``); both projects
 (pyproject.toml, the command line; infra/pyproject.toml, the construct) read it through hatch's dynamic version.
@@ -22,6 +24,7 @@ different code).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -148,7 +151,15 @@ def bundle(dist: Path) -> list[Path]:
         write_zip(tree, archive)
     rbac = dist / f"drain-orchestrator-rbac-{v}.yaml"
     shutil.copyfile(REPO / "infra" / "k8s" / "rbac.yaml", rbac)
-    artefacts = [*wheels, archive, rbac]
+    template = dist / f"drain-orchestrator-{v}.template.json"
+    from infra import release_template  # noqa: PLC0415 - needs jsii (Node from node_modules: the Makefile's PATH)
+
+    with tempfile.TemporaryDirectory(prefix="release-template-") as tmp:
+        built = release_template.build(v, Path(tmp))
+    if built["Parameters"][release_template.CODE_KEY]["Default"] != archive.name:
+        raise ReleaseError(f"the template's {release_template.CODE_KEY} default is not {archive.name}")
+    template.write_text(json.dumps(built, indent=1) + "\n", encoding="utf-8")
+    artefacts = [*wheels, archive, rbac, template]
     (dist / "SHA256SUMS").write_text(sha256sums(artefacts), encoding="utf-8")
     return artefacts
 

@@ -55,6 +55,10 @@ _DEFAULT_CACHE = (
 )
 CACHE_ROOT = Path(os.environ.get(CACHE_VARIABLE) or _DEFAULT_CACHE)
 
+# The Kubernetes manifests the product applies (infra/k8s/; package data of the construct's wheel), shipped in the
+# asset as drain_orchestrator/k8s/ for the stack's RBAC resource (drain_orchestrator/rbac_resource.py)
+MANIFEST_DIR = Path(__file__).resolve().parent / "k8s"
+
 PYTHON_VERSION = "3.13"
 PLATFORM = "aarch64-manylinux2014"  # Lambda arm64 (Graviton), glibc 2.17+ wheels
 
@@ -74,6 +78,19 @@ BOTOCORE_SERVICES = ("autoscaling", "ec2", "eks", "elbv2", "lambda", "sns", "sso
 
 # Bump when the recipe changes in a way the inputs below do not capture.
 RECIPE_VERSION = "4"
+
+
+def _manifests() -> list[Path]:
+    return sorted(MANIFEST_DIR.glob("*.yaml"))
+
+
+def manifests_digest() -> str:
+    """SHA-256 of the shipped manifests (names and contents): what the stack's RBAC resources carry, so a release
+    that changes any of them updates those resources."""
+    digest = _Digest()
+    for path in _manifests():
+        digest.feed(path.name, path.read_bytes())
+    return digest.hexdigest()
 
 
 def _source_files() -> list[Path]:
@@ -122,6 +139,8 @@ def bundle_key() -> str:
     digest.feed("dependencies", dependencies_key().encode())
     for path in _source_files():
         digest.feed(path.relative_to(SOURCE_ROOT).as_posix(), path.read_bytes())
+    for path in _manifests():
+        digest.feed(f"k8s/{path.name}", path.read_bytes())
     return digest.hexdigest()
 
 
@@ -292,6 +311,9 @@ def assemble(output_dir: Path, wheel_platform: str = PLATFORM) -> None:
         dirs_exist_ok=True,
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo"),
     )
+    (output_dir / PACKAGE_NAME / "k8s").mkdir(exist_ok=True)
+    for path in _manifests():
+        shutil.copyfile(path, output_dir / PACKAGE_NAME / "k8s" / path.name)
     compile_bytecode(output_dir / PACKAGE_NAME)
 
 

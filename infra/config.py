@@ -117,9 +117,17 @@ class OrchestratorConfig:
     surge_sweep_minutes: int = 15
     # (cluster, ClusterEndpoint) pairs or a mapping; becomes CLUSTER_ENDPOINTS
     cluster_endpoints: tuple[tuple[str, ClusterEndpoint], ...] = ()
+    # the stack applies the RBAC and flow schema on each cluster (infra/rbac_applier.py); None: with access entries
+    apply_rbac: bool | None = None
 
     def __post_init__(self) -> None:
         validation.check_config(self)
+
+    @property
+    def applies_rbac(self) -> bool:
+        """Whether the stack applies the Kubernetes manifests itself: its applier reaches the clusters through the
+        access entries it creates, so by default exactly when it creates them."""
+        return self.create_access_entries if self.apply_rbac is None else self.apply_rbac
 
     @property
     def served_asg_names(self) -> tuple[str, ...]:
@@ -165,6 +173,7 @@ CONTEXT_KEYS = (
     "drainControllerManagedNodes",
     "surgeSweepMinutes",
     "clusterEndpoints",
+    "applyRbac",
 )
 
 # prop -> context key where the name is not simply the prop in camelCase
@@ -236,6 +245,7 @@ def _from_context(get: ContextGetter) -> OrchestratorConfig:
         drain_controller_managed_nodes=_list(get, "drainControllerManagedNodes"),
         surge_sweep_minutes=_int(get, "surgeSweepMinutes", 15),
         cluster_endpoints=_cluster_endpoints(get("clusterEndpoints")),
+        apply_rbac=_optional_bool(get, "applyRbac"),
     )
 
 
@@ -324,6 +334,11 @@ def _bool(get: ContextGetter, key: str, *, default: bool) -> bool:
     if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
         return raw.strip().lower() == "true"
     raise ConfigError(key, f"expected true or false, got {raw!r}")
+
+
+def _optional_bool(get: ContextGetter, key: str) -> bool | None:
+    raw = get(key)
+    return None if raw is None or raw == "" else _bool(get, key, default=False)
 
 
 def _json_object(key: str, raw: object, what: str) -> dict[str, object]:

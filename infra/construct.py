@@ -4,7 +4,8 @@ dead letters, dashboard and alarms - as one reusable construct.
 Props: `config` (an `OrchestratorConfig`, validated when built) plus CDK objects an app already has: its VPC,
 subnets and security groups, its own notification or alarm topic, a KMS key. Attributes: `function`, `alias`,
 `notification_topic`, `alarm_topic`, `delivery_dead_letters`, `failed_invocations`, `log_group`, `alarms`,
-`rules`, `security_groups`, `connections` (in a VPC) and the `metric...()` helpers (infra.metrics).
+`rules`, `security_groups`, `connections` (in a VPC), `rbac` (the RBAC applied with the deploy: infra.rbac_applier)
+and the `metric...()` helpers (infra.metrics).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .metrics import OrchestratorMetrics
 from .network import resolve_network
 from .observability import DeadLetterQueue, Observability
 from .permissions import function_statements
+from .rbac_applier import RbacApplier
 
 HANDLER = "drain_orchestrator.handler.handler"
 KUBERNETES_GROUP = "drain-orchestrator"  # bound by infra/k8s/rbac.yaml
@@ -122,6 +124,7 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
         self.security_groups: list[ec2.ISecurityGroup] = network.security_groups if network else []
         # the group the construct created (None without a VPC or with the app's own groups)
         self.security_group = network.created_security_group if network else None
+        function_code = code if code is not None else lambda_code()
         self.function = lambda_.Function(
             self,
             "Function",
@@ -129,7 +132,7 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
             runtime=lambda_.Runtime.PYTHON_3_13,
             architecture=lambda_.Architecture.ARM_64,
             handler=HANDLER,
-            code=code if code is not None else lambda_code(),
+            code=function_code,
             memory_size=config.memory_size,
             timeout=cdk.Duration.seconds(config.timeout_seconds),
             reserved_concurrent_executions=config.reserved_concurrency,
@@ -215,6 +218,13 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
                         kubernetes_groups=[KUBERNETES_GROUP],
                     )
                 )
+
+        # after the function's access entries: a deploy that changes the RBAC applies it once the entries exist
+        self.rbac: RbacApplier | None = None
+        if config.applies_rbac:
+            self.rbac = RbacApplier(
+                self, "Rbac", clusters=config.clusters, code=function_code, log_group=self.log_group, network=network
+            )
 
         self.lifecycle_hooks = [
             autoscaling.CfnLifecycleHook(

@@ -309,6 +309,15 @@ def check_config(config: OrchestratorConfig) -> None:
         raise prop_error("alarm_email", f"{config.alarm_email!r} is not an e-mail address")
     if not isinstance(config.create_access_entries, bool):
         raise prop_error("create_access_entries", f"expected True or False, got {config.create_access_entries!r}")
+    if config.apply_rbac is not None and not isinstance(config.apply_rbac, bool):
+        raise prop_error("apply_rbac", f"expected True, False or None, got {config.apply_rbac!r}")
+    if config.apply_rbac and not config.create_access_entries:
+        raise prop_error(
+            "apply_rbac",
+            "needs create_access_entries (clusters in API or API_AND_CONFIG_MAP authentication mode): the stack's "
+            "applier reaches each cluster through an access entry it creates; in CONFIG_MAP mode apply the RBAC with "
+            "`drain-orchestrator rbac apply` (docs/deploy.md)",
+        )
     for prop in (
         "heartbeat_timeout_seconds",
         "memory_size",

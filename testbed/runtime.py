@@ -58,8 +58,15 @@ class FunctionConfig:
     environment: dict[str, str]
 
     @classmethod
-    def from_template(cls, template: dict[str, Any], refs: dict[str, str]) -> FunctionConfig:
-        (props,) = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    def from_template(
+        cls, template: dict[str, Any], refs: dict[str, str], handler: str = "drain_orchestrator.handler.handler"
+    ) -> FunctionConfig:
+        """The function whose handler is ``handler`` (the stack has another: the RBAC applier's)."""
+        (props,) = [
+            r["Properties"]
+            for r in template["Resources"].values()
+            if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["Handler"] == handler
+        ]
         env: dict[str, str] = {}
         for name, value in props["Environment"]["Variables"].items():
             if isinstance(value, dict):

@@ -26,6 +26,9 @@ if (NODE_BIN / "node").exists() and not os.environ.get("PATH", "").startswith(st
 
 # A CA certificate for given cluster endpoints (the function's settings code loads it as a trust anchor).
 CA_DATA = base64.b64encode(other_ca_pem("example-eks-ca")).decode()
+# logical ids of the RBAC applier's resources (the construct DrainOrchestrator/Rbac)
+RBAC_APPLIER_PREFIX = "DrainOrchestratorRbac"
+
 # One cluster, everything else default.
 SINGLE: dict[str, Any] = {"clusters": "prod"}
 # Several clusters in a VPC, every option set (context values as the CLI passes them: strings).
@@ -91,6 +94,14 @@ class Synthesized:
     def only(self, type_name: str) -> dict[str, Any]:
         found = list(self.resources(type_name).values())
         assert len(found) == 1, f"expected one {type_name}, found {len(found)}"
+        props: dict[str, Any] = found[0].get("Properties", {})
+        return props
+
+    def drainer(self, type_name: str) -> dict[str, Any]:
+        """The one resource of this type that is the drain function's own (its function, role, access entry),
+        beside those of the RBAC applied with the deploy (infra/rbac_applier.py: construct `Rbac`)."""
+        found = [r for k, r in self.resources(type_name).items() if not k.startswith(RBAC_APPLIER_PREFIX)]
+        assert len(found) == 1, f"expected one {type_name} outside the RBAC applier, found {len(found)}"
         props: dict[str, Any] = found[0].get("Properties", {})
         return props
 

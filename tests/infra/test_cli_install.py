@@ -1,6 +1,6 @@
 """The command line installs outside a checkout as docs/releases.md says: `uv tool install` of the root project's
 wheel with its extra `invoke` into a temporary tool directory gives a working `drain-orchestrator` entry point:
-its version is the release's, `rbac apply` finds the release's manifest inside the wheel, and `invoke` runs the
+its version is the release's, `rbac apply` finds the release's manifests inside the wheel, and `invoke` runs the
 handler under the durable local runner. Dependencies come from the registry (never `--offline`: see
 test_packaged_construct.py)."""
 
@@ -89,12 +89,14 @@ def test_uv_tool_install_of_the_wheel_gives_a_working_command(tmp_path: Path) ->
     # checkout's, and goes on to the cluster (none here: it names the missing cluster, not the manifest)
     python = tools / "drain-orchestrator" / "bin" / "python"
     found = subprocess.run(
-        [str(python), "-c", "from drain_orchestrator.cli.rbac import shipped_manifest; print(shipped_manifest())"],
+        [str(python), "-c", "from drain_orchestrator.cli.rbac import shipped_manifests; print(*shipped_manifests())"],
         cwd=elsewhere, env=env, capture_output=True, text=True, check=True, timeout=120,
     )  # fmt: skip
-    manifest = Path(found.stdout.strip())
-    assert tools in manifest.parents, manifest
-    assert manifest.read_bytes() == (REPO_ROOT / "infra" / "k8s" / "rbac.yaml").read_bytes()
+    manifests = [Path(p) for p in found.stdout.split()]
+    assert [m.name for m in manifests] == ["rbac.yaml", "flowschema.yaml"]
+    for manifest in manifests:
+        assert tools in manifest.parents, manifest
+        assert manifest.read_bytes() == (REPO_ROOT / "infra" / "k8s" / manifest.name).read_bytes()
     unreachable = run("rbac", "apply", "--dry-run", "--kubeconfig", str(elsewhere / "missing-kubeconfig"))
     assert unreachable.returncode != 0
     assert "manifest was not found" not in unreachable.stderr and "missing-kubeconfig" in unreachable.stderr

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from infra.construct import HANDLER
 
 from tests.infra.conftest import REPO_ROOT, Synthesized
 
@@ -81,7 +82,7 @@ def test_function_runs_in_the_apps_vpc_with_a_created_group_reachable_through_co
 ) -> None:
     template = library_app["templates"]["Platform"]
     (function,) = [r["Properties"] for r in _resources(template, "AWS::Lambda::Function")
-                   if "VpcConfig" in r["Properties"]]  # fmt: skip
+                   if r["Properties"]["Handler"] == HANDLER]  # fmt: skip
     assert sorted(function["VpcConfig"]["SubnetIds"]) == ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"]
     (group_ref,) = function["VpcConfig"]["SecurityGroupIds"]
     created = group_ref["Fn::GetAtt"][0]
@@ -100,7 +101,7 @@ def test_the_apps_topic_is_used_and_no_notification_topic_is_created(library_app
     # the platform's own topic and the construct's alarm topic; no notification topic of the construct
     assert len(topics) == 2 and any(k.startswith("PlatformNotifications") for k in topics)
     (function,) = [r["Properties"] for r in _resources(template, "AWS::Lambda::Function")
-                   if "VpcConfig" in r["Properties"]]  # fmt: skip
+                   if r["Properties"]["Handler"] == HANDLER]  # fmt: skip
     (topic_key,) = [k for k in topics if k.startswith("PlatformNotifications")]
     assert function["Environment"]["Variables"]["NOTIFICATION_TOPIC_ARN"] == {"Ref": topic_key}
 

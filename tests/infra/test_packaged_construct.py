@@ -195,8 +195,10 @@ def test_example_app_synthesizes_from_the_installed_package(
 
     template = json.loads((out / "NodeLifecycle.template.json").read_text())
     resources = template["Resources"].values()
-    (function,) = [r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"]
-    assert function["Handler"] == "drain_orchestrator.handler.handler"
+    functions = {r["Properties"]["Handler"]: r["Properties"] for r in resources if r["Type"] == "AWS::Lambda::Function"}
+    # the drain function, and the one that applies the RBAC with the deploy (infra/rbac_applier.py)
+    assert sorted(functions) == ["drain_orchestrator.handler.handler", "drain_orchestrator.rbac_resource.handler"]
+    function = functions["drain_orchestrator.handler.handler"]
     assert function["Environment"]["Variables"]["DRAIN_GRACE_PERIOD"] == "30"
     # grant_approve on the team's on-call role: one action on the function and its versions, nag acknowledged
     (on_call,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role" and "OnCall" in k]
@@ -206,8 +208,8 @@ def test_example_app_synthesizes_from_the_installed_package(
     hooks = sorted(r["Properties"]["AutoScalingGroupName"] for r in resources
                    if r["Type"] == "AWS::AutoScaling::LifecycleHook")  # fmt: skip
     assert hooks == ["eks-general-1a2b3c", "eks-spot-4d5e6f"]
-    (entry,) = [r["Properties"] for r in resources if r["Type"] == "AWS::EKS::AccessEntry"]
-    assert entry["ClusterName"] == "prod-eu"
+    entries = [r["Properties"] for r in resources if r["Type"] == "AWS::EKS::AccessEntry"]
+    assert sorted((e["ClusterName"], "AccessPolicies" in e) for e in entries) == [("prod-eu", False), ("prod-eu", True)]
     # the team's paging topic was added to every alarm, beside the construct's own alarm topic
     for alarm in (r["Properties"] for r in resources if r["Type"] == "AWS::CloudWatch::Alarm"):
         assert len(alarm["AlarmActions"]) == 2

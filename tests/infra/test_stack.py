@@ -14,7 +14,7 @@ from infra.observability import METRIC_WIDGETS
 
 from drain_orchestrator.interruption import Kind
 from drain_orchestrator.workflow import sweep_flow
-from tests.infra.conftest import Synthesized
+from tests.infra.conftest import RBAC_APPLIER_PREFIX, Synthesized
 
 DURABLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy"
 VPC_POLICY = "service-role/AWSLambdaVPCAccessExecutionRole"
@@ -46,7 +46,7 @@ def by_sid(synth: Synthesized) -> dict[str, dict[str, Any]]:
 
 
 def managed_policies(synth: Synthesized) -> list[str]:
-    role = synth.only("AWS::IAM::Role")
+    role = synth.drainer("AWS::IAM::Role")
     return [json.dumps(arn) for arn in role.get("ManagedPolicyArns", [])]
 
 
@@ -74,7 +74,7 @@ def arn_text(value: object) -> str:
 
 
 def test_function_runtime_architecture_durable_logging(single: Synthesized) -> None:
-    fn = single.only("AWS::Lambda::Function")
+    fn = single.drainer("AWS::Lambda::Function")
     assert fn["Runtime"] == "python3.13"
     assert fn["Architectures"] == ["arm64"]
     assert fn["Handler"] == "drain_orchestrator.handler.handler"
@@ -96,12 +96,12 @@ def test_function_runtime_architecture_durable_logging(single: Synthesized) -> N
 
 
 def test_function_waits_for_its_policy(single: Synthesized) -> None:
-    function = single.raw["Resources"][logical_id(single, "AWS::Lambda::Function", "Function")]
+    function = single.raw["Resources"][logical_id(single, "AWS::Lambda::Function", "DrainOrchestratorFunction")]
     assert function["DependsOn"] == [logical_id(single, "AWS::IAM::Policy", "DefaultPolicy")]
 
 
 def test_function_environment(single: Synthesized) -> None:
-    env = single.only("AWS::Lambda::Function")["Environment"]["Variables"]
+    env = single.drainer("AWS::Lambda::Function")["Environment"]["Variables"]
     topic = logical_id(single, "AWS::SNS::Topic", "NotificationTopic")
     assert env == {
         "CLUSTER_NAMES": "prod",
@@ -120,7 +120,7 @@ def test_function_environment(single: Synthesized) -> None:
 
 
 def test_function_options_from_context(multi: Synthesized) -> None:
-    fn = multi.only("AWS::Lambda::Function")
+    fn = multi.drainer("AWS::Lambda::Function")
     assert fn["ReservedConcurrentExecutions"] == 20
     assert (fn["MemorySize"], fn["Timeout"]) == (1024, 900)
     assert fn["DurableConfig"]["ExecutionTimeout"] == 48 * 3600
@@ -134,7 +134,7 @@ def test_function_options_from_context(multi: Synthesized) -> None:
 
 
 def test_vpc_placement(multi: Synthesized) -> None:
-    vpc_config = multi.only("AWS::Lambda::Function")["VpcConfig"]
+    vpc_config = multi.drainer("AWS::Lambda::Function")["VpcConfig"]
     assert vpc_config["SubnetIds"] == ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0bbbbbbbbbbbbbbb2"]
     assert vpc_config["SecurityGroupIds"] == ["sg-0ccccccccccccccc3"]
     assert multi.resources("AWS::EC2::SecurityGroup") == {}  # given groups are used, none created
@@ -157,7 +157,7 @@ def test_vpc_without_security_groups_creates_one(
     assert group["SecurityGroupEgress"][0]["CidrIp"] == "0.0.0.0/0"
     assert "SecurityGroupIngress" not in group
     sg_id = logical_id(result, "AWS::EC2::SecurityGroup", "SecurityGroup")
-    vpc_config = result.only("AWS::Lambda::Function")["VpcConfig"]
+    vpc_config = result.drainer("AWS::Lambda::Function")["VpcConfig"]
     assert vpc_config["SecurityGroupIds"] == [{"Fn::GetAtt": [sg_id, "GroupId"]}]
     # CONFIG_MAP clusters: no access entries, the aws-auth route is used instead
     assert result.resources("AWS::EKS::AccessEntry") == {}
@@ -273,8 +273,8 @@ def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> 
 def test_ignored_kind_gets_no_rule(multi: Synthesized) -> None:
     assert pattern_for(multi, "EC2 Instance Rebalance Recommendation") is None  # actionRebalance=ignore
     assert len(multi.resources("AWS::Events::Rule")) == 6  # and no surge sweep schedule (surgeSweepMinutes=0)
-    assert "SURGE_SWEEP_MINUTES" not in multi.only("AWS::Lambda::Function")["Environment"]["Variables"]
-    assert multi.only("AWS::Lambda::Function")["Environment"]["Variables"]["ACTION_REBALANCE"] == "ignore"
+    assert "SURGE_SWEEP_MINUTES" not in multi.drainer("AWS::Lambda::Function")["Environment"]["Variables"]
+    assert multi.drainer("AWS::Lambda::Function")["Environment"]["Variables"]["ACTION_REBALANCE"] == "ignore"
 
 
 # --- queues and topics --------------------------------------------------------------------------------------
@@ -386,13 +386,13 @@ def test_multi_cluster_permissions(multi: Synthesized) -> None:
 
 def test_access_entry_per_cluster(single: Synthesized, multi: Synthesized) -> None:
     role = logical_id(single, "AWS::IAM::Role", "ServiceRole")
-    assert single.only("AWS::EKS::AccessEntry") == {
+    assert single.drainer("AWS::EKS::AccessEntry") == {
         "ClusterName": "prod",
         "PrincipalArn": {"Fn::GetAtt": [role, "Arn"]},
         "Type": "STANDARD",
         "KubernetesGroups": [KUBERNETES_GROUP],
     }
-    entries = multi.resources("AWS::EKS::AccessEntry").values()
+    entries = [e for k, e in multi.resources("AWS::EKS::AccessEntry").items() if not k.startswith(RBAC_APPLIER_PREFIX)]
     assert sorted(e["Properties"]["ClusterName"] for e in entries) == ["batch", "prod", "staging"]
     assert all(e["Properties"]["KubernetesGroups"] == ["drain-orchestrator"] for e in entries)
 
@@ -480,7 +480,7 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
         assert alarm["TreatMissingData"] == "notBreaching"
     errors = next(a for a in found.values() if a.get("MetricName") == "Errors")
     assert errors["Namespace"] == "AWS/Lambda"
-    function = {"Ref": logical_id(single, "AWS::Lambda::Function", "Function")}
+    function = {"Ref": logical_id(single, "AWS::Lambda::Function", "DrainOrchestratorFunction")}
     assert {"Name": "Resource", "Value": {"Fn::Join": ["", [function, ":live"]]}} in errors["Dimensions"]
     queues = sorted(
         a["Dimensions"][0]["Value"]["Fn::GetAtt"][0]

@@ -34,6 +34,11 @@ LIFECYCLE = {"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycle
 SERVICE_SIDE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 
 
+def _is_drainer(resource: dict[str, Any]) -> bool:
+    """The drain function, not the one that applies the RBAC with the deploy (infra/rbac_applier.py)."""
+    return bool(resource["Properties"]["Handler"] == "drain_orchestrator.handler.handler")
+
+
 def _resolve(value: Any, refs: dict[str, str]) -> Any:
     """CloudFormation intrinsics in a policy document, resolved for the bed's account and Region."""
     pseudo = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT_ID, "AWS::URLSuffix": ""}
@@ -55,7 +60,7 @@ def _resolve(value: Any, refs: dict[str, str]) -> Any:
 def role_policies(template: dict[str, Any], topic_arn: str) -> list[dict[str, Any]]:
     """The inline policies attached to the function's role (managed policies are AWS's: logs, checkpoints)."""
     resources = template["Resources"]
-    (function,) = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    (function,) = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function" and _is_drainer(r)]
     role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
     refs = {k: topic_arn for k, r in resources.items() if r["Type"] == "AWS::SNS::Topic" and "Notification" in k}
     policies = [

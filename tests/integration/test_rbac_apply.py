@@ -1,6 +1,7 @@
 """`drain-orchestrator rbac apply` on the bed's real apiserver: the shipped infra/k8s/rbac.yaml (the very file the bed
-runs every test under), applied with the caller's credentials through a kubeconfig or through EKS; idempotent, a
-hand-edited ClusterRole gets the shipped rules back, --dry-run changes nothing, a caller without rights is told so."""
+runs every test under) and flowschema.yaml, applied with the caller's credentials through a kubeconfig or through EKS;
+idempotent, a hand-edited ClusterRole gets the shipped rules back, --dry-run changes nothing, a caller without rights
+is told so."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ def admin(testbed: Testbed) -> Iterator[Any]:
     finally:
         apply_manifest(Kube(api_client=api), load_manifest(RBAC_FILE.read_text(), str(RBAC_FILE)))
         assert _rules(api, ROLE["metadata"]["name"]) == ROLE["rules"]
+        # the flow schema is not part of the bed's setup (tests/integration/test_flowschema.py creates it)
+        flowcontrol = k8s_client.FlowcontrolApiserverV1Api(api)
+        for delete in (flowcontrol.delete_flow_schema, flowcontrol.delete_priority_level_configuration):
+            try:
+                delete("drain-orchestrator")
+            except k8s_client.ApiException as exc:
+                if exc.status != 404:
+                    raise
         api.close()
 
 
@@ -48,6 +57,8 @@ def test_rbac_apply_restores_a_hand_edited_role_and_is_idempotent(testbed: Testb
     assert first.stdout.splitlines() == [
         "clusterrole/drain-orchestrator unchanged",
         "clusterrolebinding/drain-orchestrator unchanged",
+        "prioritylevelconfiguration/drain-orchestrator created",
+        "flowschema/drain-orchestrator created",
     ]
 
     # someone edits the role by hand: the events rule is gone, an extra verb appears
@@ -69,6 +80,8 @@ def test_rbac_apply_restores_a_hand_edited_role_and_is_idempotent(testbed: Testb
     assert fixed.stdout.splitlines() == [
         "clusterrole/drain-orchestrator configured",
         "clusterrolebinding/drain-orchestrator unchanged",
+        "prioritylevelconfiguration/drain-orchestrator unchanged",
+        "flowschema/drain-orchestrator unchanged",
     ]
     assert _rules(admin, "drain-orchestrator") == ROLE["rules"]
     again = run_cli("rbac", "apply", *kubeconfig)

@@ -1,10 +1,11 @@
-"""The RBAC manifest `rbac apply` reads: the shipped file is accepted as is, anything else is refused by name."""
+"""The manifests `rbac apply` and the stack's RBAC resource read: the shipped files are accepted as they are, anything
+else is refused by name."""
 
 from __future__ import annotations
 
 import pytest
 
-from drain_orchestrator.cli.rbac import ManifestError, load_manifest, object_path
+from drain_orchestrator.cli.rbac import MANIFESTS, ManifestError, load_manifest, object_path, shipped_manifests
 from testbed.control_plane import RBAC_FILE
 
 
@@ -13,6 +14,16 @@ def test_the_shipped_manifest_maps_to_cluster_scoped_rbac_paths() -> None:
     assert [object_path(d) for d in docs] == [
         "/apis/rbac.authorization.k8s.io/v1/clusterroles/drain-orchestrator",
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/drain-orchestrator",
+    ]
+
+
+def test_the_shipped_list_is_the_rbac_then_the_flow_schema() -> None:
+    paths = shipped_manifests()
+    assert [p.name for p in paths] == list(MANIFESTS) and paths[0] == RBAC_FILE
+    docs = [d for p in paths for d in load_manifest(p.read_text(), p.name)]
+    assert [object_path(d) for d in docs][2:] == [
+        "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/drain-orchestrator",
+        "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/drain-orchestrator",
     ]
 
 
@@ -31,7 +42,11 @@ def test_a_namespaced_role_lives_in_its_namespace() -> None:
         ("- 1\n", "m: document 1: expected a mapping, got list"),
         (
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n",
-            "m: document 1: apiVersion/kind apps/v1/Deployment: expected rbac.authorization.k8s.io/v1 ClusterRole",
+            "m: document 1: apiVersion/kind apps/v1/Deployment: expected one of rbac.authorization.k8s.io/v1 Cluster",
+        ),
+        (
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: x}\n",
+            "m: document 1: apiVersion/kind rbac.authorization.k8s.io/v1/FlowSchema: expected one of",
         ),
         (
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {}\n",

@@ -1,11 +1,14 @@
-"""`drain-orchestrator rbac apply`: the shipped RBAC (infra/k8s/rbac.yaml) onto a cluster, with the caller's access.
+"""`drain-orchestrator rbac apply`: the shipped RBAC and API Priority and Fairness objects (``MANIFESTS``, in
+infra/k8s/) onto a cluster, with the caller's access.
 
 Server-side apply (field manager ``drain-orchestrator``, conflicts forced), so running it again is a no-op and a
 ClusterRole someone edited by hand gets the shipped rules back. The cluster is reached through EKS with the caller's
 AWS credentials (``--cluster``; their access entry needs cluster-admin rights, e.g. AmazonEKSClusterAdminPolicy) or
 through a kubeconfig. ``--dry-run`` asks the apiserver what would change (``dryRun=All``) and changes nothing.
-The file is the one the release ships: a checkout's ``infra/k8s/rbac.yaml``, or the copy inside the installed
-command line (its wheel) or construct package (``drain_orchestrator_cdk``), or ``--file``.
+The files are the ones the release ships: a checkout's ``infra/k8s/``, or the copies inside the installed command
+line (its wheel), the Lambda code asset or the construct package (``drain_orchestrator_cdk``), or ``--file``.
+``MANIFESTS`` is the one list of what the product applies: this command and the stack's RBAC resource
+(drain_orchestrator/rbac_resource.py) both apply it, with ``apply_manifest``.
 """
 
 from __future__ import annotations
@@ -22,14 +25,22 @@ from drain_orchestrator.kube.rest import Kube
 FIELD_MANAGER = "drain-orchestrator"
 APPLY_PATCH = "application/apply-patch+yaml"
 RBAC_GROUP = "rbac.authorization.k8s.io/v1"
-# kind -> (resource, namespaced): the kinds an RBAC manifest holds; anything else is refused, not guessed at
+FLOWCONTROL_GROUP = "flowcontrol.apiserver.k8s.io/v1"
+# kind -> (apiVersion, resource, namespaced): the kinds the shipped manifests hold; anything else is refused, not
+# guessed at
 KINDS = {
-    "ClusterRole": ("clusterroles", False),
-    "ClusterRoleBinding": ("clusterrolebindings", False),
-    "Role": ("roles", True),
-    "RoleBinding": ("rolebindings", True),
+    "ClusterRole": (RBAC_GROUP, "clusterroles", False),
+    "ClusterRoleBinding": (RBAC_GROUP, "clusterrolebindings", False),
+    "Role": (RBAC_GROUP, "roles", True),
+    "RoleBinding": (RBAC_GROUP, "rolebindings", True),
+    "PriorityLevelConfiguration": (FLOWCONTROL_GROUP, "prioritylevelconfigurations", False),
+    "FlowSchema": (FLOWCONTROL_GROUP, "flowschemas", False),
 }
-_SHIPPED = Path("infra") / "k8s" / "rbac.yaml"
+# What the product applies on each served cluster, in order (each file's documents in order: roles before their
+# bindings, a priority level before its flow schema): the RBAC the function runs under, then its own share of the
+# apiserver under API Priority and Fairness. The one list: `rbac apply` and the stack's RBAC resource read it.
+MANIFESTS = ("rbac.yaml", "flowschema.yaml")
+_SHIPPED = Path("infra") / "k8s"
 _FORBIDDEN_HINT = (
     " (writing RBAC needs cluster-admin rights: an EKS access entry with AmazonEKSClusterAdminPolicy, or a"
     " kubeconfig user bound to cluster-admin)"
@@ -53,20 +64,24 @@ class Applied:
 def add_rbac_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("rbac", help="the Kubernetes RBAC the orchestrator needs")
     actions = p.add_subparsers(dest="rbac_command", required=True)
-    a = actions.add_parser("apply", help="apply the shipped RBAC (infra/k8s/rbac.yaml) to a cluster")
+    a = actions.add_parser(
+        "apply", help="apply the shipped RBAC and flow schema (infra/k8s/rbac.yaml, flowschema.yaml) to a cluster"
+    )
     where = a.add_mutually_exclusive_group()
     where.add_argument("--cluster", default=None, help="an EKS cluster, reached with your AWS credentials")
     where.add_argument("--kubeconfig", default=None, help="default: $KUBECONFIG or ~/.kube/config")
     a.add_argument("--context", default=None, help="kubeconfig context")
-    a.add_argument("--file", default=None, help="the manifest (default: the shipped infra/k8s/rbac.yaml)")
+    a.add_argument(
+        "--file", default=None, help="one manifest instead (default: the shipped rbac.yaml, flowschema.yaml)"
+    )
     a.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
     a.set_defaults(func=run_rbac_apply)
 
 
 def run_rbac_apply(args: argparse.Namespace) -> int:
     try:
-        path = Path(args.file) if args.file else shipped_manifest()
-        documents = load_manifest(path.read_text(encoding="utf-8"), str(path))
+        paths = [Path(args.file)] if args.file else shipped_manifests()
+        documents = [doc for path in paths for doc in load_manifest(path.read_text(encoding="utf-8"), str(path))]
     except (OSError, ManifestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -84,24 +99,29 @@ def run_rbac_apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def shipped_manifest() -> Path:
-    """infra/k8s/rbac.yaml of this checkout, else the copy in the installed command line's wheel, else the copy
-    inside the installed construct package."""
-    checkout = Path(__file__).resolve().parents[3] / _SHIPPED  # lambda_src/drain_orchestrator/cli/ -> the checkout
+def shipped_manifests() -> list[Path]:
+    """``MANIFESTS`` from where the release put them (shipped_manifest)."""
+    return [shipped_manifest(name) for name in MANIFESTS]
+
+
+def shipped_manifest(name: str = "rbac.yaml") -> Path:
+    """infra/k8s/NAME of this checkout, else the copy in the installed command line's wheel or in the Lambda code
+    asset (``drain_orchestrator/k8s/``), else the copy inside the installed construct package."""
+    checkout = Path(__file__).resolve().parents[3] / _SHIPPED / name  # lambda_src/drain_orchestrator/cli/ -> checkout
     if checkout.is_file():
         return checkout
     from importlib.resources import files  # noqa: PLC0415
 
     for package in ("drain_orchestrator", "drain_orchestrator_cdk"):
         try:
-            packaged = Path(str(files(package) / "k8s" / "rbac.yaml"))
+            packaged = Path(str(files(package) / "k8s" / name))
         except ModuleNotFoundError:
             continue
         if packaged.is_file():
             return packaged
     raise ManifestError(
-        "the shipped RBAC manifest was not found (no checkout, not in the installed packages): "
-        "pass --file PATH, the infra/k8s/rbac.yaml of the release you deployed"
+        f"the shipped manifest {name} was not found (no checkout, not in the installed packages): "
+        f"pass --file PATH, the infra/k8s/{name} of the release you deployed"
     )
 
 
@@ -119,28 +139,29 @@ def load_manifest(text: str, source: str) -> list[dict[str, Any]]:
         where = f"{source}: document {i + 1}"
         if not isinstance(doc, dict):
             raise ManifestError(f"{where}: expected a mapping, got {type(doc).__name__}")
-        if doc.get("apiVersion") != RBAC_GROUP or doc.get("kind") not in KINDS:
-            raise ManifestError(
-                f"{where}: apiVersion/kind {doc.get('apiVersion')}/{doc.get('kind')}: expected {RBAC_GROUP} "
-                f"{', '.join(KINDS)}"
-            )
+        kind = doc.get("kind")
+        if kind not in KINDS or doc.get("apiVersion") != KINDS[kind][0]:
+            expected = ", ".join(f"{version} {name}" for name, (version, _, _) in KINDS.items())
+            raise ManifestError(f"{where}: apiVersion/kind {doc.get('apiVersion')}/{kind}: expected one of {expected}")
         meta = doc.get("metadata")
         if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
             raise ManifestError(f"{where}: metadata.name: expected a non-empty string")
-        if KINDS[doc["kind"]][1] and not isinstance(meta.get("namespace"), str):
+        if KINDS[doc["kind"]][2] and not isinstance(meta.get("namespace"), str):
             raise ManifestError(f"{where}: metadata.namespace: required for a {doc['kind']}")
     return loaded
 
 
 def object_path(doc: dict[str, Any]) -> str:
-    resource, namespaced = KINDS[doc["kind"]]
+    version, resource, namespaced = KINDS[doc["kind"]]
     meta = doc["metadata"]
     scope = f"/namespaces/{meta['namespace']}" if namespaced else ""
-    return f"/apis/{RBAC_GROUP}{scope}/{resource}/{meta['name']}"
+    return f"/apis/{version}{scope}/{resource}/{meta['name']}"
 
 
-def apply_manifest(kube: Kube, documents: list[dict[str, Any]], *, dry_run: bool = False) -> list[Applied]:
-    """Server-side apply of each document, in order (roles before their bindings)."""
+def apply_manifest(
+    kube: Kube, documents: list[dict[str, Any]], *, dry_run: bool = False, field_manager: str = FIELD_MANAGER
+) -> list[Applied]:
+    """Server-side apply of each document, in order (roles before their bindings), as ``field_manager``."""
     results = []
     for doc in documents:
         path = object_path(doc)
@@ -148,7 +169,7 @@ def apply_manifest(kube: Kube, documents: list[dict[str, Any]], *, dry_run: bool
         before = kube.request("GET", path)
         if not before.ok and before.status != 404:
             raise before.error(f"get {what}")
-        query = {"fieldManager": FIELD_MANAGER, "force": "true", "dryRun": "All" if dry_run else None}
+        query = {"fieldManager": field_manager, "force": "true", "dryRun": "All" if dry_run else None}
         after = kube.request("PATCH", path, query=query, body=doc, content_type=APPLY_PATCH)
         if not after.ok:
             raise after.error(f"apply {what}")

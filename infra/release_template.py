@@ -1,0 +1,276 @@
+"""The plain CloudFormation template `make release` ships (`drain-orchestrator-X.Y.Z.template.json`): the stack the
+CDK app deploys (infra.stack.DrainOrchestratorStack, so every permission, alarm and setting of the construct is in
+it), with CloudFormation parameters, for teams that deploy with `aws cloudformation deploy`, Terraform or their own
+CDK app in another language.
+
+- Self-contained: `BootstraplessSynthesizer` (no bootstrap version parameter or rule, no staging bucket), and the code
+  asset is not an asset at all: `Code.from_bucket` on the `CodeBucket` / `CodeKey` parameters (the release's Lambda
+  zip, uploaded once with `aws s3 cp`).
+- One served cluster per stack (`ClusterName`): the construct names the cluster in IAM condition keys, access
+  entries, alarms and the RBAC resource, which a list parameter cannot reach; several clusters are several stacks.
+- Each parameter enters through template_fold.py: the stack is synthesized with sentinel values (substituted by
+  references) and once per other value of each choice (folded into conditions). cdk-nag runs on every one of those
+  synths, as it does on `cdk synth`.
+
+    python -m infra.release_template VERSION OUT.json   # (make release runs it: build/release.py)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import KindActions, OrchestratorConfig
+from .template_fold import Variant, fold, substitute
+from .validation import LOG_LEVELS, LOG_RETENTION_DAYS
+
+CODE_BUCKET = "CodeBucket"
+CODE_KEY = "CodeKey"
+ACTIONS = {  # parameter -> KindActions field
+    "ActionSpotInterruption": "spot_interruption",
+    "ActionCapacityReservationInterruption": "capacity_reservation_interruption",
+    "ActionRebalance": "rebalance",
+    "ActionStateChange": "state_change",
+    "ActionScheduledChange": "scheduled_change",
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    description: str
+    default: str | int | None  # None: required
+    type: str = "String"
+    allowed: tuple[str | int, ...] = ()
+    pattern: str | None = None
+    sentinel: str | int | None = None  # synthesized with this, substituted by a reference
+    variants: tuple[str, ...] = ()  # synthesized once more with each, folded into conditions ("" : not given)
+
+    def cfn(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"Type": self.type, "Description": self.description}
+        if self.default is not None:
+            out["Default"] = self.default
+        if self.allowed:
+            out["AllowedValues"] = list(self.allowed)
+        if self.pattern:
+            out["AllowedPattern"] = self.pattern
+        return out
+
+
+def _actions() -> tuple[Param, ...]:
+    defaults = KindActions()
+    out = []
+    for name, field_name in ACTIONS.items():
+        default = getattr(defaults, field_name)
+        allowed = ("cordon", "drain", "ignore") if name == "ActionRebalance" else ("drain", "cordon", "ignore")
+        out.append(
+            Param(
+                name,
+                f"drain, cordon or ignore (no rule, no invocations); default {default}",
+                default,
+                allowed=allowed,
+                variants=tuple(v for v in allowed if v != default),
+            )
+        )
+    return tuple(out)
+
+
+PARAMETERS: tuple[Param, ...] = (
+    Param(
+        "ClusterName",
+        "The EKS cluster this stack serves (one per stack: deploy the template again for another cluster)",
+        None,
+        pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
+        sentinel="zzclusterzz",
+    ),
+    Param(
+        "LifecycleHookName",
+        "The terminate (and launch) lifecycle hook the function answers on the cluster's Auto Scaling groups",
+        "drain-orchestrator",
+        pattern=r"^[A-Za-z0-9\-_/]{1,255}$",
+        sentinel="zzhookzz",
+    ),
+    Param(
+        "OwnershipTag",
+        "Extra ownership rule, a tag key or key=value (OWNERSHIP_TAG, docs/ownership.md); empty: none",
+        "",
+        pattern=r"^([^=,]{1,128}(=[^=,]+)?)?$",
+        sentinel="zzownerzz",
+        variants=("",),
+    ),
+    Param(
+        "AlarmEmail",
+        "E-mail address subscribed to the alarm topic (confirm the subscription mail); empty: none",
+        "",
+        pattern=r"^([^@\s,]+@[^@\s,]+\.[^@\s,]+)?$",
+        sentinel="zzalarm@zzexample.zz",
+        variants=("",),
+    ),
+    *_actions(),
+    Param(
+        "DryRun",
+        "true: log what a drain would do, change nothing (DRY_RUN)",
+        "false",
+        allowed=("false", "true"),
+        variants=("true",),
+    ),
+    Param(
+        "CreateAccessEntries",
+        "true: EKS access entries for the function (clusters in API or API_AND_CONFIG_MAP mode); false: aws-auth",
+        "true",
+        allowed=("true", "false"),
+        variants=("false",),
+    ),
+    Param(
+        "ApplyRbac",
+        "true: the stack applies, upgrades and removes the Kubernetes RBAC and flow schema (needs the access entries)",
+        "true",
+        allowed=("true", "false"),
+        variants=("false",),
+    ),
+    Param(
+        "LogLevel",
+        "Function log level",
+        "INFO",
+        allowed=LOG_LEVELS,
+        variants=tuple(v for v in LOG_LEVELS if v != "INFO"),
+    ),
+    Param("MemorySize", "Function memory in MB", 512, type="Number", sentinel=1777),
+    Param("TimeoutSeconds", "Timeout of one invocation (180-900 s)", 600, type="Number", sentinel=777),
+    Param(
+        "LogRetentionDays", "Retention of the log group", 30, type="Number", allowed=LOG_RETENTION_DAYS, sentinel=2557
+    ),
+)
+BY_NAME = {p.name: p for p in PARAMETERS}
+# what CloudFormation checks beyond AllowedValues (the construct's own ranges)
+RANGES = {"MemorySize": (128, 10240), "TimeoutSeconds": (180, 900)}
+
+
+def config_for(values: Mapping[str, str | int]) -> OrchestratorConfig:
+    """The construct's configuration for one assignment of the parameters."""
+    return OrchestratorConfig(
+        clusters=(str(values["ClusterName"]),),
+        created_hook_name=str(values["LifecycleHookName"]),
+        ownership_tag=str(values["OwnershipTag"]) or None,
+        alarm_email=str(values["AlarmEmail"]) or None,
+        actions=KindActions(**{field: str(values[name]) for name, field in ACTIONS.items()}),
+        drain_settings={"DRY_RUN": "true"} if values["DryRun"] == "true" else {},
+        create_access_entries=values["CreateAccessEntries"] == "true",
+        apply_rbac=None if values["ApplyRbac"] == "true" else False,  # true: with the access entries
+        log_level=str(values["LogLevel"]),
+        memory_size=int(values["MemorySize"]),
+        timeout_seconds=int(values["TimeoutSeconds"]),
+        log_retention_days=int(values["LogRetentionDays"]),
+    )
+
+
+def synthesize(values: Mapping[str, str | int], outdir: Path) -> dict[str, Any]:
+    """One synth of the stack for ``values``, cdk-nag's AwsSolutions checks included (an unacknowledged finding
+    fails it)."""
+    import aws_cdk as cdk  # noqa: PLC0415 - the folding and the parameter table need no jsii
+    import cdk_nag  # noqa: PLC0415
+    from aws_cdk import aws_lambda as lambda_  # noqa: PLC0415
+    from aws_cdk import aws_s3 as s3  # noqa: PLC0415
+
+    from .stack import DESCRIPTION, STACK_NAME, add_orchestrator  # noqa: PLC0415
+
+    # construct paths in the metadata: how template_fold matches a resource whose logical id a variant changes
+    app = cdk.App(outdir=str(outdir), analytics_reporting=False, context={"aws:cdk:enable-path-metadata": True})
+    stack = cdk.Stack(app, STACK_NAME, description=DESCRIPTION, synthesizer=cdk.BootstraplessSynthesizer())
+    bucket = cdk.CfnParameter(stack, CODE_BUCKET, description="S3 bucket holding the release's Lambda zip")
+    key = cdk.CfnParameter(stack, CODE_KEY, description="S3 key of the Lambda zip: drain-orchestrator-lambda-X.Y.Z.zip")
+    code = lambda_.Code.from_bucket(
+        s3.Bucket.from_bucket_name(stack, "CodeBucketRef", bucket.value_as_string), key.value_as_string
+    )
+    add_orchestrator(stack, config_for(values), code)
+    cdk.Validations.of(app).add_plugins(cdk_nag.AwsSolutionsChecks(app))
+    assembly = app.synth()
+    loaded: dict[str, Any] = json.loads(Path(assembly.get_stack_by_name(STACK_NAME).template_full_path).read_text())
+    return loaded
+
+
+def base_values() -> dict[str, str | int]:
+    return {p.name: p.sentinel if p.sentinel is not None else p.default or "" for p in PARAMETERS}
+
+
+def condition_name(parameter: str, value: str) -> str:
+    return f"{parameter}Is{value.capitalize() or 'Empty'}"
+
+
+def build(version: str, work: Path) -> dict[str, Any]:
+    """The release template: the base synth with its sentinels substituted, each choice's variants folded in, the
+    parameters and their conditions declared."""
+    sentinels = {p.name: p.sentinel for p in PARAMETERS if p.sentinel is not None}
+    base = base_values()
+    synths = iter(range(1000))
+
+    def synth(values: Mapping[str, str | int]) -> dict[str, Any]:
+        return substitute(synthesize(values, work / f"synth-{next(synths)}"), sentinels)
+
+    variants = [Variant(p.name, v, synth({**base, p.name: v})) for p in PARAMETERS for v in p.variants]
+    equalities = {(p.name, v): condition_name(p.name, v) for p in PARAMETERS for v in p.variants}
+    folded = fold(synth(base), variants, equalities)
+    template = _clean(folded.template)
+    _version_follows_parameters(template)
+    parameters = {p.name: p.cfn() for p in PARAMETERS}
+    for name, (low, high) in RANGES.items():
+        parameters[name] |= {"MinValue": low, "MaxValue": high}
+    template["Parameters"] = {**parameters, **template.get("Parameters", {})}
+    template["Parameters"][CODE_KEY]["Default"] = f"drain-orchestrator-lambda-{version}.zip"  # build/release.py's name
+    conditions = {name: {"Fn::Equals": [{"Ref": p}, v]} for (p, v), name in equalities.items()}
+    template["Conditions"] = {**conditions, **folded.conditions}
+    template["Description"] = f"EKS Drain Orchestrator {version}: drains EKS nodes before EC2 instances go away"
+    template["Metadata"] = {
+        "AWS::CloudFormation::Interface": {
+            "ParameterGroups": [
+                {"Label": {"default": "Cluster and code"}, "Parameters": ["ClusterName", CODE_BUCKET, CODE_KEY]},
+                {"Label": {"default": "Settings"}, "Parameters": [p.name for p in PARAMETERS[1:]]},
+            ]
+        }
+    }
+    return template
+
+
+# what the function's configuration depends on: a new value must publish a new version, which the alias then routes to
+VERSION_INPUTS = (CODE_BUCKET, CODE_KEY, "ClusterName", "LifecycleHookName", "OwnershipTag", *ACTIONS, "DryRun",
+                  "LogLevel", "MemorySize", "TimeoutSeconds")  # fmt: skip
+
+
+def _version_follows_parameters(template: dict[str, Any]) -> None:
+    """CDK publishes a new function version when the function's configuration changes by naming the version resource
+    after a hash of it; here the configuration changes with the parameters under one logical id. A version's
+    description can only change by replacement: naming the parameters in it publishes a new version (the old one is
+    retained, for the executions that run on it) whenever one of them changes."""
+    versions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Version"]
+    if len(versions) != 1:
+        raise ValueError(f"expected the drain function's one version resource, found {len(versions)}")
+    parts: list[Any] = []
+    for name in VERSION_INPUTS:
+        parts += [f"{name}=" if not parts else f" {name}=", {"Ref": name}]
+    versions[0]["Properties"]["Description"] = {"Fn::Join": ["", parts]}
+
+
+def _clean(template: dict[str, Any]) -> dict[str, Any]:
+    """Without CDK's per-resource metadata (construct paths with the sentinels, cdk-nag's records)."""
+    for body in template.get("Resources", {}).values():
+        body.pop("Metadata", None)
+    return template
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m infra.release_template VERSION OUT.json", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="release-template-") as work:
+        template = build(argv[0], Path(work))
+    Path(argv[1]).write_text(json.dumps(template, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
