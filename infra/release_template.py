@@ -9,8 +9,10 @@ CDK app in another language.
 - One served cluster per stack (`ClusterName`): the construct names the cluster in IAM condition keys, access
   entries, alarms and the RBAC resource, which a list parameter cannot reach; several clusters are several stacks.
 - Each parameter enters through template_fold.py: the stack is synthesized with sentinel values (substituted by
-  references) and once per other value of each choice (folded into conditions). cdk-nag runs on every one of those
-  synths, as it does on `cdk synth`.
+  references), once more with other sentinels (which must substitute to the same template: nothing derived from a
+  value) and once per other value of each choice (folded into conditions). cdk-nag runs on every one of those
+  synths, as it does on `cdk synth`. tests/infra/test_template_equals_stack.py checks the result: the
+  template resolved for several assignments equals the CDK app's synth with the same settings.
 
     python -m infra.release_template VERSION OUT.json   # (make release runs it: build/release.py)
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import KindActions, OrchestratorConfig
-from .template_fold import Variant, fold, substitute
+from .template_fold import Variant, check_same, fold, substitute
 from .validation import LOG_LEVELS, LOG_RETENTION_DAYS
 
 CODE_BUCKET = "CodeBucket"
@@ -49,6 +51,7 @@ class Param:
     allowed: tuple[str | int, ...] = ()
     pattern: str | None = None
     sentinel: str | int | None = None  # synthesized with this, substituted by a reference
+    alternate: str | int | None = None  # a second sentinel: the synth with it must substitute to the same template
     variants: tuple[str, ...] = ()  # synthesized once more with each, folded into conditions ("" : not given)
 
     def cfn(self) -> dict[str, Any]:
@@ -87,6 +90,7 @@ PARAMETERS: tuple[Param, ...] = (
         None,
         pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
         sentinel="zzclusterzz",
+        alternate="qqclusterqq",
     ),
     Param(
         "LifecycleHookName",
@@ -94,6 +98,7 @@ PARAMETERS: tuple[Param, ...] = (
         "drain-orchestrator",
         pattern=r"^[A-Za-z0-9\-_/]{1,255}$",
         sentinel="zzhookzz",
+        alternate="qqhookqq",
     ),
     Param(
         "OwnershipTag",
@@ -101,6 +106,7 @@ PARAMETERS: tuple[Param, ...] = (
         "",
         pattern=r"^([^=,]{1,128}(=[^=,]+)?)?$",
         sentinel="zzownerzz",
+        alternate="qqownerqq",
         variants=("",),
     ),
     Param(
@@ -109,6 +115,7 @@ PARAMETERS: tuple[Param, ...] = (
         "",
         pattern=r"^([^@\s,]+@[^@\s,]+\.[^@\s,]+)?$",
         sentinel="zzalarm@zzexample.zz",
+        alternate="qqalarm@qqexample.qq",
         variants=("",),
     ),
     *_actions(),
@@ -140,10 +147,16 @@ PARAMETERS: tuple[Param, ...] = (
         allowed=LOG_LEVELS,
         variants=tuple(v for v in LOG_LEVELS if v != "INFO"),
     ),
-    Param("MemorySize", "Function memory in MB", 512, type="Number", sentinel=1777),
-    Param("TimeoutSeconds", "Timeout of one invocation (180-900 s)", 600, type="Number", sentinel=777),
+    Param("MemorySize", "Function memory in MB", 512, type="Number", sentinel=1777, alternate=1888),
+    Param("TimeoutSeconds", "Timeout of one invocation (180-900 s)", 600, type="Number", sentinel=777, alternate=888),
     Param(
-        "LogRetentionDays", "Retention of the log group", 30, type="Number", allowed=LOG_RETENTION_DAYS, sentinel=2557
+        "LogRetentionDays",
+        "Retention of the log group",
+        30,
+        type="Number",
+        allowed=LOG_RETENTION_DAYS,
+        sentinel=2557,
+        alternate=3653,
     ),
 )
 BY_NAME = {p.name: p for p in PARAMETERS}
@@ -206,15 +219,18 @@ def build(version: str, work: Path) -> dict[str, Any]:
     """The release template: the base synth with its sentinels substituted, each choice's variants folded in, the
     parameters and their conditions declared."""
     sentinels = {p.name: p.sentinel for p in PARAMETERS if p.sentinel is not None}
+    alternates = {p.name: p.alternate for p in PARAMETERS if p.alternate is not None}
     base = base_values()
     synths = iter(range(1000))
 
-    def synth(values: Mapping[str, str | int]) -> dict[str, Any]:
+    def synth(values: Mapping[str, str | int], sentinels: Mapping[str, str | int] = sentinels) -> dict[str, Any]:
         return substitute(synthesize(values, work / f"synth-{next(synths)}"), sentinels)
 
+    substituted = synth(base)
+    check_same(substituted, synth({**base, **alternates}, alternates))
     variants = [Variant(p.name, v, synth({**base, p.name: v})) for p in PARAMETERS for v in p.variants]
     equalities = {(p.name, v): condition_name(p.name, v) for p in PARAMETERS for v in p.variants}
-    folded = fold(synth(base), variants, equalities)
+    folded = fold(substituted, variants, equalities)
     template = _clean(folded.template)
     _version_follows_parameters(template)
     parameters = {p.name: p.cfn() for p in PARAMETERS}
@@ -256,9 +272,12 @@ def _version_follows_parameters(template: dict[str, Any]) -> None:
 
 
 def _clean(template: dict[str, Any]) -> dict[str, Any]:
-    """Without CDK's per-resource metadata (construct paths with the sentinels, cdk-nag's records)."""
+    """Of CDK's per-resource metadata only the construct path (naming the parameters, not the sentinels), as
+    `cdk synth` keeps it; not cdk-nag's records."""
     for body in template.get("Resources", {}).values():
-        body.pop("Metadata", None)
+        path = body.pop("Metadata", {}).get("aws:cdk:path")
+        if path is not None:
+            body["Metadata"] = {"aws:cdk:path": path}
     return template
 
 

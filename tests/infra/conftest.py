@@ -141,3 +141,12 @@ def single(synth: Callable[[Mapping[str, Any]], Synthesized]) -> Synthesized:
 @pytest.fixture(scope="session")
 def multi(synth: Callable[[Mapping[str, Any]], Synthesized]) -> Synthesized:
     return synth(MULTI_VPC)
+
+
+@pytest.fixture(scope="session")
+def released(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The plain CloudFormation template `make release` ships (infra/release_template.py), built once a session."""
+    from drain_orchestrator import __version__
+    from infra import release_template
+
+    return release_template.build(__version__, tmp_path_factory.mktemp("release-template"))

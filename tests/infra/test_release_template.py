@@ -6,16 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from cfnlint.api import ManualArgs, lint
 
 from drain_orchestrator import __version__
 from infra import release_template
-
-
-@pytest.fixture(scope="session")
-def released(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return release_template.build(__version__, tmp_path_factory.mktemp("release-template"))
 
 
 def test_self_contained_with_the_code_from_the_bucket_parameters(released: dict[str, Any]) -> None:
