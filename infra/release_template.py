@@ -33,6 +33,7 @@ from .validation import LOG_LEVELS, LOG_RETENTION_DAYS
 
 CODE_BUCKET = "CodeBucket"
 CODE_KEY = "CodeKey"
+CODE_KEY_MAX_LENGTH = 64
 ACTIONS = {  # parameter -> KindActions field
     "ActionSpotInterruption": "spot_interruption",
     "ActionCapacityReservationInterruption": "capacity_reservation_interruption",
@@ -50,6 +51,7 @@ class Param:
     type: str = "String"
     allowed: tuple[str | int, ...] = ()
     pattern: str | None = None
+    max_length: int | None = None  # what the version's description has room for (VERSION_TEXT)
     sentinel: str | int | None = None  # synthesized with this, substituted by a reference
     alternate: str | int | None = None  # a second sentinel: the synth with it must substitute to the same template
     variants: tuple[str, ...] = ()  # synthesized once more with each, folded into conditions ("" : not given)
@@ -62,6 +64,8 @@ class Param:
             out["AllowedValues"] = list(self.allowed)
         if self.pattern:
             out["AllowedPattern"] = self.pattern
+        if self.max_length:
+            out["MaxLength"] = self.max_length
         return out
 
 
@@ -88,7 +92,8 @@ PARAMETERS: tuple[Param, ...] = (
         "ClusterName",
         "The EKS cluster this stack serves (one per stack: deploy the template again for another cluster)",
         None,
-        pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
+        pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,63}$",
+        max_length=64,
         sentinel="zzclusterzz",
         alternate="qqclusterqq",
     ),
@@ -96,7 +101,8 @@ PARAMETERS: tuple[Param, ...] = (
         "LifecycleHookName",
         "The terminate (and launch) lifecycle hook the function answers on the cluster's Auto Scaling groups",
         "drain-orchestrator",
-        pattern=r"^[A-Za-z0-9\-_/]{1,255}$",
+        pattern=r"^[A-Za-z0-9\-_/]{1,40}$",
+        max_length=40,
         sentinel="zzhookzz",
         alternate="qqhookqq",
     ),
@@ -104,7 +110,8 @@ PARAMETERS: tuple[Param, ...] = (
         "OwnershipTag",
         "Extra ownership rule, a tag key or key=value (OWNERSHIP_TAG, docs/ownership.md); empty: none",
         "",
-        pattern=r"^([^=,]{1,128}(=[^=,]+)?)?$",
+        pattern=r"^([^=,]{1,63}(=[^=,]+)?)?$",
+        max_length=64,
         sentinel="zzownerzz",
         alternate="qqownerqq",
         variants=("",),
@@ -196,7 +203,12 @@ def synthesize(values: Mapping[str, str | int], outdir: Path) -> dict[str, Any]:
     app = cdk.App(outdir=str(outdir), analytics_reporting=False, context={"aws:cdk:enable-path-metadata": True})
     stack = cdk.Stack(app, STACK_NAME, description=DESCRIPTION, synthesizer=cdk.BootstraplessSynthesizer())
     bucket = cdk.CfnParameter(stack, CODE_BUCKET, description="S3 bucket holding the release's Lambda zip")
-    key = cdk.CfnParameter(stack, CODE_KEY, description="S3 key of the Lambda zip: drain-orchestrator-lambda-X.Y.Z.zip")
+    key = cdk.CfnParameter(
+        stack,
+        CODE_KEY,
+        description="S3 key of the Lambda zip: drain-orchestrator-lambda-X.Y.Z.zip (new code: a new key)",
+        max_length=CODE_KEY_MAX_LENGTH,
+    )
     code = lambda_.Code.from_bucket(
         s3.Bucket.from_bucket_name(stack, "CodeBucketRef", bucket.value_as_string), key.value_as_string
     )
@@ -252,23 +264,37 @@ def build(version: str, work: Path) -> dict[str, Any]:
     return template
 
 
-# what the function's configuration depends on: a new value must publish a new version, which the alias then routes to
-VERSION_INPUTS = (CODE_BUCKET, CODE_KEY, "ClusterName", "LifecycleHookName", "OwnershipTag", *ACTIONS, "DryRun",
-                  "LogLevel", "MemorySize", "TimeoutSeconds")  # fmt: skip
+# What the function's configuration depends on: a new value must publish a new version, which the alias then routes
+# to. Lambda takes at most 256 characters of a version's description, and CloudFormation has no hash: the values go
+# in as they are, free text bounded by MaxLength, each choice as its first letter. CodeBucket stays out: new code
+# comes under a new key (the release names its zip by version).
+VERSION_TEXT = (CODE_KEY, "ClusterName", "LifecycleHookName", "OwnershipTag")
+VERSION_CHOICES = (*ACTIONS, "DryRun", "LogLevel")
+VERSION_NUMBERS = ("MemorySize", "TimeoutSeconds")
+VERSION_DESCRIPTION_LIMIT = 256
 
 
 def _version_follows_parameters(template: dict[str, Any]) -> None:
     """CDK publishes a new function version when the function's configuration changes by naming the version resource
     after a hash of it; here the configuration changes with the parameters under one logical id. A version's
-    description can only change by replacement: naming the parameters in it publishes a new version (the old one is
-    retained, for the executions that run on it) whenever one of them changes."""
+    description can only change by replacement: writing the parameters' values in it publishes a new version (the
+    old one is retained, for the executions that run on it) whenever one of them changes."""
     versions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Version"]
     if len(versions) != 1:
         raise ValueError(f"expected the drain function's one version resource, found {len(versions)}")
-    parts: list[Any] = []
-    for name in VERSION_INPUTS:
-        parts += [f"{name}=" if not parts else f" {name}=", {"Ref": name}]
-    versions[0]["Properties"]["Description"] = {"Fn::Join": ["", parts]}
+    letters = {"Fn::Join": ["", [_first_letter(BY_NAME[name]) for name in VERSION_CHOICES]]}
+    parts = [*({"Ref": name} for name in VERSION_TEXT), letters, *({"Ref": name} for name in VERSION_NUMBERS)]
+    versions[0]["Properties"]["Description"] = {"Fn::Join": ["/", parts]}
+
+
+def _first_letter(parameter: Param) -> Any:
+    """The parameter's value as its first letter (unique among its allowed values), through its conditions."""
+    if len({str(v)[0] for v in parameter.allowed}) != len(parameter.allowed):
+        raise ValueError(f"{parameter.name}: two allowed values start with the same letter")
+    letter: Any = str(parameter.default)[0]
+    for value in parameter.variants:
+        letter = {"Fn::If": [condition_name(parameter.name, value), value[0], letter]}
+    return letter
 
 
 def _clean(template: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """What CloudFormation makes of a template for one assignment of its parameters, as far as the template alone says:
 conditions evaluated, resources and outputs without their condition dropped, ``Fn::If`` chosen, ``AWS::NoValue``
-removed, ``Ref`` of a parameter and ``Fn::Sub`` over parameters replaced by the values. What only the deployment knows
-(``Fn::GetAtt``, a resource's ``Ref``, pseudo parameters) stays as written, so the result compares with a template
-synthesized for those values directly.
+removed, ``Ref`` of a parameter and ``Fn::Sub`` over parameters replaced by the values, ``Fn::Join`` of values
+joined. What only the deployment knows (``Fn::GetAtt``, a resource's ``Ref``, pseudo parameters) stays as written,
+so the result compares with a template synthesized for those values directly.
 
 ``Fn::Sub`` over a JSON document (infra/template_fold.py writes an IAM policy whose condition key names the cluster
 that way) is parsed back into the document, its variables put back where they stood.
@@ -68,6 +68,11 @@ class Resolver:
                 return self.value(when_true if self.condition(name) else when_false)
             if function == "Fn::Sub":
                 return self._sub(args)
+            if function == "Fn::Join":
+                separator, items = args[0], self.value(args[1])
+                if all(isinstance(item, str | int) and not isinstance(item, bool) for item in items):
+                    return separator.join(str(item) for item in items)
+                return {"Fn::Join": [separator, items]}
         return {k: v for k, v in ((k, self.value(v)) for k, v in node.items()) if v is not _DROP}
 
     def _sub(self, args: Any) -> Any:

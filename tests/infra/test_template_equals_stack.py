@@ -25,6 +25,9 @@ from infra import release_template
 from .conftest import synthesize
 from .template_resolve import resolve
 
+# the first test to ask for the template builds it (about 20 synths: minutes on a loaded machine)
+pytestmark = [pytest.mark.long_running, pytest.mark.timeout(900)]
+
 # settings as template parameters and as the app's context keys; distinctive values, found again in construct paths
 CLUSTER = "blue-prod"
 CONTEXT_KEY = {
