@@ -68,6 +68,13 @@ ASSIGNMENTS: dict[str, dict[str, str | int]] = {
         "TimeoutSeconds": 300,
     },
     "config-map": {"CreateAccessEntries": "false", "ActionScheduledChange": "ignore", "OwnershipTag": "team"},
+    "edges": {
+        "ClusterName": "Prod-2_b",
+        "AlarmEmail": "Ops+Drains@Example.org",
+        "MemorySize": 128,
+        "TimeoutSeconds": 180,
+        "LogRetentionDays": 1,
+    },
 }
 
 
