@@ -20,7 +20,9 @@ _VARIABLE = re.compile(r"\$\{([^!}][^}]*)\}")
 
 
 class Resolver:
-    def __init__(self, template: Mapping[str, Any], values: Mapping[str, str | int]) -> None:
+    def __init__(
+        self, template: Mapping[str, Any], values: Mapping[str, str | int], pseudo: Mapping[str, str] | None = None
+    ) -> None:
         parameters = template.get("Parameters", {})
         missing = [p for p, body in parameters.items() if p not in values and "Default" not in body]
         if missing:
@@ -28,7 +30,7 @@ class Resolver:
         unknown = sorted(set(values) - set(parameters))
         if unknown:
             raise ValueError(f"not parameters of the template: {unknown}")
-        self.values = {p: values.get(p, body.get("Default")) for p, body in parameters.items()}
+        self.values = {p: values.get(p, body.get("Default")) for p, body in parameters.items()} | dict(pseudo or {})
         self.conditions = dict(template.get("Conditions", {}))
         self._evaluated: dict[str, bool] = {}
 
@@ -116,6 +118,9 @@ def _put_back(node: Any, variables: Mapping[str, Any]) -> Any:
     return node
 
 
-def resolve(template: Mapping[str, Any], values: Mapping[str, str | int]) -> dict[str, Any]:
-    """Resources and Outputs of ``template`` as deployed with ``values`` (parameters not given: their defaults)."""
-    return Resolver(template, values).template(template)
+def resolve(
+    template: Mapping[str, Any], values: Mapping[str, str | int], pseudo: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Resources and Outputs of ``template`` as deployed with ``values`` (parameters not given: their defaults) and,
+    if given, where: ``pseudo`` values such as ``AWS::Region``."""
+    return Resolver(template, values, pseudo).template(template)

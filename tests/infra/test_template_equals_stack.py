@@ -158,6 +158,30 @@ def test_the_template_resolves_to_the_apps_synth(assignment: str, released: dict
     assert differences(_scalars_as_text(deployed["Outputs"]), _scalars_as_text(app["Outputs"])) == []
 
 
+ENVIRONMENT = {"AWS::AccountId": "123456789012", "AWS::Region": "eu-west-1", "AWS::Partition": "aws",
+               "AWS::URLSuffix": "amazonaws.com"}  # fmt: skip
+
+
+@pytest.mark.parametrize("assignment", ["defaults", "alarm-email"])
+def test_the_template_resolves_to_the_apps_synth_in_an_environment(
+    assignment: str, released: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cdk deploy` synthesizes for the account and region it deploys to (CDK_DEFAULT_ACCOUNT/REGION), where the app
+    may write literals that the template leaves to pseudo parameters. Both resolved in that environment are the
+    same (today only the asset's bucket is written for the environment)."""
+    monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", ENVIRONMENT["AWS::AccountId"])
+    monkeypatch.setenv("CDK_DEFAULT_REGION", ENVIRONMENT["AWS::Region"])
+    values = {"ClusterName": CLUSTER, "CodeBucket": "my-artifacts", **ASSIGNMENTS[assignment]}
+    deployed = resolve(released, values, ENVIRONMENT)
+    app = synthesize({**context_of(values), "aws:cdk:enable-path-metadata": True}, tmp_path).raw
+    app_as_template_ids(app, released, values)
+    code = [r["Properties"]["Code"] for r in app["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    assert all(c["S3Bucket"] == "cdk-hnb659fds-assets-123456789012-eu-west-1" for c in code)  # synthesized for it
+    app = resolve({**app, "Parameters": {}}, {}, ENVIRONMENT)
+    assert differences(normalised(deployed["Resources"]), normalised(app["Resources"])) == []
+    assert differences(_scalars_as_text(deployed["Outputs"]), _scalars_as_text(app["Outputs"])) == []
+
+
 def test_logical_ids_differ_beyond_their_hash(released: dict[str, Any]) -> None:
     """A resource named after a parameter's value keeps the parameter's name in its id, so no two ids are one
     construct's name with different hashes (an e-mail subscription is not taken for its topic)."""

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from drain_orchestrator import __version__
+
 from .conftest import NODE_BIN, REPO_ROOT
 
 # the first test to ask for the template builds it (about 20 synths: minutes on a loaded machine)
@@ -56,3 +58,10 @@ def test_the_typescript_app_synthesizes_the_released_template(released: dict[str
     assert function["Code"]["S3Key"] == {"Ref": "CodeKey"}
     subscription = next(r for r in resources.values() if r["Type"] == "AWS::SNS::Subscription")
     assert subscription["Properties"]["Endpoint"] == "oncall@example.com"
+
+
+def test_the_typescript_app_names_this_release() -> None:
+    """Without `-c templateFile`, the app includes this release's template (and its comment uploads its zip)."""
+    app = (EXAMPLE / "app.ts").read_text()
+    assert f'"drain-orchestrator-{__version__}.template.json"' in app
+    assert f"drain-orchestrator-lambda-{__version__}.zip" in app
