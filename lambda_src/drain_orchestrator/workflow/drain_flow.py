@@ -165,7 +165,7 @@ def _drain_passes(
                 _announce_start(ctx, job, start)  # before any DrainHeld Event of this pass
             if watch.due(out.report, pace.now) and watch.since is not None:
                 if ws.held_approval and not ws.dry_run:
-                    approval = Approval(ctx, pace.now, deadline)
+                    approval = Approval(ctx, pace.now, deadline, job.node, job.event.event_id)
                 held = held_of(job, out.report, watch.since, pace.now, deadline, approval.id if approval else None)
                 said: HeldNotice = ctx.step(
                     held_step(job, held, out.report), name="held", config=step_config(HeldNotice)
