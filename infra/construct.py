@@ -29,7 +29,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from . import encryption, nag
+from . import encryption, execution_role, nag
 from .config import OrchestratorConfig
 from .environment import lambda_environment
 from .event_rules import SWEEP_EVENT, rule_specs
@@ -158,6 +158,10 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
         self.notification_topic.grant_publish(self.function)
         if encryption_key is not None:  # the on-failure destination is written with the function's role
             encryption_key.grant(self.function, "kms:Decrypt", "kms:GenerateDataKey*")
+        # logs and durable checkpoints on this function only, instead of the managed policy's `*`
+        self.durable_execution_policy = execution_role.scope_execution_role(self, self.function, self.log_group)
+        if encryption_key is not None:
+            execution_role.encrypt_durable_state(self.function, encryption_key)
 
         # Durable functions reject unqualified ARNs: the alias is the only invoke target, and the async
         # invoke config lives on it (on the Function it would be written for $LATEST).
@@ -243,7 +247,7 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
             alarm_topic=self.alarm_topic,
             log_group=self.log_group,
         )
-        nag.acknowledge(self, config)  # last: every resource exists
+        nag.acknowledge(self, config, execution_role.nag_findings(self.function))  # last: every resource exists
 
     def _target(self, event: events.RuleTargetInput | None = None) -> targets.LambdaFunction:
         return targets.LambdaFunction(

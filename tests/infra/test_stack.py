@@ -36,9 +36,10 @@ def queue_arn(synth: Synthesized, name: str) -> dict[str, list[str]]:
 
 
 def statements(synth: Synthesized) -> list[dict[str, Any]]:
-    policy = synth.only("AWS::IAM::Policy")
-    result: list[dict[str, Any]] = policy["PolicyDocument"]["Statement"]
-    return result
+    """Every statement of the policies attached to the function's role (its default policy and the durable one)."""
+    role = {"Ref": logical_id(synth, "AWS::IAM::Role", "ServiceRole")}
+    policies = [p for p in synth.resources("AWS::IAM::Policy").values() if role in p["Properties"]["Roles"]]
+    return [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
 
 
 def by_sid(synth: Synthesized) -> dict[str, dict[str, Any]]:
@@ -325,11 +326,51 @@ def test_least_privilege_actions(single: Synthesized) -> None:
         "sqs:SendMessage",
         "sqs:GetQueueAttributes",
         "sqs:GetQueueUrl",
+        # Lambda writes the function's logs with its role; the durable SDK checkpoints and reads its state
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "lambda:CheckpointDurableExecution",
+        "lambda:GetDurableExecutionState",
     }
     assert not any("*" in action for action in actions)
-    assert managed_policies(single) == [
-        json.dumps({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{DURABLE_POLICY}"]]})
-    ]
+    assert managed_policies(single) == []  # no AWS-managed durable policy: its grants are on `*`
+
+
+DESCRIBE_ONLY = {
+    "ec2:DescribeInstances",
+    "autoscaling:DescribeLifecycleHooks",
+    "autoscaling:DescribeTags",
+    "elasticloadbalancing:DescribeTargetGroups",
+    "elasticloadbalancing:DescribeTags",
+    "elasticloadbalancing:DescribeTargetHealth",
+}
+
+
+@pytest.mark.parametrize("config", ["single", "multi"])
+def test_no_managed_durable_policy_and_no_star_resource_beyond_the_describe_calls(
+    config: str, request: pytest.FixtureRequest
+) -> None:
+    synth: Synthesized = request.getfixturevalue(config)
+    assert not [arn for arn in managed_policies(synth) if DURABLE_POLICY in arn]
+    for statement in statements(synth):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        if "*" in resources:
+            assert set(actions) <= DESCRIBE_ONLY, statement  # those have no resource-level permissions
+
+
+def test_durable_execution_and_log_grants_name_this_function_and_its_log_group(single: Synthesized) -> None:
+    function = logical_id(single, "AWS::Lambda::Function", "Function")
+    durable = next(s for s in statements(single) if "lambda:CheckpointDurableExecution" in s["Action"])
+    assert sorted(durable["Action"]) == ["lambda:CheckpointDurableExecution", "lambda:GetDurableExecutionState"]
+    # durable execution ARNs are <function ARN>:<version>/durable-execution/...: every version of this function
+    assert durable["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [function, "Arn"]}, ":*"]]}
+    logs = next(s for s in statements(single) if "logs:PutLogEvents" in s["Action"])
+    assert logs["Resource"] == {"Fn::GetAtt": [logical_id(single, "AWS::Logs::LogGroup", "LogGroup"), "Arn"]}
+    # no execution before the durable grant exists: the published version (the alias's, the rules') waits for it
+    policy = logical_id(single, "AWS::IAM::Policy", "DurableExecutionPolicy")
+    (version,) = single.resources("AWS::Lambda::Version").values()
+    assert policy in version["DependsOn"]
 
 
 def test_scoped_resources(single: Synthesized) -> None:
