@@ -5,8 +5,9 @@
 - ``drain-orchestrator-lambda-<version>.zip``: the Lambda code asset (infra/bundle.py's recipe, arm64), a
   deterministic zip: sorted entries, fixed timestamps, bytecode compiled for /var/task
 - ``drain-orchestrator-rbac-<version>.yaml``: infra/k8s/rbac.yaml as released (``drain-orchestrator rbac apply
-  --file``, for a command line installed without a checkout)
-- ``SHA256SUMS`` of the four
+  --file``, for a command line installed without a checkout), and ``drain-orchestrator-rbac-surge-<version>.yaml``:
+  infra/k8s/rbac-surge.yaml, surge before evict's rights, where SURGE_BLOCKED_PODS is not never
+- ``SHA256SUMS`` of the five
 
 The version lives in one place, ``lambda_src/drain_orchestrator/__init__.py`` (``__version__``); infra/pyproject.toml
 reads it through hatch's dynamic version, and the root pyproject.toml must say the same. Before building anything
@@ -117,7 +118,9 @@ def bundle(dist: Path) -> list[Path]:
         write_zip(tree, archive)
     rbac = dist / f"drain-orchestrator-rbac-{v}.yaml"
     shutil.copyfile(REPO / "infra" / "k8s" / "rbac.yaml", rbac)
-    artefacts = [*wheels, archive, rbac]
+    rbac_surge = dist / f"drain-orchestrator-rbac-surge-{v}.yaml"
+    shutil.copyfile(REPO / "infra" / "k8s" / "rbac-surge.yaml", rbac_surge)
+    artefacts = [*wheels, archive, rbac, rbac_surge]
     (dist / "SHA256SUMS").write_text(sha256sums(artefacts), encoding="utf-8")
     return artefacts
 

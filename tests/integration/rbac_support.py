@@ -1,0 +1,81 @@
+"""The shipped RBAC as the bed applies it, and a run under the RBAC of a configuration without surge before evict.
+
+The bed applies both shipped manifests (testbed/control_plane.py): the function's default SURGE_BLOCKED_PODS
+(annotated) is what most tests run. A test of SURGE_BLOCKED_PODS=never runs under what `rbac apply --surge off` leaves
+on a cluster: rbac.yaml alone. `without_surge_rights` deletes surge's role and binding the way that command does
+(cli/rbac.py remove_manifest) and applies them again afterwards, waiting each time until the apiserver's authorizer
+says so (SubjectAccessReview), since the authorizer reads RBAC from a cache.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+
+from drain_orchestrator.cli.rbac import apply_manifest, load_manifest, remove_manifest
+from drain_orchestrator.kube.rest import Kube
+from testbed.control_plane import AUDIT_GROUP, RBAC_FILE, SURGE_RBAC_FILE
+
+Permission = tuple[str, str, str]  # (API group, resource[/subresource], verb)
+
+
+def granted_permissions(*paths: Path) -> set[Permission]:
+    """What the ClusterRoles of ``paths`` grant, as (group, resource, verb)."""
+    return {
+        (group, resource, verb)
+        for path in paths
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc["kind"] == "ClusterRole"
+        for rule in doc["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def base_permissions() -> set[Permission]:
+    return granted_permissions(RBAC_FILE)
+
+
+def surge_permissions() -> set[Permission]:
+    return granted_permissions(SURGE_RBAC_FILE)
+
+
+def _group_may(api: Any, verb: str, group: str, resource: str) -> bool:
+    review = client.V1SubjectAccessReview(
+        spec=client.V1SubjectAccessReviewSpec(
+            user="drain-orchestrator-probe",
+            groups=[AUDIT_GROUP],
+            resource_attributes=client.V1ResourceAttributes(verb=verb, group=group, resource=resource),
+        )
+    )
+    return bool(client.AuthorizationV1Api(api).create_subject_access_review(review).status.allowed)
+
+
+def _until(api: Any, allowed: bool, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while _group_may(api, "patch", "apps", "deployments") != allowed:
+        assert time.monotonic() < end, f"the authorizer still says patch deployments is {not allowed}"
+        time.sleep(0.2)
+
+
+@contextmanager
+def without_surge_rights(testbed: Any) -> Iterator[None]:
+    """The bed's cluster as `rbac apply --surge off` leaves it, for the duration: surge's role and binding gone."""
+    api = testbed.admin_api_client()
+    docs = load_manifest(SURGE_RBAC_FILE.read_text(), str(SURGE_RBAC_FILE))
+    try:
+        removed = remove_manifest(Kube(api_client=api), docs)
+        assert [r.outcome for r in removed] == ["deleted", "deleted"], removed
+        _until(api, allowed=False)
+        yield
+    finally:
+        apply_manifest(Kube(api_client=api), docs)
+        _until(api, allowed=True)
+        api.close()
