@@ -15,6 +15,7 @@ import subprocess
 from typing import Any
 
 import pytest
+from infra.execution_role import DURABLE_ACTIONS, LOG_ACTIONS
 
 from testbed import samples
 from testbed.aws.calls import AwsCall, read_calls
@@ -33,15 +34,7 @@ LIFECYCLE = {"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycle
 # Granted for calls made with the function's role that the bed's AWS emulator does not see: the Lambda service's
 # (writing the on-failure destination and the function's logs), and the durable SDK's checkpoints, which the bed's
 # durable runner takes in-process (tests/infra/test_stack.py checks their scope: this function, its log group).
-SERVICE_SIDE = {
-    "sqs:SendMessage",
-    "sqs:GetQueueAttributes",
-    "sqs:GetQueueUrl",
-    "logs:CreateLogStream",
-    "logs:PutLogEvents",
-    "lambda:CheckpointDurableExecution",
-    "lambda:GetDurableExecutionState",
-}
+SERVICE_SIDE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", *LOG_ACTIONS, *DURABLE_ACTIONS}
 
 
 def _resolve(value: Any, refs: dict[str, str]) -> Any:

@@ -208,6 +208,14 @@ def test_wait_keeps_draining_and_the_deadline_brings_its_policy(
     assert not pods_on(k8s, node)
 
 
+def _as_without_approval(aws: AwsSeed, iid: str, inst: dict[str, Any]) -> None:
+    """The drain ended as it would have without approval: FORCE_DELETE_ON_DEADLINE is off, so the deadline leaves
+    the pods (nothing forced) and the hook is answered LIFECYCLE_RESULT_ON_FAILURE (ABANDON)."""
+    assert inst["result"] == "deadline-missed", inst
+    assert "approval" not in inst and not inst["report"]["forced"]
+    assert_completed_by_function(aws, iid, "ABANDON")
+
+
 def test_a_decision_that_never_comes_leaves_the_deadline_policy_and_the_expired_id_is_refused(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
@@ -234,10 +242,7 @@ def test_a_decision_that_never_comes_leaves_the_deadline_policy_and_the_expired_
 
     run = lam.run_answering(terminate_event(aws, iid), late, timeout=300)
     notes.extend(lam.notifications())
-    inst = instance_summary(run)
-    assert inst["result"] == "deadline-missed", inst
-    assert "approval" not in inst and not inst["report"]["forced"]
-    assert_completed_by_function(aws, iid, "ABANDON")
+    _as_without_approval(aws, iid, instance_summary(run))
     assert '"approval over without a decision"' in run.stdout
 
 
@@ -264,11 +269,7 @@ def test_a_decision_naming_another_node_is_refused_and_changes_nothing(
 
     run = lam.run_answering(terminate_event(aws, iid), misdirected, timeout=300)
     notes.extend(lam.notifications())
-    inst = instance_summary(run)
-    # as without approval: FORCE_DELETE_ON_DEADLINE is off, so the deadline leaves the pods and answers ABANDON
-    assert inst["result"] == "deadline-missed", inst
-    assert "approval" not in inst and not inst["report"]["forced"]
-    assert_completed_by_function(aws, iid, "ABANDON")
+    _as_without_approval(aws, iid, instance_summary(run))
     assert sorted(f"{k8s.ns}/{p.metadata.name}" for p in pods_on(k8s, node)) == held_pods
     (final,) = [n for n in notes if n["phase"] in ("completed", "failed", "stopped")]
     assert final["phase"] == "failed" and "approval" not in final, final
