@@ -286,6 +286,11 @@ def _surge(env: Mapping[str, str], name: str, default: SurgeMode) -> SurgeMode:
     )
 
 
+def surge_mode(env: Mapping[str, str]) -> SurgeMode:
+    """SURGE_BLOCKED_PODS as the function reads it from ``env`` (``rbac apply --function`` reads a deployed one's)."""
+    return _surge(env, "SURGE_BLOCKED_PODS", WorkflowSettings().surge_blocked_pods)
+
+
 def _target_groups(raw: str | None) -> tuple[str, ...]:
     arns = tuple(a.strip() for a in (raw or "").split(",") if a.strip())
     for arn in arns:

@@ -21,7 +21,7 @@ from aws_durable_execution_sdk_python.config import Duration
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.decide import Assessment
-from drain_orchestrator.drain.report import DrainReport, held_reasons
+from drain_orchestrator.drain.report import DrainReport, forced_reasons, held_reasons
 from drain_orchestrator.drain.surge_expiry import sweeps_at_verdict
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
@@ -165,7 +165,7 @@ def _drain_passes(
                 _announce_start(ctx, job, start)  # before any DrainHeld Event of this pass
             if watch.due(out.report, pace.now) and watch.since is not None:
                 if ws.held_approval and not ws.dry_run:
-                    approval = Approval(ctx, pace.now, deadline)
+                    approval = Approval(ctx, pace.now, deadline, job.node, job.event.event_id)
                 held = held_of(job, out.report, watch.since, pace.now, deadline, approval.id if approval else None)
                 said: HeldNotice = ctx.step(
                     held_step(job, held, out.report), name="held", config=step_config(HeldNotice)
@@ -252,6 +252,7 @@ def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
         "blocked": sorted({b.pod for b in report.blocked}),
         "blocked_by": sorted({p for b in report.blocked for p in b.pdbs}),
         "forced": [f.pod for f in report.forced],
+        "forced_reasons": forced_reasons(report),  # what held each forced pod, and what forced it
         "skipped": len(report.skipped),
         "refused": [r.pod for r in report.refused],
         "held_by_policy": [h.pod for h in report.held_by_policy],  # let finish (wait-for-completion, do-not-disrupt)
