@@ -119,7 +119,7 @@ def test_the_key_encrypts_queues_logs_and_durable_state_and_the_writers_may_use_
     (log_group,) = [r["Properties"] for r in _resources(template, "AWS::Logs::LogGroup")]
     assert log_group["KmsKeyId"] == key_arn
     (function,) = [
-        r["Properties"] for r in _resources(template, "AWS::Lambda::Function") if "VpcConfig" in r["Properties"]
+        r["Properties"] for r in _resources(template, "AWS::Lambda::Function") if r["Properties"]["Handler"] == HANDLER
     ]
     assert function["DurableConfig"]["KMSKeyArn"] == key_arn  # the executions' payloads and checkpoints
     statements = template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
