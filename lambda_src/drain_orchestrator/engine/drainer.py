@@ -49,10 +49,10 @@ from drain_orchestrator.engine.pass_state import (
 )
 from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.engine.surge import record_seen, surge_pass
+from drain_orchestrator.engine.verdicts import classify_node
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.evict import EvictionResult, HoldReason, Outcome, delete_pod, evict_pod
 from drain_orchestrator.kube.node_watch import NodePresence
-from drain_orchestrator.kube.owners import classify_node
 from drain_orchestrator.kube.pods import SeenIps, list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
 

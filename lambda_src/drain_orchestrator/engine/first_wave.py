@@ -14,10 +14,10 @@ from functools import partial
 
 from drain_orchestrator.drain.classify import PodVerdict
 from drain_orchestrator.drain.first_wave import contention_of, first_wave_turns
-from drain_orchestrator.drain.node_claim import NodeClaim
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.plan import force_delete_at
 from drain_orchestrator.drain.report import HeldPod
+from drain_orchestrator.drain_claim import NodeClaim
 from drain_orchestrator.engine.pass_state import DrainState
 from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.kube.evict import HoldReason

@@ -19,8 +19,8 @@ from dataclasses import replace
 from aws_durable_execution_sdk_python import DurableContext
 
 from drain_orchestrator import deadlines
-from drain_orchestrator.drain.node_claim import Role
 from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.drain_claim import Role
 from drain_orchestrator.outcome import InstanceOutcome, Result
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.claim_steps import claim_step, settle_step
