@@ -9,7 +9,8 @@
 The depth is the number of imports on the longest chain ``a imports b imports c …`` (a chain of n modules is n - 1
 deep; a module that imports none of the package is at depth 0). Imports inside functions (the lazy ones: a step
 loads the drain engine when it runs) are left out by default, as they are not loaded with the module; they can make
-cycles, which ``--lazy`` breaks by not following an edge back into the chain being walked.
+cycles, which ``--lazy`` breaks by not following an edge back into the chain being walked. Imports under
+``if TYPE_CHECKING:`` are for the type checker only and never counted.
 
 ``tests/unit/test_layers.py`` uses ``graph`` to check the layer rules of docs/architecture.md.
 """
@@ -33,13 +34,36 @@ def module_name(path: Path, root: Path = SOURCE) -> str:
     return ".".join(parts)
 
 
+def _type_checking(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:``: its imports are for the type checker, not loaded at run time."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _nodes(tree: ast.Module, *, lazy: bool) -> list[ast.AST]:
+    """The statements whose imports load with the module (``lazy``: and those inside functions)."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if _type_checking(node):
+            continue
+        out.append(node)
+        if lazy or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, ast.ClassDef):  # a class body runs at import; its methods' bodies do not
+            todo.extend(n for n in node.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return out
+
+
 def _imported(tree: ast.Module, *, lazy: bool) -> set[str]:
     """The package's modules ``tree`` imports (relative to the package: ``engine.drainer``)."""
-    nodes = ast.walk(tree) if lazy else iter(tree.body)
     out: set[str] = set()
-    for node in nodes:
-        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` imports load nothing at run time
-            continue
+    for node in _nodes(tree, lazy=lazy):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
