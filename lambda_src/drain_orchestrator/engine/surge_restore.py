@@ -25,6 +25,7 @@ from drain_orchestrator.drain.surge import (
     parse_node_record,
     restore,
 )
+from drain_orchestrator.engine.clock import CLOCK
 from drain_orchestrator.kube.errors import KubeError, NodeGone
 from drain_orchestrator.kube.node_marks import AnnotationChange, read_node_fresh, update_annotations
 from drain_orchestrator.kube.node_records import COMPONENT
@@ -136,7 +137,7 @@ def write_record(kube: Kube, node: str, *, add: str | None = None, remove: str |
 
 def surge_event(kube: Kube, dep: DeploymentFacts, reason: str, message: str) -> None:
     """A core/v1 Event on the Deployment (best effort, like the node's Events)."""
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = dt.datetime.fromtimestamp(CLOCK.wall(), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Event",

@@ -5,11 +5,11 @@ volume phase, those stay attached until the instance goes. They are found pod â†
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from drain_orchestrator.drain.classify import PodInfo, Verdict
 from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.engine.clock import CLOCK
 from drain_orchestrator.engine.verdicts import classify_node
 from drain_orchestrator.kube.pods import list_node_pods
 from drain_orchestrator.kube.rest import Kube
@@ -29,7 +29,7 @@ def node_attachments(kube: Kube, node: str, options: DrainOptions | None = None)
     if not listed or options is None or not any(pv for _, pv in listed):
         return Attachments(holding=sorted(f"{n} ({pv})" if pv else n for n, pv in listed))
     pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node)]
-    verdicts = classify_node(kube, pods, options, {}, time.time()).verdicts
+    verdicts = classify_node(kube, pods, options, {}, CLOCK.wall()).verdicts
     kept = [(v.pod.namespace, c, v.pod.key) for v in verdicts if v.verdict is Verdict.SKIP for c in v.pod.claims]
     theirs = claimed_volumes(kube, kept) if kept else {}
     holding, ignored = [], []
