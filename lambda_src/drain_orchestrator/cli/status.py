@@ -221,7 +221,7 @@ def _node_status(cluster: str, node: dict[str, Any], now: float) -> NodeStatus:
 
 def _read_held(status: NodeStatus, ann: dict[str, str]) -> None:
     """The drain's own notes: what held it (workflow/held.py) and who drains it (kube/node_claim.py)."""
-    from drain_orchestrator.drain.node_claim import NodeClaim  # noqa: PLC0415
+    from drain_orchestrator.drain_claim import NodeClaim  # noqa: PLC0415
 
     try:
         held = json.loads(ann.get(ANN_HELD) or "null")

@@ -25,7 +25,7 @@ from drain_orchestrator.workflow.step_guard import faults_as
 @durable_step
 @faults_as("surge-restore", SurgeRestored)
 def surge_restore_step(step_ctx: StepContext, job: DrainJob, workloads: list[str], sweep: bool = True) -> SurgeRestored:
-    from drain_orchestrator.engine.surge import restore_node  # noqa: PLC0415
+    from drain_orchestrator.engine.surge_restore import restore_node  # noqa: PLC0415
     from drain_orchestrator.engine.surge_sweep import restore_left_behind  # noqa: PLC0415
 
     kube = runtime.kube(job.cluster)
