@@ -190,6 +190,7 @@ def _recheck_table() -> list[str]:
 def _fixed() -> list[str]:
     low, high = costs.METRIC_SERIES_PER_CLUSTER
     sweep = costs.sweep_month()
+    live = costs.liveness_month()
     alarms = costs.ALARMS_FIXED + costs.ALARMS_PER_CLUSTER
     metrics = f"${low * costs.PRICE_METRIC_MONTH:.0f}\N{EN DASH}{high * costs.PRICE_METRIC_MONTH:.0f}"
     return [
@@ -202,6 +203,9 @@ def _fixed() -> list[str]:
         f"| the surge sweep's schedule (`surgeSweepMinutes` 15) | ${sweep['dollars']:.2f} | {sweep['ticks']:,} "
         f"executions of {costs.SWEEP_OPERATIONS} durable operations and at most {costs.SWEEP_SECONDS:g} s each "
         "(estimate) |",
+        f"| the liveness check's schedule (every {costs.LIVENESS_MINUTES} min) | ${live['dollars']:.2f} "
+        f"| {live['ticks']:,} executions of {costs.LIVENESS_OPERATIONS} durable operations and about "
+        f"{costs.LIVENESS_SECONDS:g} s each (estimate) |",
         f"| dashboard | $0 or ${costs.PRICE_DASHBOARD_MONTH:.0f} | an account's first three dashboards are free |",
     ]
 

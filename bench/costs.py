@@ -73,9 +73,14 @@ WRITTEN_BYTES_PER_OPERATION = 1024  # checkpoint data written per durable operat
 METRIC_SERIES_PER_CLUSTER = (40, 60)  # ~10 drain metrics x the kinds a cluster sees, EventsReceived, Errors reasons
 SWEEP_OPERATIONS = 3  # a surge sweep tick: the start, the settings step, one sweep step
 SWEEP_SECONDS = 1.0  # at most, when nothing is left behind
+LIVENESS_MINUTES = 30  # the liveness check's schedule (infra/failure_alarms.py)
+LIVENESS_OPERATIONS = 3  # a liveness check: the start, the settings step, the liveness step
+LIVENESS_SECONDS = 0.2  # a warm invocation that validates settings and counts one metric (estimate)
 
 # The construct's alarms: tests/infra/test_doc_alarms.py checks these against a synthesized stack
-ALARMS_FIXED = 3  # FunctionErrors and one per dead-letter queue
+# FunctionErrors, one per dead-letter queue, StepsFailing, Throttles, AsyncEventAge, EventBridgeFailedInvocations,
+# Liveness
+ALARMS_FIXED = 8
 ALARMS_PER_CLUSTER = 2  # DeadlineMissed-<cluster>, DrainHeld-<cluster>
 
 
@@ -113,6 +118,15 @@ def typical_drain(pod_seconds: float = 0.0) -> DrainCost:
         TYPICAL_INVOCATIONS.value,
         LOG_BYTES_PER_DRAIN.value,
     )
+
+
+def liveness_month() -> dict[str, float]:
+    """The liveness check's schedule for a 30-day month, as sweep_month counts the sweep's."""
+    ticks = 30 * 24 * 60 // LIVENESS_MINUTES
+    gb_seconds = ticks * LIVENESS_SECONDS * MEMORY_GB
+    operations = ticks * LIVENESS_OPERATIONS
+    dollars = operations * PRICE_OPERATION + gb_seconds * PRICE_GB_SECOND + ticks * PRICE_REQUEST
+    return {"ticks": ticks, "operations": operations, "gb_seconds": gb_seconds, "dollars": dollars}
 
 
 def sweep_month(minutes: int = 15) -> dict[str, float]:

@@ -6,7 +6,7 @@ so each phase is cut into:
 - the start: when each budget's first pod was evicted, and for the orchestrator when its drains' first requests of
   each kind reached the apiserver (the audit log);
 - the waves: from each rise of a budget's ``disruptionsAllowed`` to the next eviction of one of its pods. The lower
-  bound evicts at the rise; the orchestrator's drains wait for their turn (drain/turn_lag.py, drain/plan.py);
+  bound evicts at the rise; the orchestrator's drains wait for their turn (drain/turns.py);
 - refused evictions per pod.
 
 The turn's settings are the slot's three constants: it spans ``LAG_SLOTS`` measured lags, at least the drain's
@@ -35,7 +35,7 @@ from typing import Any
 
 from bench import audit_counts, bench_storm, cpu, harness, ideal_drain, storm
 from bench.bench_nth import _at_least, _cleanup
-from drain_orchestrator.drain import plan, turn_lag
+from drain_orchestrator.drain import turns as turn_rules
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.workflow.job import DrainJob
 from testbed.aws_seed import AwsSeed
@@ -56,18 +56,18 @@ RISE_SLACK_S = 0.02
 @dataclass(frozen=True)
 class Turns:
     """The slot of a drain's turn at a budget: ``lag_slots`` times its measured lag, at least ``floor`` seconds;
-    it holds ``share`` x (allowed - 1) drains' turns, at least half a turn (drain/plan.py turns_per_slot)."""
+    it holds ``share`` x (allowed - 1) drains' turns, at least half a turn (drain/turns.py turns_per_slot)."""
 
     lag_slots: float
     floor: float
-    share: float = plan.SLOT_SHARE
+    share: float = turn_rules.SLOT_SHARE
 
     @property
     def name(self) -> str:
         return f"{self.lag_slots:g} lags, floor {self.floor:g} s, {self.share:g} x (allowed - 1) a slot"
 
 
-SHIPPED = Turns(turn_lag.LAG_SLOTS, DrainOptions.budget_jitter_slot)
+SHIPPED = Turns(turn_rules.LAG_SLOTS, DrainOptions.budget_jitter_slot)
 
 
 def parse_turns(text: str) -> Turns:
@@ -87,17 +87,17 @@ def parse_turns(text: str) -> Turns:
 @contextlib.contextmanager
 def turns_set(turns: Turns) -> Iterator[None]:
     """Within: the executions of this process size their turns' slot by ``turns``; as shipped after."""
-    lag_slots, share, options = turn_lag.LAG_SLOTS, plan.SLOT_SHARE, DrainJob.drain_options
+    lag_slots, share, options = turn_rules.LAG_SLOTS, turn_rules.SLOT_SHARE, DrainJob.drain_options
 
     def drain_options(job: DrainJob) -> Any:
         return replace(options(job), budget_jitter_slot=turns.floor)
 
-    turn_lag.LAG_SLOTS, plan.SLOT_SHARE = turns.lag_slots, turns.share
+    turn_rules.LAG_SLOTS, turn_rules.SLOT_SHARE = turns.lag_slots, turns.share
     DrainJob.drain_options = drain_options  # type: ignore[method-assign]
     try:
         yield
     finally:
-        turn_lag.LAG_SLOTS, plan.SLOT_SHARE = lag_slots, share
+        turn_rules.LAG_SLOTS, turn_rules.SLOT_SHARE = lag_slots, share
         DrainJob.drain_options = options  # type: ignore[method-assign]
 
 

@@ -5,10 +5,11 @@
 - ``drain-orchestrator-lambda-<version>.zip``: the Lambda code asset (infra/bundle.py's recipe, arm64), a
   deterministic zip: sorted entries, fixed timestamps, bytecode compiled for /var/task
 - ``drain-orchestrator-rbac-<version>.yaml``: infra/k8s/rbac.yaml as released (``drain-orchestrator rbac apply
-  --file``, for a command line installed without a checkout)
+  --file``, for a command line installed without a checkout), and ``drain-orchestrator-rbac-surge-<version>.yaml``:
+  infra/k8s/rbac-surge.yaml, surge before evict's rights, where SURGE_BLOCKED_PODS is not never
 - ``drain-orchestrator-<version>.template.json``: the plain CloudFormation template (infra/release_template.py: the
   CDK app's stack with parameters, its code from the zip above in an S3 bucket of yours)
-- ``SHA256SUMS`` of the five
+- ``SHA256SUMS`` of them all
 
 The version lives in one place, ``lambda_src/drain_orchestrator/__init__.py`` (``__version__``); both projects
 (pyproject.toml, the command line; infra/pyproject.toml, the construct) read it through hatch's dynamic version.
@@ -168,7 +169,9 @@ def bundle(dist: Path) -> list[Path]:
     if built["Parameters"][release_template.CODE_KEY]["Default"] != archive.name:
         raise ReleaseError(f"the template's {release_template.CODE_KEY} default is not {archive.name}")
     template.write_text(json.dumps(built, indent=1) + "\n", encoding="utf-8")
-    artefacts = [*wheels, archive, rbac, template]
+    rbac_surge = dist / f"drain-orchestrator-rbac-surge-{v}.yaml"
+    shutil.copyfile(REPO / "infra" / "k8s" / "rbac-surge.yaml", rbac_surge)
+    artefacts = [*wheels, archive, rbac, rbac_surge, template]
     (dist / "SHA256SUMS").write_text(sha256sums(artefacts), encoding="utf-8")
     return artefacts
 

@@ -25,6 +25,7 @@ _EXPORTS = {
     "ALIAS_NAME": "construct",
     "METRICS_NAMESPACE": "environment",
     "RBAC_MANIFEST": "resources",
+    "RBAC_SURGE_MANIFEST": "resources",
 }
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "KUBERNETES_GROUP",
     "METRICS_NAMESPACE",
     "RBAC_MANIFEST",
+    "RBAC_SURGE_MANIFEST",
     "WORKFLOW_VARIABLES",
     "ConfigError",
     "DrainOrchestrator",

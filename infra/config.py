@@ -130,6 +130,12 @@ class OrchestratorConfig:
         return self.create_access_entries if self.apply_rbac is None else self.apply_rbac
 
     @property
+    def surge_enabled(self) -> bool:
+        """Whether the function may surge before evict (SURGE_BLOCKED_PODS is not ``never``): its RBAC then includes
+        surge's rights (infra/k8s/rbac-surge.yaml)."""
+        return dict(self.drain_settings).get("SURGE_BLOCKED_PODS", "annotated") != "never"
+
+    @property
     def served_asg_names(self) -> tuple[str, ...]:
         """ASGs the lifecycle rules and IAM are scoped to; empty means every ASG of the served clusters."""
         return _unique((*self.asg_names, *self.create_lifecycle_hooks)) if self.asg_names else ()

@@ -30,7 +30,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from . import encryption, nag
+from . import encryption, execution_role, failure_alarms, nag
 from .config import OrchestratorConfig
 from .environment import lambda_environment
 from .event_rules import SWEEP_EVENT, rule_specs
@@ -70,7 +70,8 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
     `vpc` (+ `vpc_subnets`, `security_groups`) places the function in the app's VPC (instead of
     `config.vpc`, the ids CDK context gives); without security groups one egress-only group is created.
     `notification_topic` / `alarm_topic` use the app's topics instead of creating them. `encryption_key`
-    encrypts the topics the construct creates, both queues and the log group with a customer-managed key.
+    encrypts the notification topic, both queues, the log group and the durable executions' state with a
+    customer-managed key; the alarm topic then gets a key of its own (encryption.py).
     """
 
     def __init__(
@@ -100,12 +101,14 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
             enforce_ssl=True,
             master_key=encryption_key,
         )
+        # never the customer key: a key of its own, so a disabled customer key cannot silence the alarms too
+        self.alarm_topic_key = encryption.alarm_topic_key(self) if encryption_key and not alarm_topic else None
         self.alarm_topic: sns.ITopic = alarm_topic or sns.Topic(
             self,
             "AlarmTopic",
             display_name="EKS Drain Orchestrator alarms",
             enforce_ssl=True,
-            master_key=encryption_key,
+            master_key=self.alarm_topic_key,
         )
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
@@ -161,6 +164,10 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
         self.notification_topic.grant_publish(self.function)
         if encryption_key is not None:  # the on-failure destination is written with the function's role
             encryption_key.grant(self.function, "kms:Decrypt", "kms:GenerateDataKey*")
+        # logs and durable checkpoints on this function only, instead of the managed policy's `*`
+        self.durable_execution_policy = execution_role.scope_execution_role(self, self.function, self.log_group)
+        if encryption_key is not None:
+            execution_role.encrypt_durable_state(self.function, encryption_key)
 
         # Durable functions reject unqualified ARNs: the alias is the only invoke target, and the async
         # invoke config lives on it (on the Function it would be written for $LATEST).
@@ -205,6 +212,15 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
                 )
             )
 
+        # the liveness check's schedule: the Liveness alarm hears its silence (failure_alarms.py)
+        self.liveness_rule = events.Rule(
+            self,
+            "LivenessRule",
+            description="Check that the drain orchestrator can be invoked and runs (the Liveness alarm)",
+            schedule=events.Schedule.rate(cdk.Duration.minutes(failure_alarms.LIVENESS_MINUTES)),
+        )
+        self.liveness_rule.add_target(self._target(failure_alarms.liveness_input()))
+
         self.access_entries: list[eks.CfnAccessEntry] = []
         if config.create_access_entries:
             for cluster in config.clusters:
@@ -223,7 +239,13 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
         self.rbac: RbacApplier | None = None
         if config.applies_rbac:
             self.rbac = RbacApplier(
-                self, "Rbac", clusters=config.clusters, code=function_code, log_group=self.log_group, network=network
+                self,
+                "Rbac",
+                clusters=config.clusters,
+                code=function_code,
+                log_group=self.log_group,
+                network=network,
+                surge=config.surge_enabled,
             )
 
         self.lifecycle_hooks = [
@@ -252,8 +274,10 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
             ],
             alarm_topic=self.alarm_topic,
             log_group=self.log_group,
+            function=self.function,
+            rules=[*self.rules.values(), *([self.sweep_rule] if self.sweep_rule else []), self.liveness_rule],
         )
-        nag.acknowledge(self, config)  # last: every resource exists
+        nag.acknowledge(self, config, execution_role.nag_findings(self.function))  # last: every resource exists
 
     def _target(self, event: events.RuleTargetInput | None = None) -> targets.LambdaFunction:
         return targets.LambdaFunction(

@@ -1,10 +1,11 @@
 """The function's own settings validators, run at synth time on the values the construct deploys.
 
-`drain_orchestrator.settings`, `.workflow_settings` and `.clip` are pure (stdlib only), so they are loaded from the
-sources the code asset is built from (this checkout, or the copy inside the installed wheel) without the rest of
-the package: a bad drain setting then fails `cdk synth` naming the variable instead of failing every event at
-cold start. They are loaded under their own names but isolated: sys.modules is restored afterwards, and any import
-of another part of the package (or of a third-party module) is refused, which keeps those modules pure.
+The one place infra runs the function's code: the modules `drain_orchestrator/settings_seam.py` lists (the seam both
+sides own: `settings`, `workflow_settings` and the pure modules they import) are loaded from the sources the code
+asset is built from (this checkout, or the copy inside the installed wheel) without the rest of the package: a bad
+drain setting then fails `cdk synth` naming the variable instead of failing every event at cold start. They are
+loaded under their own names but isolated: sys.modules is restored afterwards, and any import of another part of the
+package (or of a third-party module) is refused, which keeps those modules pure.
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ import sys
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from .bundle import PACKAGE_NAME, SOURCE_ROOT
 
-# in dependency order: each one only imports those before it
-PURE_MODULES = ("clip", "settings", "pacing", "workflow_settings")
+SEAM = "settings_seam"  # the function's module that lists the modules loaded here, in dependency order
 
 
 class ImpureSettingsModule(RuntimeError):
@@ -37,6 +38,26 @@ class FunctionSettingsProblem:
 class _Validators:
     settings: types.ModuleType
     workflow_settings: types.ModuleType
+    modules: tuple[str, ...]  # every module loaded, in order
+
+
+def _load(package_dir: Path, name: str) -> types.ModuleType:
+    full = f"{PACKAGE_NAME}.{name}"
+    spec = importlib.util.spec_from_file_location(full, package_dir / f"{name}.py")
+    if spec is None or spec.loader is None:
+        raise ImpureSettingsModule(f"cannot load {package_dir / name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[full] = module
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as error:
+        raise ImpureSettingsModule(f"{full} imports {error.name}: settings modules must stay pure") from None
+    return module
+
+
+def synth_modules() -> tuple[str, ...]:
+    """The function's modules loaded at synth, as its settings_seam.py lists them."""
+    return tuple(_validators().modules)
 
 
 def _ours(name: str) -> bool:
@@ -54,18 +75,9 @@ def _validators() -> _Validators:
         package = types.ModuleType(PACKAGE_NAME)
         package.__path__ = []
         sys.modules[PACKAGE_NAME] = package
-        for name in PURE_MODULES:
-            full = f"{PACKAGE_NAME}.{name}"
-            spec = importlib.util.spec_from_file_location(full, package_dir / f"{name}.py")
-            if spec is None or spec.loader is None:
-                raise ImpureSettingsModule(f"cannot load {package_dir / name}.py")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[full] = module
-            try:
-                spec.loader.exec_module(module)
-            except ImportError as error:
-                raise ImpureSettingsModule(f"{full} imports {error.name}: settings modules must stay pure") from None
-            loaded[name] = module
+        names: tuple[str, ...] = tuple(_load(package_dir, SEAM).SYNTH_MODULES)
+        for name in names:
+            loaded[name] = _load(package_dir, name)
         foreign = sorted(
             name
             for name in set(sys.modules) - before
@@ -77,7 +89,7 @@ def _validators() -> _Validators:
         for name in [name for name in sys.modules if _ours(name)]:
             del sys.modules[name]
         sys.modules.update(saved)
-    return _Validators(loaded["settings"], loaded["workflow_settings"])
+    return _Validators(loaded["settings"], loaded["workflow_settings"], (SEAM, *names))
 
 
 def check_drain_settings(variables: Mapping[str, str]) -> FunctionSettingsProblem | None:

@@ -28,10 +28,6 @@ def nag_acknowledgements(config: OrchestratorConfig) -> dict[str, str]:
             "Python 3.13 is pinned by the project (requires-python and the uv lock the bundle is built "
             "from); durable functions support it. Moving to 3.14 is a deliberate lock change."
         ),
-        f"{_IAM}4[Policy::{_MANAGED}/AWSLambdaBasicDurableExecutionRolePolicy]": (
-            "AWS-managed policy required by durable functions (logs plus lambda:CheckpointDurableExecution "
-            "and lambda:GetDurableExecutionState)."
-        ),
         f"{_IAM}5[Resource::*]": (
             "ec2:DescribeInstances and autoscaling:DescribeLifecycleHooks/DescribeTags support no "
             "resource-level permissions; they are read-only."
@@ -62,15 +58,15 @@ def _cdk_nag_major() -> int | None:
         return None
 
 
-def acknowledge(scope: Construct, config: OrchestratorConfig) -> None:
+def acknowledge(scope: Construct, config: OrchestratorConfig, more: dict[str, str] | None = None) -> None:
     """Record the acknowledgements where the installed cdk-nag reads them.
 
     cdk-nag v3 is a policy-validation plugin: it honours `Validations.of(scope).acknowledge` (aws-cdk-lib with the
     `Validations` API). cdk-nag v2 is an aspect that reads `cdk_nag.rules_to_suppress` from each resource's
     metadata, which is what its `NagSuppressions.add_resource_suppressions(..., apply_to_children=True)` writes;
     it is written only when cdk-nag 2.x is installed, so other apps' templates carry no extra metadata. Call after
-    every resource of `scope` exists."""
-    acknowledge_findings(scope, nag_acknowledgements(config))
+    every resource of `scope` exists. ``more``: findings whose ids name the construct's own logical ids."""
+    acknowledge_findings(scope, {**nag_acknowledgements(config), **(more or {})})
 
 
 def acknowledge_findings(scope: Construct, reasons: dict[str, str]) -> None:

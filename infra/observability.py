@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_events as events
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
@@ -23,6 +24,7 @@ from constructs import Construct
 
 from .environment import METRICS_NAMESPACE, SERVICE_NAME
 from .event_rules import KIND_TABLE
+from .failure_alarms import failure_alarms
 from .log_queries import DASHBOARD_QUERIES
 
 # Every alarm's description ends with where its runbook section is (docs/runbook.md, one heading per alarm).
@@ -113,6 +115,8 @@ class Observability(Construct):
         dead_letter_queues: Sequence[DeadLetterQueue],
         alarm_topic: sns.ITopic,
         log_group: logs.ILogGroup,
+        function: lambda_.IFunction | None = None,
+        rules: Sequence[events.IRule] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         action = cw_actions.SnsAction(alarm_topic)
@@ -160,6 +164,10 @@ class Observability(Construct):
                 "HELD_NOTIFY_SECONDS (see its held notification).",
                 "drainheld-cluster",
             )
+        if function is not None:  # the failures that would otherwise stay silent (failure_alarms.py)
+            for loud in failure_alarms(self, function=function, rules=rules):
+                loud.add_alarm_action(action)
+                self.alarms.append(loud)
 
         graphs: list[cw.IWidget] = [
             cw.GraphWidget(title=title, left=[search(name, stat) for name, stat in metrics], width=8)

@@ -45,6 +45,7 @@ class RbacApplier(Construct):
         code: lambda_.Code,
         log_group: logs.ILogGroup,
         network: Network | None,
+        surge: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(
@@ -118,8 +119,9 @@ class RbacApplier(Construct):
                 service_token=self.function.function_arn,
                 resource_type=RESOURCE_TYPE,
                 service_timeout=SERVICE_TIMEOUT,
-                # the manifests' digest: a release that changes them updates the resource, which applies them again
-                properties={"ClusterName": cluster, "ManifestsSha256": digest},
+                # the manifests' digest: a release that changes them updates the resource, which applies them again;
+                # Surge: surge before evict's rights too (rbac-surge.yaml), or not (an update removes them)
+                properties={"ClusterName": cluster, "ManifestsSha256": digest, "Surge": "true" if surge else "false"},
             )
             resource.node.add_dependency(entry)
             self.access_entries[cluster] = entry

@@ -70,18 +70,21 @@ class Param:
 
 
 def _actions() -> tuple[Param, ...]:
+    """drain or cordon per event kind. Not `ignore` (no rule for the kind): the construct's alarm on the rules'
+    FailedInvocations sums its rules in one math expression whose terms are numbered, so the rules present change one
+    value together, which folding one parameter at a time cannot express (FoldError); `ignore` is the construct's."""
     defaults = KindActions()
     out = []
     for name, field_name in ACTIONS.items():
         default = getattr(defaults, field_name)
-        allowed = ("cordon", "drain", "ignore") if name == "ActionRebalance" else ("drain", "cordon", "ignore")
+        allowed = (default, *(v for v in ("drain", "cordon") if v != default))
         out.append(
             Param(
                 name,
-                f"drain, cordon or ignore (no rule, no invocations); default {default}",
+                f"drain or cordon (ignore, no rule for the kind: with the construct only); default {default}",
                 default,
                 allowed=allowed,
-                variants=tuple(v for v in allowed if v != default),
+                variants=allowed[1:],
             )
         )
     return tuple(out)

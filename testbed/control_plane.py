@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from testbed.bed import Testbed
 
 RBAC_FILE = REPO / "infra" / "k8s" / "rbac.yaml"
+# surge before evict's rights: the bed runs the function's default (SURGE_BLOCKED_PODS=annotated), so it applies both;
+# a test of SURGE_BLOCKED_PODS=never takes this one away for its run (tests/integration/rbac_support.py)
+SURGE_RBAC_FILE = REPO / "infra" / "k8s" / "rbac-surge.yaml"
 START_TIMEOUT_S = float(os.environ.get("DRAIN_TESTBED_START_TIMEOUT", "120"))
 
 CONTROLLERS = ",".join(
@@ -246,10 +249,11 @@ def _apply_rbac(bed: Testbed) -> None:
 
     api = bed.admin_api_client()
     with api:
-        for doc in yaml.safe_load_all(RBAC_FILE.read_text()):
-            if doc:
-                with contextlib.suppress(utils.FailToCreateError):
-                    utils.create_from_dict(api, doc)
+        for path in (RBAC_FILE, SURGE_RBAC_FILE):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if doc:
+                    with contextlib.suppress(utils.FailToCreateError):
+                        utils.create_from_dict(api, doc)
 
 
 def _wait(what: str, ok: Callable[[], bool], bed: Testbed, proc_name: str) -> None:

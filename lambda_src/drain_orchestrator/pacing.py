@@ -2,8 +2,8 @@
 
 One home for the spacing rules — heartbeats, rechecks after a drain pass, the longer waits of a held drain, gate
 checks — so that the workflow, `explain`, the settings' cold-start check and `bench/held_cost.py` all ask the same
-functions. Stdlib only: `workflow_settings` runs `worst_case` at cold start and at synth (infra/function_settings.py
-loads this module on its own).
+functions. Stdlib only: `workflow_settings` runs `worst_case` at cold start and at `cdk synth` (the construct loads
+this module on its own: settings_seam.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The stack's RBAC resource: a CloudFormation custom resource, one per served cluster (infra/rbac_applier.py), that
-applies the shipped manifests (cli/rbac.py's ``MANIFESTS``: the RBAC and the flow schema) on its cluster through the
-EKS token path the function uses, applies them again when a deploy changes them, and removes them with the stack.
+applies the shipped manifests (cli/rbac.py's ``MANIFESTS``: the RBAC and the flow schema; ``SURGE_MANIFEST`` too where
+surge before evict is on, the ``Surge`` property) on its cluster through the EKS token path the function uses,
+applies them again when a deploy changes them, and removes them with the stack.
 
 - What it applied is recorded by the apiserver itself: it applies with a field manager of its own, derived from the
   stack and the resource (``field_manager``), so an update and a delete find exactly the objects this stack applied
@@ -27,7 +28,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from drain_orchestrator.cli.rbac import KINDS, Applied, apply_manifest, load_manifest, object_path, shipped_manifests
+from drain_orchestrator.cli.rbac import (
+    KINDS,
+    SURGE_MANIFEST,
+    Applied,
+    apply_manifest,
+    load_manifest,
+    object_path,
+    shipped_manifest,
+    shipped_manifests,
+)
 from drain_orchestrator.kube.rest import Kube
 
 log = logging.getLogger(__name__)
@@ -55,6 +65,8 @@ class Request:
     cluster: str
     physical_id: str | None = None
     old_cluster: str | None = None
+    # surge before evict's rights (rbac-surge.yaml) too; a resource of a release before the property had them
+    surge: bool = True
 
     @classmethod
     def parse(cls, event: Mapping[str, Any]) -> Request:
@@ -80,6 +92,7 @@ class Request:
             cluster=text("ClusterName", props, "ResourceProperties."),
             physical_id=event.get("PhysicalResourceId") if kind != "Create" else None,
             old_cluster=old.get("ClusterName") if isinstance(old, Mapping) else None,
+            surge=_surge(props),
         )
 
     @property
@@ -108,8 +121,17 @@ class Outcome:
     data: dict[str, str] = field(default_factory=dict)
 
 
-def shipped_documents() -> list[dict[str, Any]]:
-    return [doc for path in shipped_manifests() for doc in load_manifest(path.read_text(encoding="utf-8"), path.name)]
+def _surge(props: Mapping[str, Any]) -> bool:
+    value = props.get("Surge", "true")
+    if value not in ("true", "false", True, False):
+        raise RequestError(f"ResourceProperties.Surge: expected true or false, got {value!r}")
+    return value in ("true", True)
+
+
+def shipped_documents(surge: bool = True) -> list[dict[str, Any]]:
+    """The shipped manifests' documents, with surge before evict's rights where ``surge``."""
+    paths = [*shipped_manifests(), *([shipped_manifest(SURGE_MANIFEST)] if surge else [])]
+    return [doc for path in paths for doc in load_manifest(path.read_text(encoding="utf-8"), path.name)]
 
 
 def handle(
@@ -273,7 +295,7 @@ def handler(event: Mapping[str, Any], context: Any) -> None:
     outcome = handle(
         request,
         kube_for=lambda cluster: connect(cluster=cluster, pool_size=2),
-        documents=shipped_documents,
+        documents=lambda: shipped_documents(request.surge),
         deadline=deadline,
     )
     log.info("rbac %s on cluster %s: %s", request.kind.lower(), request.cluster, outcome.reason)

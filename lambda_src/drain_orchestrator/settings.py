@@ -1,7 +1,8 @@
 """Deployment settings, read from environment variables so the Lambda and the CLI share one contract.
 
 Pure: `Settings.from_env` takes the mapping (pass `os.environ`) and either returns valid settings or raises
-`SettingsError` naming the variable and what was expected. Add new knobs as fields with defaults.
+`SettingsError` naming the variable and what was expected. Add new knobs as fields with defaults. Stdlib and
+`clip` only: loaded at `cdk synth` by the construct (settings_seam.py).
 """
 
 from __future__ import annotations

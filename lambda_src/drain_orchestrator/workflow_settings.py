@@ -3,7 +3,8 @@
 `settings.py` says *which* instances are ours and what each event kind asks for; this module says *how* a drain
 runs: kubectl-like drain flags, deadlines per kind, lifecycle-hook results, pacing of durable passes. Every
 variable and its default is listed in README.md ("Configuration"). A bad value raises `SettingsError` naming the
-variable and what was expected.
+variable and what was expected. Stdlib, `clip`, `settings` and `pacing` only: loaded at `cdk synth` by the
+construct, which validates the drain settings it deploys with this module (settings_seam.py).
 """
 
 from __future__ import annotations
@@ -284,6 +285,11 @@ def _surge(env: Mapping[str, str], name: str, default: SurgeMode) -> SurgeMode:
     raise SettingsError(
         name, f"{clip(raw)!r}: expected never, annotated (Deployments annotated drain-orchestrator.io/surge) or always"
     )
+
+
+def surge_mode(env: Mapping[str, str]) -> SurgeMode:
+    """SURGE_BLOCKED_PODS as the function reads it from ``env`` (``rbac apply --function`` reads a deployed one's)."""
+    return _surge(env, "SURGE_BLOCKED_PODS", WorkflowSettings().surge_blocked_pods)
 
 
 def _target_groups(raw: str | None) -> tuple[str, ...]:

@@ -93,15 +93,17 @@ def test_zip_is_deterministic(tmp_path: Path) -> None:
     assert first < bundle.tree_size(tree)
 
 
-def test_shipped_rbac_binds_the_access_entry_group() -> None:
-    """The access entry's kubernetesGroups must be the subject infra/k8s/rbac.yaml binds."""
-    documents = list(yaml.safe_load_all((bundle.REPO_ROOT / "infra" / "k8s" / "rbac.yaml").read_text()))
+@pytest.mark.parametrize("manifest", ["rbac.yaml", "rbac-surge.yaml"])
+def test_shipped_rbac_binds_the_access_entry_group(manifest: str) -> None:
+    """The access entry's kubernetesGroups must be the subject both shipped manifests bind."""
+    documents = list(yaml.safe_load_all((bundle.REPO_ROOT / "infra" / "k8s" / manifest).read_text()))
     binding = next(d for d in documents if d["kind"] == "ClusterRoleBinding")
     role = next(d for d in documents if d["kind"] == "ClusterRole")
     assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": KUBERNETES_GROUP}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
-    evict = [r for r in role["rules"] if "pods/eviction" in r["resources"]]
-    assert evict and evict[0]["verbs"] == ["create"]
+    if manifest == "rbac.yaml":
+        evict = [r for r in role["rules"] if "pods/eviction" in r["resources"]]
+        assert evict and evict[0]["verbs"] == ["create"]
 
 
 def test_bundler_finds_the_pinned_uv_without_path_or_env(monkeypatch: pytest.MonkeyPatch) -> None:

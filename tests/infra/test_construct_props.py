@@ -106,9 +106,11 @@ def test_the_apps_topic_is_used_and_no_notification_topic_is_created(library_app
     assert function["Environment"]["Variables"]["NOTIFICATION_TOPIC_ARN"] == {"Ref": topic_key}
 
 
-def test_the_key_encrypts_topic_queues_and_logs_and_the_writers_may_use_it(library_app: dict[str, Any]) -> None:
+def test_the_key_encrypts_queues_logs_and_durable_state_and_the_writers_may_use_it_on_conditions(
+    library_app: dict[str, Any],
+) -> None:
     template = library_app["templates"]["Platform"]
-    (key_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key"]
+    (key_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key" and k.startswith("Key")]
     key_arn = {"Fn::GetAtt": [key_id, "Arn"]}
     queues = [r["Properties"] for r in _resources(template, "AWS::SQS::Queue")]
     assert len(queues) == 2
@@ -116,13 +118,40 @@ def test_the_key_encrypts_topic_queues_and_logs_and_the_writers_may_use_it(libra
         assert queue["KmsMasterKeyId"] == key_arn and "SqsManagedSseEnabled" not in queue
     (log_group,) = [r["Properties"] for r in _resources(template, "AWS::Logs::LogGroup")]
     assert log_group["KmsKeyId"] == key_arn
-    alarm_topics = [
-        r["Properties"] for r in _resources(template, "AWS::SNS::Topic") if "KmsMasterKeyId" in r.get("Properties", {})
+    (function,) = [
+        r["Properties"] for r in _resources(template, "AWS::Lambda::Function") if r["Properties"]["Handler"] == HANDLER
     ]
-    assert len(alarm_topics) == 1  # the construct's alarm topic (the app's own topic is the app's business)
-    policy = json.dumps(template["Resources"][key_id]["Properties"]["KeyPolicy"])
-    for principal in ("logs.", "cloudwatch.amazonaws.com", "events.amazonaws.com"):
-        assert principal in policy
+    assert function["DurableConfig"]["KMSKeyArn"] == key_arn  # the executions' payloads and checkpoints
+    statements = template["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
+    services = {json.dumps(st["Principal"]["Service"]): st for st in statements if "Service" in st.get("Principal", {})}
+    # only the services that write into what the key encrypts, each on AWS's conditions for it; no alarms
+    assert len(services) == 2 and not [k for k in services if "cloudwatch" in k]
+    logs = next(st for k, st in services.items() if "logs." in k)
+    assert list(logs["Condition"]) == ["ArnLike"]
+    assert "kms:EncryptionContext:aws:logs:arn" in logs["Condition"]["ArnLike"]
+    events = services['"events.amazonaws.com"']
+    assert list(events["Condition"]["StringEquals"]) == ["kms:ViaService"]
+    assert sorted(events["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+
+
+def test_the_alarm_topic_has_a_key_of_its_own_that_only_cloudwatch_alarms_of_the_account_use(
+    library_app: dict[str, Any],
+) -> None:
+    template = library_app["templates"]["Platform"]
+    (alarm_topic,) = [
+        r["Properties"] for r in _resources(template, "AWS::SNS::Topic") if "KmsMasterKeyId" in r.get("Properties", {})
+    ]  # the construct's alarm topic (the app's own topic is the app's business)
+    (own,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key" and "AlarmTopicKey" in k]
+    assert alarm_topic["KmsMasterKeyId"] == {"Fn::GetAtt": [own, "Arn"]}
+    key = template["Resources"][own]["Properties"]
+    assert key["EnableKeyRotation"] is True
+    (cloudwatch,) = [st for st in key["KeyPolicy"]["Statement"] if "Service" in st.get("Principal", {})]
+    assert cloudwatch["Principal"]["Service"] == "cloudwatch.amazonaws.com"
+    assert cloudwatch["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::Join"][1][-1] == ":alarm:*"
+    # without a customer key there is nothing to keep apart: no key is created
+    plain = library_app["templates"]["NoVpc"]
+    assert not _resources(plain, "AWS::KMS::Key")
 
 
 def test_metric_helpers_give_alarmable_series_and_dashboard_searches(library_app: dict[str, Any]) -> None:
@@ -136,7 +165,8 @@ def test_metric_helpers_give_alarmable_series_and_dashboard_searches(library_app
     orchestrator = library_app["orchestrator"]
     with pytest.raises(ValueError, match="both cluster and kind"):
         orchestrator.metric_nodes_drained(cluster="prod")
-    assert len(orchestrator.alarms) == 5  # function errors, two dead-letter queues, one cluster's deadlines and holds
+    # function errors, two dead-letter queues, one cluster's deadlines and holds, and the failure alarms
+    assert len(orchestrator.alarms) == 10
 
 
 def test_outside_a_vpc_there_is_no_security_group(library_app: dict[str, Any]) -> None:

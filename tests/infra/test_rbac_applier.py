@@ -69,6 +69,7 @@ def test_one_applier_and_per_cluster_an_admin_entry_and_a_resource_waiting_for_i
         assert access["PolicyArn"]["Fn::Join"][1][-1].endswith(f"cluster-access-policy/{CLUSTER_ADMIN_POLICY}")
         assert resource["Properties"]["ServiceToken"] == {"Fn::GetAtt": [function_id, "Arn"]}
         assert resource["Properties"]["ManifestsSha256"] == bundle.manifests_digest()
+        assert resource["Properties"]["Surge"] == "true"  # SURGE_BLOCKED_PODS=annotated: surge's rights too
         # created after its entry, deleted before it: the objects go while the applier still has access
         assert resource["DependsOn"] == [entry_id]
         assert int(resource["Properties"]["ServiceTimeout"]) > props["Timeout"]
@@ -82,6 +83,14 @@ def test_the_applier_follows_the_access_entries_and_can_be_turned_off(
     assert _by_type(_applier(synth({"clusters": "prod", "applyRbac": "true"})), RESOURCE_TYPE)
     with pytest.raises(ConfigError, match=r"'applyRbac': needs create_access_entries"):
         synthesize({"clusters": "prod", "applyRbac": "true", "createAccessEntries": "false"}, tmp_path)
+
+
+def test_a_function_that_never_surges_gets_no_surge_rights_from_the_stack(
+    synth: Callable[[Mapping[str, Any]], Synthesized],
+) -> None:
+    never = synth({"clusters": "prod", "drainSettings": '{"SURGE_BLOCKED_PODS": "never"}'})
+    (resource,) = _by_type(_applier(never), RESOURCE_TYPE).values()
+    assert resource["Properties"]["Surge"] == "false"
 
 
 def test_a_changed_manifest_changes_the_digest_the_resources_carry(

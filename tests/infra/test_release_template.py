@@ -53,7 +53,7 @@ BASE = {"ClusterName": "prod", "CodeBucket": "my-artifacts"}
         {"ClusterName": "prod2"},
         {"LifecycleHookName": "node-drainer"},
         {"OwnershipTag": "team=platform"},
-        *({name: value} for name in release_template.ACTIONS for value in ("drain", "cordon", "ignore")),
+        *({name: value} for name in release_template.ACTIONS for value in ("drain", "cordon")),
         {"DryRun": "true"},
         *({"LogLevel": level} for level in ("DEBUG", "WARNING", "ERROR")),
         {"MemorySize": 1024},
@@ -97,3 +97,9 @@ def test_the_documented_deploy_uploads_the_template(released: dict[str, Any]) ->
     deploy_md = (REPO_ROOT / "docs" / "deploy.md").read_text()
     command = deploy_md[deploy_md.index("aws cloudformation deploy") :].split("```", 1)[0]
     assert "--s3-bucket my-artifacts" in command
+
+
+def test_actions_offer_drain_and_cordon(released: dict[str, Any]) -> None:
+    """`ignore` (no rule for a kind) is the construct's alone: the template could not be the stack (docs/deploy.md)."""
+    for name in release_template.ACTIONS:
+        assert sorted(released["Parameters"][name]["AllowedValues"]) == ["cordon", "drain"]

@@ -13,7 +13,7 @@ from infra.log_queries import DASHBOARD_QUERIES
 from infra.observability import METRIC_WIDGETS
 
 from drain_orchestrator.interruption import Kind
-from drain_orchestrator.workflow import sweep_flow
+from drain_orchestrator.workflow import liveness_flow, sweep_flow
 from tests.infra.conftest import RBAC_APPLIER_PREFIX, Synthesized
 
 DURABLE_POLICY = "service-role/AWSLambdaBasicDurableExecutionRolePolicy"
@@ -36,9 +36,10 @@ def queue_arn(synth: Synthesized, name: str) -> dict[str, list[str]]:
 
 
 def statements(synth: Synthesized) -> list[dict[str, Any]]:
-    policy = synth.only("AWS::IAM::Policy")
-    result: list[dict[str, Any]] = policy["PolicyDocument"]["Statement"]
-    return result
+    """Every statement of the policies attached to the function's role (its default policy and the durable one)."""
+    role = {"Ref": logical_id(synth, "AWS::IAM::Role", "ServiceRole")}
+    policies = [p for p in synth.resources("AWS::IAM::Policy").values() if role in p["Properties"]["Roles"]]
+    return [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
 
 
 def by_sid(synth: Synthesized) -> dict[str, dict[str, Any]]:
@@ -171,7 +172,8 @@ def test_alias_is_the_only_invoke_target(single: Synthesized) -> None:
     assert alias["Name"] == "live"
     assert alias["FunctionVersion"]["Fn::GetAtt"][1] == "Version"
     permissions = single.resources("AWS::Lambda::Permission")
-    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 8  # seven kinds, the surge sweep
+    # seven kinds, the surge sweep, the liveness check
+    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 9
     for permission in permissions.values():
         props = permission["Properties"]
         assert props["FunctionName"] == alias_ref(single)  # never the unqualified function
@@ -241,15 +243,15 @@ def test_rule_targets_alias_with_retry_policy_and_dead_letter_queue(single: Synt
         if p["Properties"]["Queues"] == [{"Ref": logical_id(single, "AWS::SQS::Queue", "DeliveryDeadLetterQueue")}]
     )
     senders = [s for s in policy["Statement"] if s.get("Principal") == {"Service": "events.amazonaws.com"}]
-    assert len(senders) == 8  # the seven kinds' rules and the surge sweep's schedule
+    assert len(senders) == 9  # the seven kinds' rules, the surge sweep's and the liveness check's schedules
     assert all(s["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::GetAtt"][1] == "Arn" for s in senders)
 
 
 def test_surges_left_behind_are_looked_for_on_a_schedule_that_sends_the_sweeps_input(single: Synthesized) -> None:
     (rule,) = [
         r["Properties"]
-        for r in single.resources("AWS::Events::Rule").values()
-        if "ScheduleExpression" in r["Properties"]
+        for k, r in single.resources("AWS::Events::Rule").items()
+        if "ScheduleExpression" in r["Properties"] and "SurgeSweep" in k
     ]
     assert rule["ScheduleExpression"] == "rate(15 minutes)"
     (target,) = rule["Targets"]
@@ -257,6 +259,20 @@ def test_surges_left_behind_are_looked_for_on_a_schedule_that_sends_the_sweeps_i
     assert transformer["InputPathsMap"] == {"id": "$.id", "time": "$.time"}
     sent = json.loads(transformer["InputTemplate"].replace("<id>", '"id"').replace("<time>", '"t"'))
     assert sweep_flow.is_sweep(sent) and sent["id"] == "id"
+
+
+@pytest.mark.parametrize("config", ["single", "multi"])
+def test_a_liveness_check_is_scheduled_every_half_hour_with_the_functions_input(
+    config: str, request: pytest.FixtureRequest
+) -> None:
+    synth: Synthesized = request.getfixturevalue(config)
+    (rule,) = [r["Properties"] for k, r in synth.resources("AWS::Events::Rule").items() if "LivenessRule" in k]
+    assert rule["ScheduleExpression"] == "rate(30 minutes)"
+    (target,) = rule["Targets"]
+    assert target["Arn"] == alias_ref(synth)
+    transformer = target["InputTransformer"]
+    sent = json.loads(transformer["InputTemplate"].replace("<id>", '"id"').replace("<time>", '"t"'))
+    assert liveness_flow.is_liveness(sent) and not sweep_flow.is_sweep(sent)
 
 
 def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> None:
@@ -272,7 +288,8 @@ def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> 
 
 def test_ignored_kind_gets_no_rule(multi: Synthesized) -> None:
     assert pattern_for(multi, "EC2 Instance Rebalance Recommendation") is None  # actionRebalance=ignore
-    assert len(multi.resources("AWS::Events::Rule")) == 6  # and no surge sweep schedule (surgeSweepMinutes=0)
+    # and no surge sweep schedule (surgeSweepMinutes=0); the liveness check's
+    assert len(multi.resources("AWS::Events::Rule")) == 7
     assert "SURGE_SWEEP_MINUTES" not in multi.drainer("AWS::Lambda::Function")["Environment"]["Variables"]
     assert multi.drainer("AWS::Lambda::Function")["Environment"]["Variables"]["ACTION_REBALANCE"] == "ignore"
 
@@ -325,11 +342,51 @@ def test_least_privilege_actions(single: Synthesized) -> None:
         "sqs:SendMessage",
         "sqs:GetQueueAttributes",
         "sqs:GetQueueUrl",
+        # Lambda writes the function's logs with its role; the durable SDK checkpoints and reads its state
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "lambda:CheckpointDurableExecution",
+        "lambda:GetDurableExecutionState",
     }
     assert not any("*" in action for action in actions)
-    assert managed_policies(single) == [
-        json.dumps({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{DURABLE_POLICY}"]]})
-    ]
+    assert managed_policies(single) == []  # no AWS-managed durable policy: its grants are on `*`
+
+
+DESCRIBE_ONLY = {
+    "ec2:DescribeInstances",
+    "autoscaling:DescribeLifecycleHooks",
+    "autoscaling:DescribeTags",
+    "elasticloadbalancing:DescribeTargetGroups",
+    "elasticloadbalancing:DescribeTags",
+    "elasticloadbalancing:DescribeTargetHealth",
+}
+
+
+@pytest.mark.parametrize("config", ["single", "multi"])
+def test_no_managed_durable_policy_and_no_star_resource_beyond_the_describe_calls(
+    config: str, request: pytest.FixtureRequest
+) -> None:
+    synth: Synthesized = request.getfixturevalue(config)
+    assert not [arn for arn in managed_policies(synth) if DURABLE_POLICY in arn]
+    for statement in statements(synth):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        if "*" in resources:
+            assert set(actions) <= DESCRIBE_ONLY, statement  # those have no resource-level permissions
+
+
+def test_durable_execution_and_log_grants_name_this_function_and_its_log_group(single: Synthesized) -> None:
+    function = logical_id(single, "AWS::Lambda::Function", "Function")
+    durable = next(s for s in statements(single) if "lambda:CheckpointDurableExecution" in s["Action"])
+    assert sorted(durable["Action"]) == ["lambda:CheckpointDurableExecution", "lambda:GetDurableExecutionState"]
+    # durable execution ARNs are <function ARN>:<version>/durable-execution/...: every version of this function
+    assert durable["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [function, "Arn"]}, ":*"]]}
+    logs = next(s for s in statements(single) if "logs:PutLogEvents" in s["Action"])
+    assert logs["Resource"] == {"Fn::GetAtt": [logical_id(single, "AWS::Logs::LogGroup", "LogGroup"), "Arn"]}
+    # no execution before the durable grant exists: the published version (the alias's, the rules') waits for it
+    policy = logical_id(single, "AWS::IAM::Policy", "DurableExecutionPolicy")
+    (version,) = single.resources("AWS::Lambda::Version").values()
+    assert policy in version["DependsOn"]
 
 
 def test_scoped_resources(single: Synthesized) -> None:
@@ -462,19 +519,25 @@ def test_dashboard_shows_every_metric(single: Synthesized) -> None:
     assert expected("DrainHeldSeconds", "Maximum") in expressions
     dead_letters = next(w for w in widgets if w["properties"]["title"] == "Dead letters")["properties"]["metrics"]
     assert [m[:2] for m in dead_letters] == [["AWS/SQS", "ApproximateNumberOfMessagesVisible"]] * 2
-    assert len(widgets[0]["properties"]["alarms"]) == 5
+    assert len(widgets[0]["properties"]["alarms"]) == 10
 
 
 def alarms(synth: Synthesized) -> dict[str, dict[str, Any]]:
     return {k: v["Properties"] for k, v in synth.resources("AWS::CloudWatch::Alarm").items()}
 
 
+LOUD = ("StepsFailing", "Throttles", "AsyncEventAge", "EventBridgeFailedInvocations", "Liveness")
+
+
 def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     found = alarms(single)
     topic = {"Ref": logical_id(single, "AWS::SNS::Topic", "AlarmTopic")}
-    assert len(found) == 5  # errors, two dead-letter queues, deadline missed and drain held (one cluster)
-    for alarm in found.values():
+    # errors, two dead-letter queues, deadline missed and drain held (one cluster), and the failure alarms
+    assert len(found) == 5 + len(LOUD)
+    for logical, alarm in found.items():
         assert alarm["AlarmActions"] == [topic]
+        if any(name in logical for name in LOUD):
+            continue  # their own thresholds: test_failures_that_would_stay_silent_each_have_an_alarm
         assert alarm["Threshold"] == 1
         assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
         assert alarm["TreatMissingData"] == "notBreaching"
@@ -492,6 +555,34 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     assert_deadline_alarm(deadline, "prod")
     (held,) = [a for a in found.values() if "Metrics" in a and over(a) == "DrainHeldSeconds"]
     assert_deadline_alarm(held, "prod", metric="DrainHeldSeconds", statistic="Maximum")
+
+
+def test_failures_that_would_stay_silent_each_have_an_alarm(single: Synthesized) -> None:
+    found = {name: next(a for k, a in alarms(single).items() if name in k) for name in LOUD}
+    function = {"Ref": logical_id(single, "AWS::Lambda::Function", "Function")}
+    own = [{"Name": "service", "Value": "drain-orchestrator"}]
+
+    steps = found["StepsFailing"]  # 15 minutes of failing steps, whatever the step
+    assert (steps["Namespace"], steps["MetricName"], steps["Dimensions"]) == ("DrainOrchestrator", "StepFailures", own)
+    assert (steps["Period"], steps["EvaluationPeriods"], steps["DatapointsToAlarm"]) == (300, 3, 3)
+    assert "rbac apply" in steps["AlarmDescription"]  # the most likely cause, named
+    throttles, age = found["Throttles"], found["AsyncEventAge"]
+    assert (throttles["Namespace"], throttles["MetricName"]) == ("AWS/Lambda", "Throttles")
+    assert (age["MetricName"], age["Statistic"], age["Threshold"]) == ("AsyncEventAge", "Maximum", 120_000)
+    for alarm in (throttles, age):
+        assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": function}]  # every version's
+    failed = found["EventBridgeFailedInvocations"]
+    series = [m["MetricStat"]["Metric"] for m in failed["Metrics"] if "MetricStat" in m]
+    assert {m["MetricName"] for m in series} == {"FailedInvocations"}
+    rules = {d["Value"]["Ref"] for m in series for d in m["Dimensions"]}
+    assert rules == set(single.resources("AWS::Events::Rule"))  # every rule, the schedules too
+    live = found["Liveness"]  # silence is the failure
+    assert (live["MetricName"], live["Dimensions"], live["Period"]) == ("LivenessChecks", own, 3600)
+    assert (live["ComparisonOperator"], live["Threshold"], live["TreatMissingData"]) == (
+        "LessThanThreshold",
+        1,
+        "breaching",
+    )
 
 
 def over(alarm: dict[str, Any]) -> str:

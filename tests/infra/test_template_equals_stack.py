@@ -59,15 +59,15 @@ ASSIGNMENTS: dict[str, dict[str, str | int]] = {
     },
     "combined": {
         "AlarmEmail": "oncall@example.com",
-        "ActionSpotInterruption": "ignore",
-        "ActionRebalance": "ignore",
+        "ActionSpotInterruption": "cordon",
+        "ActionRebalance": "drain",
         "ActionStateChange": "cordon",
         "DryRun": "true",
         "ApplyRbac": "false",
         "LogLevel": "DEBUG",
         "TimeoutSeconds": 300,
     },
-    "config-map": {"CreateAccessEntries": "false", "ActionScheduledChange": "ignore", "OwnershipTag": "team"},
+    "config-map": {"CreateAccessEntries": "false", "ActionScheduledChange": "cordon", "OwnershipTag": "team"},
     "edges": {
         "ClusterName": "Prod-2_b",
         "AlarmEmail": "Ops+Drains@Example.org",

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from drain_orchestrator.cli.rbac import MANIFESTS
+from drain_orchestrator.cli.rbac import MANIFESTS, SURGE_MANIFEST
 from testbed.aws_seed import AwsSeed
 from testbed.bed import REPO
 
@@ -83,10 +83,11 @@ def task_root(directory: Path, manifests: dict[str, list[dict[str, Any]]]) -> Pa
 
 
 def shipped(suffix: str = "") -> dict[str, list[dict[str, Any]]]:
-    """The shipped manifests as documents; with ``suffix``, every object (and every reference between them)
-    renamed, so a test can create and delete them without touching the RBAC the bed's other tests run under."""
+    """The shipped manifests (surge before evict's too) as documents; with ``suffix``, every object (and every
+    reference between them) renamed, so a test can create and delete them without touching the RBAC the bed's other
+    tests run under."""
     out = {}
-    for name in MANIFESTS:
+    for name in (*MANIFESTS, SURGE_MANIFEST):
         docs = [d for d in yaml.safe_load_all((REPO / "infra" / "k8s" / name).read_text()) if d]
         if suffix:
             for doc in docs:

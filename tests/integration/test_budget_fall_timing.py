@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from drain_orchestrator.drain.turn_lag import TurnLag
+from drain_orchestrator.drain.turns import TurnLag
+from drain_orchestrator.engine.budget_wait import wait_for_budget
 from drain_orchestrator.kube.evict import Outcome, evict_pod
-from drain_orchestrator.kube.pdb_watch import wait_for_budget
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
 from tests.integration.drain_support import drainer

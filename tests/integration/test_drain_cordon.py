@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from drain_orchestrator.drain.node_claim import Ask, NodeClaim, Role
+from drain_orchestrator.drain_claim import Ask, NodeClaim, Role
 from drain_orchestrator.kube.cordon import (
     ANN_DEADLINE,
     ANN_EVENT_ID,

@@ -172,7 +172,7 @@ def test_terminating_pod_whose_grace_ends_after_the_deadline_is_shortened_with_f
 def test_pods_a_budget_admits_one_by_one_are_evicted_from_the_last_list_not_listed_at_each_turn(
     testbed: Any, k8s: Any
 ) -> None:
-    from drain_orchestrator.engine.pass_state import TURN_LISTING_SECONDS
+    from drain_orchestrator.engine.node_view import TURN_LISTING_SECONDS
 
     a, b = k8s.add_nodes(2)
     _web_on(k8s, a, b, 4)

@@ -13,9 +13,8 @@ import pytest
 from bench.storm import apiserver_metrics, metric_sum
 
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.engine import first_wave
-from drain_orchestrator.engine.drainer import drain_pass
-from drain_orchestrator.engine.pass_state import DrainState, close_watches, wait_between_passes
+from drain_orchestrator.engine import budget_turns
+from drain_orchestrator.engine.drainer import Drainer
 from drain_orchestrator.kube.node_claim import look_at
 from drain_orchestrator.kube.rest import Kube
 from tests.integration.drain_support import drain, drainer, pods_on, set_unschedulable
@@ -145,21 +144,20 @@ def test_a_drain_that_counted_the_storm_early_spreads_its_turns_over_the_drains_
     k8s.pdb("web", {"app": "web"}, max_unavailable=1)
     k8s.wait_pdb("web", disruptions_allowed=1)
     options = DrainOptions(run_id="t")
-    state = DrainState()
-    with drainer(testbed) as kube:
+    with drainer(testbed) as kube, Drainer(kube, node, options) as draining:
         for n in (node, early):
             set_unschedulable(k8s, n, True)
             claim(kube, n)
-        report = drain_pass(kube, node, options, state=state)
+        report = draining.drain_pass()
+        turns = draining.turns
         key = (k8s.ns, "web")
         # two nodes draining, a budget allowing one: every pod waits for its turn, spread over two drains
-        assert report.evicted == [] and state.turn_contenders == {key: 2}, (report, state.turn_contenders)
+        assert report.evicted == [] and turns.contenders == {key: 2}, (report, turns.contenders)
         for n in later:  # the rest of the storm starts
             set_unschedulable(k8s, n, True)
             claim(kube, n)
-        monkeypatch.setattr(first_wave, "RECOUNT_AFTER_SECONDS", 0.0)  # the first count is "a moment ago" now
-        wait_between_passes(kube, state, options, 1.0, time.monotonic() + 15, check=lambda: None)
-        close_watches(state)
+        monkeypatch.setattr(budget_turns, "RECOUNT_AFTER_SECONDS", 0.0)  # the first count is "a moment ago" now
+        draining.wait_between_passes(1.0, time.monotonic() + 15)
 
-    assert state.turn_contenders == {key: 6}  # counted again at the rise: six drains now
-    assert state.turn_recount is None  # once
+    assert turns.contenders == {key: 6}  # counted again at the rise: six drains now
+    assert turns.recount is None  # once

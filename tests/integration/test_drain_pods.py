@@ -19,7 +19,7 @@ from drain_orchestrator.drain.classify import (
     MSG_UNREPLICATED,
 )
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.engine.drainer import DrainState, drain_pass
+from drain_orchestrator.engine.drainer import Drainer
 from drain_orchestrator.kube.evict import Outcome, evict_pod
 from tests.integration.drain_support import (
     Lines,
@@ -220,16 +220,16 @@ def test_critical_pods_go_after_the_workload_tier(testbed: Any, k8s: Any) -> Non
     k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 2, what="pods ready")
     hold(k8s, "work")
     options = DrainOptions(force=True)
-    state = DrainState()
     try:
         with drainer(testbed) as kube:
-            first = drain_pass(kube, a, options, state=state)
+            draining = Drainer(kube, a, options)
+            first = draining.drain_pass()
             assert first.evicted == [f"{k8s.ns}/work"]
-            second = drain_pass(kube, a, options, state=state)
+            second = draining.drain_pass()
             assert second.evicted == [] and second.terminating == [f"{k8s.ns}/work"]
             release(k8s, "work")
             k8s.wait_for(lambda: len(pods_on(k8s, a)) == 1, what="work pod gone")
-            third = drain_pass(kube, a, options, state=state)
+            third = draining.drain_pass()
             assert third.evicted == [f"{k8s.ns}/dns"]
     finally:
         release(k8s, "work")
@@ -256,7 +256,7 @@ def test_grace_clipped_to_a_two_minute_deadline_as_recorded_by_the_apiserver(tes
     k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 2, what="pods ready")
     deadline = time.time() + 120
     with drainer(testbed) as kube:
-        report = drain_pass(kube, a, DrainOptions(force=True, deadline=deadline, deadline_margin=2))
+        report = Drainer(kube, a, DrainOptions(force=True, deadline=deadline, deadline_margin=2)).drain_pass()
     assert sorted(report.evicted) == [f"{k8s.ns}/quick", f"{k8s.ns}/slow"]
     recorded = {p.metadata.name: p.metadata.deletion_grace_period_seconds for p in pods_on(k8s, a)}
     assert 115 <= recorded["slow"] <= 118  # 120 s window minus the 2 s margin, minus the time spent

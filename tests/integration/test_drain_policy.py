@@ -14,7 +14,7 @@ import pytest
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.policy import DO_NOT_DISRUPT, ORDER_ANNOTATION, POLICY_ANNOTATION
 from drain_orchestrator.drain.report import DrainReport
-from drain_orchestrator.engine.drainer import DrainState, drain_node, drain_pass
+from drain_orchestrator.engine.drainer import Drainer, drain_node
 from tests.integration.drain_support import drain, drainer, hold, pods_on, release
 
 pytestmark = pytest.mark.integration
@@ -74,7 +74,9 @@ def test_wait_for_completion_holds_a_job_on_a_voluntary_drain_until_it_finishes(
         thread, out = in_background(lambda: drain_node(kube, a, options, timeout=90))
         # the rest of the node drains around it
         k8s.wait_for(lambda: not [p for p in pods_on(k8s, a) if p.metadata.name.startswith("web-")], what="web gone")
-        probe = drain_pass(kube, a, DrainOptions(force=True, dry_run=True), state=DrainState(cordoned=True))
+        looking = Drainer(kube, a, DrainOptions(force=True, dry_run=True))
+        looking.view.cordoned = True  # a look at the node as it drains, without a cordon of its own
+        probe = looking.drain_pass()
         assert [(h.pod, h.reason) for h in probe.held_by_policy] == [
             (key, f"{POLICY_ANNOTATION}=wait-for-completion (pod): waiting for it to finish")
         ]
@@ -125,19 +127,19 @@ def test_evict_order_removes_each_stage_only_once_the_earlier_one_is_gone(testbe
     for name in (first, "second"):
         hold(k8s, name)
     options = DrainOptions(force=True)
-    state = DrainState()
     try:
         with drainer(testbed) as kube:
-            assert drain_pass(kube, a, options, state=state).evicted == [f"{k8s.ns}/{first}"]
-            waiting = drain_pass(kube, a, options, state=state)
+            draining = Drainer(kube, a, options)
+            assert draining.drain_pass().evicted == [f"{k8s.ns}/{first}"]
+            waiting = draining.drain_pass()
             assert waiting.evicted == [] and waiting.terminating == [f"{k8s.ns}/{first}"]
             release(k8s, first)
             k8s.wait_for(lambda: all(p.metadata.name != first for p in pods_on(k8s, a)), what="first gone")
-            assert drain_pass(kube, a, options, state=state).evicted == [f"{k8s.ns}/second"]
-            assert drain_pass(kube, a, options, state=state).evicted == []
+            assert draining.drain_pass().evicted == [f"{k8s.ns}/second"]
+            assert draining.drain_pass().evicted == []
             release(k8s, "second")
             k8s.wait_for(lambda: all(p.metadata.name != "second" for p in pods_on(k8s, a)), what="second gone")
-            assert drain_pass(kube, a, options, state=state).evicted == [f"{k8s.ns}/third"]
+            assert draining.drain_pass().evicted == [f"{k8s.ns}/third"]
     finally:
         for name in (first, "second"):
             release(k8s, name)

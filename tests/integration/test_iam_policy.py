@@ -15,6 +15,7 @@ import subprocess
 from typing import Any
 
 import pytest
+from infra.execution_role import DURABLE_ACTIONS, LOG_ACTIONS
 
 from testbed import samples
 from testbed.aws.calls import AwsCall, read_calls
@@ -30,8 +31,10 @@ OWNED = {"kubernetes.io/cluster/blue": "owned"}
 NODE = REPO / "node_modules" / "node" / "bin" / "node"
 SIMULATOR = REPO / "testbed" / "iam_simulate.mjs"
 LIFECYCLE = {"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"}
-# Granted for calls the Lambda service makes with the function's role, not the code: the on-failure destination.
-SERVICE_SIDE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+# Granted for calls made with the function's role that the bed's AWS emulator does not see: the Lambda service's
+# (writing the on-failure destination and the function's logs), and the durable SDK's checkpoints, which the bed's
+# durable runner takes in-process (tests/infra/test_stack.py checks their scope: this function, its log group).
+SERVICE_SIDE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", *LOG_ACTIONS, *DURABLE_ACTIONS}
 
 
 def _is_drainer(resource: dict[str, Any]) -> bool:
@@ -58,7 +61,7 @@ def _resolve(value: Any, refs: dict[str, str]) -> Any:
 
 
 def role_policies(template: dict[str, Any], topic_arn: str) -> list[dict[str, Any]]:
-    """The inline policies attached to the function's role (managed policies are AWS's: logs, checkpoints)."""
+    """The inline policies attached to the function's role (its default policy and the durable execution one)."""
     resources = template["Resources"]
     (function,) = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function" and _is_drainer(r)]
     role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]

@@ -1,7 +1,8 @@
 """Escalation with an approval, through the Lambda on the real bed: with HELD_APPROVAL=on the ``held`` notification
 carries an approval id; the CLI's decision, sent to the local durable runner's callback API, steers the drain
 (``--force`` deletes the pods a PDB protects now, ``--continue`` / ``--abandon`` complete the hook and stop,
-``--wait`` leaves the deadline policy), and the final notification and the log say who decided and when.
+``--wait`` leaves the deadline policy), and the final notification and the log say who decided and when. A
+decision naming another node is refused and changes nothing; the approval id is never in a log line.
 
 The waits poll with generous timeouts and the assertions are about outcomes (results, the hook's answer, which
 steps ran after the decision), not durations: the bed shares its two cores with other work."""
@@ -58,18 +59,25 @@ def _held_notice(lam: LambdaHarness, notes: list[dict[str, Any]], within: float)
 
 
 def _answer(lam: LambdaHarness, choice: str, notes: list[dict[str, Any]]) -> Any:
-    """Wait for the held notice, check that unknown ids are refused, send ``choice``, and that a second answer to
-    the same approval is refused."""
+    """Wait for the held notice, check that unknown ids are refused, send ``choice`` for the notice's node, and that a
+    second answer to the same approval is refused."""
 
     def answer(api: CallbackApi) -> None:
-        approval_id = _held_notice(lam, notes, 120)["approval_id"]
+        held = _held_notice(lam, notes, 120)
+        approval_id, node = held["approval_id"], held["node"]
         with pytest.raises(ApprovalGone):
-            send_decision(api, "bm8tc3VjaC1hcHByb3ZhbA==", decision_of(choice, OPERATOR, time.time()))
-        send_decision(api, approval_id, decision_of(choice, OPERATOR, time.time()))
+            send_decision(api, "bm8tc3VjaC1hcHByb3ZhbA==", decision_of(choice, OPERATOR, time.time(), node))
+        send_decision(api, approval_id, decision_of(choice, OPERATOR, time.time(), node, held["event_id"]))
         with pytest.raises(ApprovalGone):
-            send_decision(api, approval_id, decision_of("wait", OPERATOR, time.time()))
+            send_decision(api, approval_id, decision_of("wait", OPERATOR, time.time(), node))
 
     return answer
+
+
+def _log_lines(run: Any) -> list[str]:
+    """The function's own log lines (Powertools JSON, with a level), stdout and stderr."""
+    lines = (run.stdout + "\n" + run.stderr).splitlines()
+    return [x for x in lines if x.startswith("{") and '"level"' in x]
 
 
 def test_force_deletes_the_pods_a_pdb_protects_now_and_the_hook_continues(
@@ -88,7 +96,7 @@ def test_force_deletes_the_pods_a_pdb_protects_now_and_the_hook_continues(
     assert sorted(inst["report"]["forced"]) == held_pods
     assert_completed_by_function(aws, iid, "CONTINUE")
     (held,) = [n for n in notes if n["phase"] == "held"]
-    assert held["approve"].startswith(f"drain-orchestrator approve {held['approval_id']} ")
+    assert held["approve"].startswith(f"drain-orchestrator approve {held['approval_id']} --node {node} ")
     (final,) = [n for n in notes if n["phase"] in ("completed", "failed", "stopped")]
     assert (final["phase"], final["approval"]["decision"], final["approval"]["by"]) == ("completed", "force", OPERATOR)
     assert not pods_on(k8s, node)
@@ -155,11 +163,17 @@ def test_abandon_completes_the_hook_with_abandon_and_stops_draining(
     assert inst["result"] == "approved-abandon", inst
     assert_completed_by_function(aws, iid, "ABANDON")
     assert (inst["approval"]["decision"], inst["approval"]["by"]) == ("abandon", OPERATOR)
+    assert inst["approval"]["node"] == node
     (final,) = [n for n in notes if n["phase"] in ("completed", "failed", "stopped")]
     assert final["phase"] == "stopped" and final["result"] == "approved-abandon", final
     assert final["approval"] == inst["approval"] and final["approval"]["at"].endswith("Z")
     logged = _decided_log(run.stdout)
-    assert logged["approval"] == inst["approval"] and logged["approval_id"], logged
+    assert logged["approval"] == inst["approval"] and "approval_id" not in logged, logged
+    # the approval id answers the drain: it is in the held notification only, in no log line of the function
+    approval_id = next(n for n in notes if n["phase"] == "held")["approval_id"]
+    lines = _log_lines(run)
+    assert any('"drain held"' in x for x in lines) and any('"approval decided"' in x for x in lines)
+    assert [x for x in lines if approval_id in x] == []
     # it stopped: no drain pass after the decision, nothing forced, the pods the PDB protects still there
     assert _passes_after_the_decision(run) == []
     assert not inst["report"]["forced"]
@@ -194,6 +208,14 @@ def test_wait_keeps_draining_and_the_deadline_brings_its_policy(
     assert not pods_on(k8s, node)
 
 
+def _as_without_approval(aws: AwsSeed, iid: str, inst: dict[str, Any]) -> None:
+    """The drain ended as it would have without approval: FORCE_DELETE_ON_DEADLINE is off, so the deadline leaves
+    the pods (nothing forced) and the hook is answered LIFECYCLE_RESULT_ON_FAILURE (ABANDON)."""
+    assert inst["result"] == "deadline-missed", inst
+    assert "approval" not in inst and not inst["report"]["forced"]
+    assert_completed_by_function(aws, iid, "ABANDON")
+
+
 def test_a_decision_that_never_comes_leaves_the_deadline_policy_and_the_expired_id_is_refused(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
@@ -216,12 +238,43 @@ def test_a_decision_that_never_comes_leaves_the_deadline_policy_and_the_expired_
         while time.time() < closes + 10:  # well past the approval's timeout, still before the drain's deadline
             time.sleep(0.5)
         with pytest.raises(ApprovalGone):
-            send_decision(api, held["approval_id"], decision_of("force", OPERATOR, time.time()))
+            send_decision(api, held["approval_id"], decision_of("force", OPERATOR, time.time(), node))
 
     run = lam.run_answering(terminate_event(aws, iid), late, timeout=300)
     notes.extend(lam.notifications())
-    inst = instance_summary(run)
-    assert inst["result"] == "deadline-missed", inst
-    assert "approval" not in inst and not inst["report"]["forced"]
-    assert_completed_by_function(aws, iid, "ABANDON")
+    _as_without_approval(aws, iid, instance_summary(run))
     assert '"approval over without a decision"' in run.stdout
+
+
+def test_a_decision_naming_another_node_is_refused_and_changes_nothing(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    """A relayed or mis-pasted approval id answered for another node: the drain refuses it, forces nothing, and goes
+    on under its deadline policy as without approval; the approval is over (a second answer is refused)."""
+    iid, node, spare = blue_asg_node(aws, k8s)
+    hold_with_pdb(k8s, node, spare)
+    held_pods = sorted(f"{k8s.ns}/{p.metadata.name}" for p in pods_on(k8s, node))
+    _held_config(lam)
+    lam.monkeypatch.setenv("DEADLINE_ASG_TERMINATE_SECONDS", "90")
+    notes: list[dict[str, Any]] = []
+    other = f"{node}-other"
+
+    def misdirected(api: CallbackApi) -> None:
+        held = _held_notice(lam, notes, 120)
+        assert held["node"] == node, held
+        send_decision(api, held["approval_id"], decision_of("force", OPERATOR, time.time(), other))
+        # a callback takes one answer: the right one now comes too late
+        with pytest.raises(ApprovalGone):
+            send_decision(api, held["approval_id"], decision_of("force", OPERATOR, time.time(), node))
+
+    run = lam.run_answering(terminate_event(aws, iid), misdirected, timeout=300)
+    notes.extend(lam.notifications())
+    _as_without_approval(aws, iid, instance_summary(run))
+    assert sorted(f"{k8s.ns}/{p.metadata.name}" for p in pods_on(k8s, node)) == held_pods
+    (final,) = [n for n in notes if n["phase"] in ("completed", "failed", "stopped")]
+    assert final["phase"] == "failed" and "approval" not in final, final
+    refused = [json.loads(x) for x in _log_lines(run) if '"approval refused"' in x]
+    assert (
+        refused and refused[0]["reason"] == f"refused: the decision names node {other!r}; this drain is node {node!r}"
+    )
+    assert run.metric_total("Errors", reason="approval-refused") == 1

@@ -69,20 +69,27 @@ def test_a_drain_held_by_a_pdb_is_said_once_with_the_pdbs_pods_and_what_the_dead
     # the verdict names the reason of each held pod
     assert sorted(h["pod"] for h in inst["report"]["held"]) == held_pods
     assert {(h["reason"], tuple(h["pdbs"]), h["status"]) for h in inst["report"]["held"]} == {("pdb", ("web",), 429)}
-    # status shows the same
+    # status shows the same, from the node's note: the held pods counted per namespace (anyone who may read nodes
+    # reads the note), what holds each pod now from its own reading of pods and budgets
     (row,) = [s for s in cluster_status(Kube(k8s.api_client), "blue", None, now=time.time()) if s.node == node]
+    by_namespace = f"{len(held_pods)} pods in {k8s.ns}"
     assert (row.held_since, row.held_by, row.held_reasons, row.at_deadline) == (
         held["held_since"],
-        ["web"],
+        [by_namespace],
         ["pdb"],
         "abandon",
     )
-    assert any(h.startswith(f"held since {held['held_since']} by web") for h in row.holds), row.holds
+    assert any(h.startswith(f"held since {held['held_since']} by {by_namespace}") for h in row.holds), row.holds
+    note = k8s.core.read_node(node).metadata.annotations["drain-orchestrator.io/held"]
+    assert json.loads(note)["pods_per_namespace"] == {k8s.ns: len(held_pods)}
     # a drain that outlives its first pass says it started, once, before it says it is held
     events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
     events.sort(key=lambda e: int(e.metadata.resource_version))
     assert [e.reason for e in events] == ["DrainStarted", "DrainHeld", "DrainFailed"], [e.reason for e in events]
     assert events[0].message.startswith("cordoned and draining for asg-terminate since "), events[0].message
+    assert events[1].message.endswith(f"(pdb): {by_namespace}; at the deadline: abandon"), events[1].message
+    for public in (note, events[1].message):  # neither the pods' nor the budget's names
+        assert not [p for p in held_pods if p.split("/")[1] in public] and '"web"' not in public, public
 
 
 def test_a_drain_released_before_held_notify_seconds_says_nothing(

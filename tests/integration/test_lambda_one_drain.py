@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from drain_orchestrator.drain.node_claim import NodeClaim
+from drain_orchestrator.drain_claim import NodeClaim
 from drain_orchestrator.kube.node_claim import ANN_DRAINER
 from testbed import samples
 from testbed.aws_seed import AwsSeed

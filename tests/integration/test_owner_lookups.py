@@ -12,7 +12,7 @@ import pytest
 from drain_orchestrator.drain.classify import PodInfo
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.policy import POLICY_ANNOTATION, Owner, OwnerKey
-from drain_orchestrator.kube.owners import classify_node
+from drain_orchestrator.engine.verdicts import classify_node
 from drain_orchestrator.kube.pods import list_node_pods
 from drain_orchestrator.kube.rest import Kube
 from tests.integration.drain_support import drainer

@@ -101,7 +101,40 @@ def test_create_update_and_delete_apply_upgrade_and_remove_the_manifests(
         deleted = answers.bodies[2]
         assert deleted["Status"] == "SUCCESS", deleted
         assert deleted["PhysicalResourceId"] == "drain-orchestrator-rbac/blue"
-        assert [_read(admin, kind, name) for kind, name in _objects(first)] == [None] * 4
+        assert [_read(admin, kind, name) for kind, name in _objects(first)] == [None] * len(_objects(first))
+
+
+def test_surge_s_rights_follow_the_surge_property(
+    applier: str, aws: AwsSeed, admin: Any, k8s: KubeScenario, tmp_path: Path
+) -> None:
+    """A stack whose function never surges (SURGE_BLOCKED_PODS=never: Surge=false) applies no patch on Deployments;
+    turning surge on applies rbac-surge.yaml, turning it off again removes it."""
+    suffix = f"-{k8s.ns}"
+    manifests = shipped(suffix)
+    surge_role = f"drain-orchestrator-surge{suffix}"
+    task = task_root(tmp_path, manifests)
+
+    def request(kind: str, url: str, surge: str) -> dict[str, Any]:
+        body = event(kind, url)
+        body["ResourceProperties"] = {**body["ResourceProperties"], "Surge": surge}
+        return body
+
+    with response_url() as (url, answers):
+        assert invoke(task, request("Create", url, "false"), aws, applier).returncode == 0
+        assert answers.bodies[0]["Status"] == "SUCCESS", answers.bodies[0]
+        assert _read(admin, "ClusterRole", f"drain-orchestrator{suffix}") is not None
+        assert _read(admin, "ClusterRole", surge_role) is None
+        assert invoke(task, request("Update", url, "true"), aws, applier).returncode == 0
+        assert answers.bodies[1]["Status"] == "SUCCESS", answers.bodies[1]
+        assert _read(admin, "ClusterRole", surge_role) is not None
+        assert _read(admin, "ClusterRoleBinding", surge_role) is not None
+        assert invoke(task, request("Update", url, "false"), aws, applier).returncode == 0
+        assert answers.bodies[2]["Status"] == "SUCCESS", answers.bodies[2]
+        assert f"clusterrole/{surge_role} deleted" in answers.bodies[2]["Reason"]
+        assert _read(admin, "ClusterRole", surge_role) is None
+        assert invoke(task, request("Delete", url, "false"), aws, applier).returncode == 0
+        assert answers.bodies[3]["Status"] == "SUCCESS", answers.bodies[3]
+    assert [_read(admin, kind, name) for kind, name in _objects(manifests)] == [None] * len(_objects(manifests))
 
 
 def test_delete_leaves_objects_someone_else_applied_and_removes_its_own(
@@ -142,7 +175,7 @@ def test_a_create_without_access_fails_naming_the_cause_and_leaves_nothing(
     (failed,) = answers.bodies
     assert failed["Status"] == "FAILED"
     assert failed["Reason"].startswith(f"cluster blue: kubernetes: get clusterrole/drain-orchestrator-{k8s.ns}: 401")
-    assert [_read(admin, kind, name) for kind, name in _objects(manifests)] == [None] * 4
+    assert [_read(admin, kind, name) for kind, name in _objects(manifests)] == [None] * len(_objects(manifests))
 
 
 def test_a_request_without_a_cluster_is_answered_failed_naming_the_field(

@@ -8,7 +8,7 @@ import pytest
 from bench import storm_waves
 from bench.storm_waves import BOUND, START_KINDS, Turns
 
-from drain_orchestrator.drain import turn_lag
+from drain_orchestrator.drain import turns
 from testbed.bed import Testbed
 
 pytestmark = pytest.mark.integration
@@ -44,7 +44,7 @@ def test_a_small_storm_is_cut_into_start_and_waves_for_each_turn_setting_and_the
         assert len(refused) <= round(got["refusals_per_pod"] * 9) and all(0 <= t <= got["storm_s"] for t in refused)
         by_level = got["refusals_by_level"].values()  # the same evictions, each at the level its budget showed
         assert sum(sent for sent, _ in by_level) >= 9 and sum(r for _, r in by_level) == len(refused), by_level
-    assert storm_waves.SHIPPED.lag_slots == turn_lag.LAG_SLOTS
+    assert storm_waves.SHIPPED.lag_slots == turns.LAG_SLOTS
     table = storm_waves.render(res)
     assert all(f"| {who} |" in table for who in rnd["order"]), table
     assert "Evictions refused / sent" in table, table

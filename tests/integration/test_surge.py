@@ -15,8 +15,8 @@ from kubernetes import client
 from drain_orchestrator import pacing
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.surge import HOLDERS, NODE_RECORD
-from drain_orchestrator.engine.drainer import drain_pass
-from drain_orchestrator.engine.surge import restore_node
+from drain_orchestrator.engine.drainer import Drainer
+from drain_orchestrator.engine.surge_restore import restore_node
 from drain_orchestrator.kube.rest import Kube
 from testbed import samples
 from testbed.aws_seed import AwsSeed
@@ -311,7 +311,7 @@ def test_an_hpa_written_between_the_surges_read_and_its_write_is_surged_in_the_s
     kube = WrittenBetween(drainer_client(testbed), k8s)
 
     try:
-        report = drain_pass(kube, node, DrainOptions(surge="annotated", run_id="t"))
+        report = Drainer(kube, node, DrainOptions(surge="annotated", run_id="t")).drain_pass()
     finally:
         restored = restore_node(kube, node)
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from drain_orchestrator.kube.pdb_watch import Budgets, wait_for_budget
-from drain_orchestrator.kube.pods import PodsWatched, list_node_pods_at, wait_for_deletions
+from drain_orchestrator.engine.budget_wait import Budgets, wait_for_budget
+from drain_orchestrator.engine.waits import PodsWatched, wait_for_deletions
+from drain_orchestrator.kube.pods import list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
 from testbed.bed import Testbed
 from testbed.faults import BedFaults

@@ -1,4 +1,4 @@
-"""Each watched budget's turn (kube/pdb_watch.py Turns): drawn when the budget rises, dropped when it falls back,
+"""Each watched budget's turn (engine/budget_turns.py Turns): drawn when the budget rises, dropped when it falls back,
 and only the budgets whose turn has come are handed to the pass as allowing; the disruptions each budget gave are
 counted as it falls, across waits."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from drain_orchestrator.drain.turn_lag import TurnLag
-from drain_orchestrator.kube.pdb_watch import Turns
+from drain_orchestrator.drain.turns import TurnLag
+from drain_orchestrator.engine.budget_turns import Turns
 
 A, B = ("ns", "a"), ("ns", "b")
 
@@ -19,7 +19,7 @@ def test_a_turn_is_drawn_at_the_rise_and_only_budgets_whose_turn_came_are_taken(
     turns.see(B, 2)  # its turn: in a minute
     now = time.monotonic()
     assert turns.next is not None and turns.next <= now
-    assert turns.taken(now, None).allowed == {A: 1, B: 0}  # B is not this drain's yet: nothing sent for it
+    assert turns.due(now) == {A: 1, B: 0}  # B is not this drain's yet: nothing sent for it
 
 
 def test_a_budget_falling_back_before_the_turn_drops_it_and_the_next_rise_draws_again() -> None:

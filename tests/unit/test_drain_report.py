@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 
 from drain_orchestrator.drain.plan import Tier
-from drain_orchestrator.drain.report import BlockedPod, DrainReport, ForcedPod, HeldPod, PodReason, held_reasons
+from drain_orchestrator.drain.report import (
+    FORCED_REASON_CHARS,
+    BlockedPod,
+    DrainReport,
+    ForcedPod,
+    HeldPod,
+    PodReason,
+    forced_reasons,
+    held_reasons,
+)
 
 
 def test_report_round_trips_through_json() -> None:
@@ -51,3 +60,14 @@ def test_held_reasons_are_bounded_for_the_checkpointed_summary() -> None:
     out = held_reasons(r)
     assert len(out) == 10 and all(len(h["message"]) == 200 for h in out)
     assert out[0] == {"pod": "a/p0", "reason": "pdb", "message": "x" * 200, "pdbs": ["web"], "status": 429}
+
+
+def test_forced_pods_keep_what_held_them_clipped_and_the_first_ten_only() -> None:
+    report = DrainReport(node="n")
+    report.forced = [
+        ForcedPod(f"shop/p{i}", 3, f"web-a, web-b still refused eviction: {'x' * 1000}") for i in range(12)
+    ]
+    found = forced_reasons(report)
+    assert len(found) == 10 and found[0]["pod"] == "shop/p0" and found[0]["grace_seconds"] == 3
+    assert found[0]["reason"].startswith("web-a, web-b still refused eviction: ")
+    assert len(found[0]["reason"]) == FORCED_REASON_CHARS

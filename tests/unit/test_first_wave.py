@@ -1,11 +1,10 @@
-"""Which pods' first eviction waits for its turn at a budget (drain/first_wave.py)."""
+"""Which pods' first eviction waits for its turn at a budget (drain/turns.py first_wave_turns)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from drain_orchestrator.drain.first_wave import Turn, contention_of, first_wave_turns
-from drain_orchestrator.drain.plan import contention_jitter
+from drain_orchestrator.drain.turns import Turn, contention_jitter, contention_of, first_wave_turns
 
 
 def _pdb(name: str, allowed: int, app: str, ns: str = "ns") -> dict[str, Any]:

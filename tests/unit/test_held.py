@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, HeldPod
-from drain_orchestrator.workflow.held import HeldWatch, at_deadline
+from drain_orchestrator.workflow.held import Held, HeldWatch, at_deadline, public_message, public_note
 
 
 def _held(*reasons: str) -> DrainReport:
@@ -34,3 +34,33 @@ def test_what_the_deadline_brings() -> None:
     assert at_deadline({"pdb"}, False, True, "CONTINUE") == "continue"
     assert at_deadline({"pdb"}, False, False, "CONTINUE") == "stop"
     assert at_deadline({"gate"}, True, True, "CONTINUE") == "continue"  # a gate has no pod to force
+
+
+def test_what_the_node_and_its_event_say_names_no_pod_no_budget_and_no_approval_id() -> None:
+    """Anyone who may read nodes reads the annotation (and the default namespace's Events): pods counted per
+    namespace, never named; the approval id, a bearer token for the drain, never there."""
+    held = Held(
+        1000.0,
+        612.4,
+        ["shop/cart-7f9-x1", "shop/cart-7f9-x2", "billing/ledger-0"],
+        ["cart-budget", "ledger-budget"],
+        ["multiple-pdbs", "pdb"],
+        "force-delete",
+        5000.0,
+        approval_id="c2VjcmV0",
+        node="n1",
+    )
+    note = public_note(held)
+    assert note == {
+        "held_since": "1970-01-01T00:16:40Z",
+        "reasons": ["multiple-pdbs", "pdb"],
+        "at_deadline": "force-delete",
+        "gates": [],
+        "pods_per_namespace": {"billing": 1, "shop": 2},
+    }
+    message = public_message(held)
+    assert message == (
+        "held 612 s (multiple-pdbs, pdb): 1 pod in billing, 2 pods in shop; at the deadline: force-delete"
+    )
+    for secret in ("cart-7f9", "ledger-0", "budget", "c2VjcmV0"):
+        assert secret not in str(note) and secret not in message

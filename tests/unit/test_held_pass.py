@@ -2,47 +2,63 @@
 
 from __future__ import annotations
 
-import time
+from typing import Any
 
+from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason, SurgeNote
 from drain_orchestrator.drain.surge import SurgeStatus
 from drain_orchestrator.engine.held_pass import HoldCheck, held
-from drain_orchestrator.engine.pass_state import DrainState
+from drain_orchestrator.engine.parts import DrainParts
 from drain_orchestrator.engine.pod_record import PodRecord
 from drain_orchestrator.pacing import ROLLOUT_FAST_CHECKS, ROLLOUT_RECHECK_SECONDS
 from drain_orchestrator.workflow.held import HeldWatch
 from drain_orchestrator.workflow.hold_pace import HoldPace
 from drain_orchestrator.workflow.results import PassOutcome
 from drain_orchestrator.workflow_settings import WorkflowSettings
+from tests.unit.clock_support import FakeClock
+
+NO_CLIENT: Any = None  # the parts looked at here send no request
 
 
-def _blocked(*pods: str) -> tuple[DrainState, DrainReport]:
-    idents = [f"{p}@uid-{p}" for p in pods]
-    state = DrainState(pods={i: PodRecord(i, waiting_on=[("ns", "web")]) for i in idents})
+def _drain() -> DrainParts:
+    return DrainParts(NO_CLIENT, "n", DrainOptions(), clock=FakeClock())
+
+
+def _blocked(*pods: str) -> tuple[DrainParts, DrainReport]:
+    state = _drain()
+    for p in pods:
+        state.pods.by_ident[f"{p}@uid-{p}"] = PodRecord(f"{p}@uid-{p}", waiting_on=[("ns", "web")])
     report = DrainReport(node="n", remaining=list(pods), blocked=[BlockedPod(p, ["web"], "429") for p in pods])
     return state, report
 
 
+def _held(state: DrainParts, report: DrainReport) -> bool:
+    return held(state.pods, state.leaving, report)
+
+
 def test_pods_refused_by_budgets_or_let_finish_make_a_held_pass() -> None:
     state, report = _blocked("ns/a", "ns/b")
-    assert held(state, report)
+    assert _held(state, report)
     report.remaining.append("ns/job")
     report.held_by_policy.append(PodReason("ns/job", "wait-for-completion"))
-    assert held(state, report)
+    assert _held(state, report)
 
 
 def test_a_pod_on_its_way_out_or_a_failing_eviction_keeps_the_pass_going() -> None:
     state, report = _blocked("ns/a")
-    state.record("ns/b@uid-b").sent = True
-    assert not held(state, report)
+    state.pods.record("ns/b@uid-b").sent = True
+    assert not _held(state, report)
+    state, report = _blocked("ns/a")
+    state.leaving.deletion_times = [1.0]  # a pod the last pass saw terminating
+    assert not _held(state, report)
     state, report = _blocked("ns/a")
     report.terminating.append("ns/c")
-    assert not held(state, report)
+    assert not _held(state, report)
     state, report = _blocked("ns/a")
     report.remaining.append("ns/w")
     report.failed.append(PodReason("ns/w", "HTTP 500: webhook down"))
-    assert not held(state, report)
-    assert not held(DrainState(), DrainReport(node="n", drained=True))
+    assert not _held(state, report)
+    assert not _held(_drain(), DrainReport(node="n", drained=True))
 
 
 def test_a_quick_check_ends_at_first_look_unless_the_pass_progressed() -> None:
@@ -56,12 +72,14 @@ def test_a_quick_check_ends_at_first_look_unless_the_pass_progressed() -> None:
 
 def test_a_budget_that_rises_while_other_drains_take_it_keeps_the_pass_watching() -> None:
     state, report = _blocked("ns/a")
+    clock = state.clock
+    assert isinstance(clock, FakeClock)
     check = HoldCheck(linger=0.05)
     assert not check.ends(state, report)  # the linger starts
-    time.sleep(0.06)
-    state.budget_rose_at = time.monotonic()  # the budget rose (another drain took it): it is moving
+    clock.advance(0.06)
+    state.budgets.rose_at = clock.mono()  # the budget rose (another drain took it): it is moving
     assert not check.ends(state, report)
-    time.sleep(0.06)
+    clock.advance(0.06)
     assert check.ends(state, report)  # shut for a whole linger since its last rise: held
     assert HoldCheck(linger=30, quick=True).ends(state, report)  # a pass after a held pass still ends at first look
 

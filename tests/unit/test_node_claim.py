@@ -1,9 +1,9 @@
-"""The rules of one drain per node (drain/node_claim.py): who drains, who waits, to which deadline, and when a
+"""The rules of one drain per node (drain_claim.py): who drains, who waits, to which deadline, and when a
 silent holder is replaced."""
 
 from __future__ import annotations
 
-from drain_orchestrator.drain.node_claim import NodeClaim, Role, claim_ttl, look, renew, settle
+from drain_orchestrator.drain_claim import NodeClaim, Role, claim_ttl, look, renew, settle
 
 TTL = 100.0
 

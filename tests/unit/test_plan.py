@@ -1,4 +1,5 @@
-"""Tiers, grace clipping to a deadline, force-delete timing, backoff and poll cadence."""
+"""Tiers, grace clipping to a deadline, force-delete timing, backoff and poll cadence; the budget turns' hold-offs,
+slots and shares (drain/turns.py)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,21 @@ import random
 from typing import Any
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
-from drain_orchestrator.drain.first_wave import contention_of
 from drain_orchestrator.drain.plan import (
     Tier,
     active_tier,
     backoff_delay,
-    budget_share,
-    contention_jitter,
     force_delete_at,
     force_delete_due,
     grace_for,
     next_poll,
     tier_of,
     to_evict_now,
+)
+from drain_orchestrator.drain.turns import (
+    budget_share,
+    contention_jitter,
+    contention_of,
     turn_at_level,
     turn_hold_off,
     turns_per_slot,

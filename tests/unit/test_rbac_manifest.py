@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from drain_orchestrator.cli.rbac import MANIFESTS, ManifestError, load_manifest, object_path, shipped_manifests
-from testbed.control_plane import RBAC_FILE
+from drain_orchestrator.cli.rbac import (
+    MANIFESTS,
+    ManifestError,
+    load_manifest,
+    object_path,
+    shipped_manifest,
+    shipped_manifests,
+)
+from testbed.control_plane import RBAC_FILE, SURGE_RBAC_FILE
 
 
 def test_the_shipped_manifest_maps_to_cluster_scoped_rbac_paths() -> None:
@@ -25,6 +32,37 @@ def test_the_shipped_list_is_the_rbac_then_the_flow_schema() -> None:
         "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/drain-orchestrator",
         "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/drain-orchestrator",
     ]
+
+
+def _granted(path: object) -> set[tuple[str, str, str]]:
+    docs = load_manifest(SURGE_RBAC_FILE.read_text() if path == "surge" else RBAC_FILE.read_text(), str(path))
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    return {
+        (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+    }
+
+
+def test_the_base_role_grants_no_write_to_workloads_surge_s_rights_are_apart() -> None:
+    """Where SURGE_BLOCKED_PODS=never only rbac.yaml is applied: no patch of a Deployment or an HPA, no HPA list."""
+    base = _granted("base")
+    workloads = {p for p in base if p[0] in ("apps", "autoscaling") and p[2] != "get"}
+    assert workloads == {("apps", "deployments", "list")}  # the controllers' metadata-only LIST, no write
+    assert _granted("surge") == {
+        ("apps", "deployments", "patch"),
+        ("autoscaling", "horizontalpodautoscalers", "list"),
+        ("autoscaling", "horizontalpodautoscalers", "patch"),
+    }
+    assert not base & _granted("surge")
+    docs = load_manifest(SURGE_RBAC_FILE.read_text(), "rbac-surge.yaml")
+    assert [object_path(d) for d in docs] == [
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/drain-orchestrator-surge",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/drain-orchestrator-surge",
+    ]
+
+
+def test_rbac_apply_finds_both_shipped_manifests() -> None:
+    assert shipped_manifest() == RBAC_FILE
+    assert shipped_manifest("rbac-surge.yaml") == SURGE_RBAC_FILE
 
 
 def test_a_namespaced_role_lives_in_its_namespace() -> None:

@@ -10,7 +10,7 @@ import pytest
 from bench import storm_waves
 from bench.storm_waves import Turns
 
-from drain_orchestrator.drain import plan, turn_lag
+from drain_orchestrator.drain import turns
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.ownership import Decision, Reason
@@ -79,9 +79,9 @@ def test_each_eviction_counts_at_the_level_its_budget_showed_last_before_it() ->
 
 
 def test_turn_settings_are_read_as_lags_times_floor_times_an_optional_share() -> None:
-    assert storm_waves.parse_turns("1.5x0.1") == Turns(1.5, 0.1, plan.SLOT_SHARE)
+    assert storm_waves.parse_turns("1.5x0.1") == Turns(1.5, 0.1, turns.SLOT_SHARE)
     assert storm_waves.parse_turns("2x0.2x1") == Turns(2.0, 0.2, 1.0)
-    assert Turns(turn_lag.LAG_SLOTS, DrainOptions.budget_jitter_slot) == storm_waves.SHIPPED
+    assert Turns(turns.LAG_SLOTS, DrainOptions.budget_jitter_slot) == storm_waves.SHIPPED
 
 
 @pytest.mark.parametrize("text", ["2", "2x", "x0.1", "ax0.1", "0x0.1", "2x-1", "2x0.2x0", "2x0.2x1x1"])
@@ -104,9 +104,9 @@ def test_turn_settings_hold_within_the_phase_only(monkeypatch: pytest.MonkeyPatc
     try:
         shipped = _job().drain_options().budget_jitter_slot
         with storm_waves.turns_set(Turns(1.0, 0.05, 1.0)):
-            assert turn_lag.LAG_SLOTS == 1.0 and plan.turns_per_slot(5) == 4  # all but one a slot
+            assert turns.LAG_SLOTS == 1.0 and turns.turns_per_slot(5) == 4  # all but one a slot
             assert _job().drain_options().budget_jitter_slot == 0.05
-        assert storm_waves.SHIPPED.lag_slots == turn_lag.LAG_SLOTS and storm_waves.SHIPPED.share == plan.SLOT_SHARE
+        assert storm_waves.SHIPPED.lag_slots == turns.LAG_SLOTS and storm_waves.SHIPPED.share == turns.SLOT_SHARE
         assert _job().drain_options().budget_jitter_slot == shipped == storm_waves.SHIPPED.floor
     finally:
         runtime.reset_config()

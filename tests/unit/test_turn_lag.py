@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from drain_orchestrator.drain.turn_lag import LAG_SLOTS, SAMPLE_MAX_SECONDS, TurnLag
+from drain_orchestrator.drain.turns import LAG_SLOTS, SAMPLE_MAX_SECONDS, TurnLag
 
 WEB = ("shop", "web")
 API = ("shop", "api")

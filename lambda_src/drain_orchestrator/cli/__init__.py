@@ -44,7 +44,7 @@ EXAMPLES = (
     "drain-orchestrator history i-0abc123def4567890 --function drain-orchestrator-prod   # one drain's steps",
     "drain-orchestrator explain event.json                # what it would decide for an EventBridge event",
     "drain-orchestrator drain ip-10-0-1-23.ec2.internal --timeout 5m   # like kubectl drain, PDB-aware",
-    "drain-orchestrator approve APPROVAL_ID --force       # answer a held drain's approval",
+    "drain-orchestrator approve APPROVAL_ID --node ip-10-0-1-23.ec2.internal --force  # answer a held approval",
     "drain-orchestrator rbac apply --cluster prod         # the Kubernetes RBAC it needs",
     "drain-orchestrator COMMAND --help                    # each command's options and examples",
 )

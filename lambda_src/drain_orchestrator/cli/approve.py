@@ -1,15 +1,20 @@
-"""`drain-orchestrator approve ID --force|--continue|--abandon|--wait [--as WHO]`: answer a held drain's approval.
+"""`drain-orchestrator approve ID --node NODE --force|--continue|--abandon|--wait [--event EVENT_ID] [--as WHO]`:
+answer a held drain's approval.
 
 With HELD_APPROVAL=on the ``held`` notification carries an ``approval_id``; this sends the decision to the waiting
 execution (Lambda SendDurableExecutionCallbackSuccess; the caller needs
-``lambda:SendDurableExecutionCallbackSuccess`` on the function) as JSON ``{decision, by, at}``:
+``lambda:SendDurableExecutionCallbackSuccess`` on the function) as JSON ``{decision, by, at, node[, event_id]}``.
+``--node`` names the node the decision is for (the notification's ``node``), ``--event`` optionally its
+``event_id``: the drain refuses a decision for another node or event, which then changes nothing (the drain goes
+on under its deadline policy) and closes the approval.
 
   --force     delete the pods PodDisruptionBudgets still protect now, grace clipped to the deadline
   --continue  complete the lifecycle action with CONTINUE and stop draining
   --abandon   complete it with ABANDON and stop draining
   --wait      keep draining until the deadline, as without approval
 
-``by`` is the caller's ARN (STS GetCallerIdentity) unless ``--as`` names someone. Exit 0 when sent, 1 when the id
+``by`` is the caller's ARN (STS GetCallerIdentity) unless ``--as`` names someone; either is the sender's word (the
+service does not tell the execution who called it: CloudTrail records the caller). Exit 0 when sent, 1 when the id
 is unknown or its approval is over (decided, expired, the drain ended), 2 on bad input.
 """
 
@@ -52,8 +57,8 @@ def send_decision(client: CallbackSender, approval_id: str, decision: OperatorDe
         raise
 
 
-def decision_of(choice: str, by: str, now: float) -> OperatorDecision:
-    return OperatorDecision(decision=Choice(choice).value, by=by, at=iso_utc(int(now)))
+def decision_of(choice: str, by: str, now: float, node: str, event_id: str = "") -> OperatorDecision:
+    return OperatorDecision(decision=Choice(choice).value, by=by, at=iso_utc(int(now)), node=node, event_id=event_id)
 
 
 def add_approve_parser(subparsers: Any) -> None:
@@ -67,6 +72,8 @@ def add_approve_parser(subparsers: Any) -> None:
     group = parser.add_mutually_exclusive_group(required=True)
     for choice in Choice:
         group.add_argument(f"--{choice.value}", dest="choice", action="store_const", const=choice.value)
+    parser.add_argument("--node", required=True, help="the node the decision is for (the held notification's node)")
+    parser.add_argument("--event", default="", metavar="EVENT_ID", help="the held notification's event_id (checked)")
     parser.add_argument("--as", dest="by", metavar="WHO", help="who decides (default: the caller's ARN)")
     parser.add_argument("--region", help="AWS region of the function (default: the AWS configuration's)")
     parser.set_defaults(func=run_approve)
@@ -75,13 +82,17 @@ def add_approve_parser(subparsers: Any) -> None:
 def run_approve(args: argparse.Namespace) -> int:
     from drain_orchestrator.aws.clients import lambda_client, sts_client  # noqa: PLC0415
 
-    approval_id = args.approval_id.strip()
+    approval_id, node = args.approval_id.strip(), args.node.strip()
     if not approval_id:
         print("drain-orchestrator approve: ID: expected the approval_id of a held notification", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if not node:
+        print("drain-orchestrator approve: --node: expected the held notification's node", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         by = args.by or sts_client(region=args.region).get_caller_identity()["Arn"]
-        send_decision(lambda_client(region=args.region), approval_id, decision_of(args.choice, by, time.time()))
+        decision = decision_of(args.choice, by, time.time(), node, args.event.strip())
+        send_decision(lambda_client(region=args.region), approval_id, decision)
     except ApprovalGone as exc:
         print(
             f"drain-orchestrator approve: no open approval {approval_id}: unknown, already decided, expired, or "
@@ -92,5 +103,5 @@ def run_approve(args: argparse.Namespace) -> int:
     except Exception as exc:  # credentials, network, permissions: say what failed, no traceback
         print(f"drain-orchestrator approve: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"sent {args.choice} for {approval_id} as {by}")
+    print(f"sent {args.choice} for node {node} as {by}")
     return EXIT_OK

@@ -171,7 +171,7 @@ def run_drain(args: argparse.Namespace) -> int:
 
 def _restore_surges(kube: Kube, node: str, report: DrainReport) -> list[str]:
     """The drain is over (drained, timed out, refused): take back what it surged, as the Lambda's verdict does."""
-    from drain_orchestrator.engine.surge import restore_node  # noqa: PLC0415
+    from drain_orchestrator.engine.surge_restore import restore_node  # noqa: PLC0415
 
     surged = {n.workload.split(" ", 1)[1] for n in report.surge if n.via}
     return [f"{n.workload}: {n.status}: {n.detail}" for n in restore_node(kube, node, surged)]
@@ -204,7 +204,7 @@ def run_uncordon(args: argparse.Namespace) -> int:
 def _restore_uncordoned(kube: Kube, node: str) -> list[str]:
     """What drains of this node surged (its record, and entries naming it that lost their record) is taken back,
     as the verdict would: the node stays, so no replacement is needed any more."""
-    from drain_orchestrator.engine.surge import restore_node  # noqa: PLC0415
+    from drain_orchestrator.engine.surge_restore import restore_node  # noqa: PLC0415
     from drain_orchestrator.engine.surge_sweep import find_left_behind  # noqa: PLC0415
 
     named = {s.deployment for s in find_left_behind(kube, time.time(), nodes=[node]) if s.node == node}

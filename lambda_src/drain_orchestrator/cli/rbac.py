@@ -9,6 +9,11 @@ The files are the ones the release ships: a checkout's ``infra/k8s/``, or the co
 line (its wheel), the Lambda code asset or the construct package (``drain_orchestrator_cdk``), or ``--file``.
 ``MANIFESTS`` is the one list of what the product applies: this command and the stack's RBAC resource
 (drain_orchestrator/rbac_resource.py) both apply it, with ``apply_manifest``.
+
+Surge before evict's rights (patch on Deployments and HPAs, ``SURGE_MANIFEST``) are applied only where surge is
+enabled: with ``--surge on`` (the default, as the function's default SURGE_BLOCKED_PODS=annotated), or when the
+deployed function's SURGE_BLOCKED_PODS is not ``never`` (``--function NAME``: its configuration is read with
+lambda:GetFunctionConfiguration). With ``--surge off`` (or ``never``) they are deleted from the cluster if there.
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ KINDS = {
 # apiserver under API Priority and Fairness. The one list: `rbac apply` and the stack's RBAC resource read it.
 MANIFESTS = ("rbac.yaml", "flowschema.yaml")
 _SHIPPED = Path("infra") / "k8s"
+# Surge before evict's rights: applied beside MANIFESTS only where surge is enabled (surge_wanted; the stack's RBAC
+# resource from its SURGE_BLOCKED_PODS), deleted where it is not.
+SURGE_MANIFEST = "rbac-surge.yaml"
 _FORBIDDEN_HINT = (
     " (writing RBAC needs cluster-admin rights: an EKS access entry with AmazonEKSClusterAdminPolicy, or a"
     " kubeconfig user bound to cluster-admin)"
@@ -55,7 +63,7 @@ class ManifestError(ValueError):
 class Applied:
     kind: str
     name: str
-    outcome: str  # created | configured | unchanged
+    outcome: str  # created | configured | unchanged | deleted | absent
 
     def __str__(self) -> str:
         return f"{self.kind.lower()}/{self.name} {self.outcome}"
@@ -74,29 +82,70 @@ def add_rbac_parser(subparsers: Any) -> None:
     a.add_argument(
         "--file", default=None, help="one manifest instead (default: the shipped rbac.yaml, flowschema.yaml)"
     )
+    surge = a.add_mutually_exclusive_group()
+    surge.add_argument(
+        "--surge",
+        choices=("on", "off"),
+        default=None,
+        help="surge before evict's rights (rbac-surge.yaml): on (default) applies them, off deletes them",
+    )
+    surge.add_argument(
+        "--function", default=None, help="follow this deployed function's SURGE_BLOCKED_PODS (name or ARN)"
+    )
+    a.add_argument("--region", default=None, help="the function's region (default: the AWS configuration's)")
     a.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
     a.set_defaults(func=run_rbac_apply)
 
 
 def run_rbac_apply(args: argparse.Namespace) -> int:
+    if args.file and (args.surge or args.function):
+        print("error: --file applies exactly that manifest: --surge and --function do not apply", file=sys.stderr)
+        return 2
     try:
         paths = [Path(args.file)] if args.file else shipped_manifests()
         documents = [doc for path in paths for doc in load_manifest(path.read_text(encoding="utf-8"), str(path))]
+        surge_docs: list[dict[str, Any]] = []
+        if not args.file:
+            surge_path = shipped_manifest(SURGE_MANIFEST)
+            surge_docs = load_manifest(surge_path.read_text(encoding="utf-8"), str(surge_path))
     except (OSError, ManifestError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        surge, why = (False, "") if args.file else surge_wanted(args)
+    except Exception as exc:  # the function cannot be read, or its setting is invalid: nothing applied
+        print(f"error: --function {args.function}: {' '.join(str(exc).split())[:400]}", file=sys.stderr)
         return 2
     where = f"cluster {args.cluster}" if args.cluster else "the kubeconfig's cluster"
     try:
         kube = _connect(args)
-        results = apply_manifest(kube, documents, dry_run=args.dry_run)
+        results = apply_manifest(kube, documents + (surge_docs if surge else []), dry_run=args.dry_run)
+        if surge_docs and not surge:
+            results += remove_manifest(kube, surge_docs, dry_run=args.dry_run)
     except Exception as exc:  # one line, not a traceback; the EKS token is never part of it
         hint = _FORBIDDEN_HINT if getattr(exc, "status", None) == 403 else ""
         print(f"error: {where}: {' '.join(str(exc).split())[:400]}{hint}", file=sys.stderr)
         return 1
     suffix = " (server dry run)" if args.dry_run else ""
+    if why:
+        print(f"surge before evict: {'on' if surge else 'off'} ({why})")
     for result in results:
         print(f"{result}{suffix}")
     return 0
+
+
+def surge_wanted(args: argparse.Namespace) -> tuple[bool, str]:
+    """Whether surge before evict's rights belong on the cluster, and why."""
+    if args.surge is not None:
+        return args.surge == "on", f"--surge {args.surge}"
+    if args.function:
+        from drain_orchestrator.aws.clients import lambda_client  # noqa: PLC0415
+        from drain_orchestrator.workflow_settings import surge_mode  # noqa: PLC0415
+
+        config = lambda_client(region=args.region).get_function_configuration(FunctionName=args.function)
+        mode = surge_mode((config.get("Environment") or {}).get("Variables") or {})
+        return mode != "never", f"SURGE_BLOCKED_PODS={mode} on {args.function}"
+    return True, "the default SURGE_BLOCKED_PODS=annotated; --surge off or --function NAME to follow a deployment"
 
 
 def shipped_manifests() -> list[Path]:
@@ -178,6 +227,19 @@ def apply_manifest(
         else:
             outcome = "unchanged" if _content(before.body) == _content(after.body) else "configured"
         results.append(Applied(doc["kind"], doc["metadata"]["name"], outcome))
+    return results
+
+
+def remove_manifest(kube: Kube, documents: list[dict[str, Any]], *, dry_run: bool = False) -> list[Applied]:
+    """Delete each document's object if it is there, in reverse order (bindings before their roles)."""
+    results = []
+    for doc in reversed(documents):
+        path = object_path(doc)
+        what = f"{doc['kind'].lower()}/{doc['metadata']['name']}"
+        resp = kube.request("DELETE", path, query={"dryRun": "All" if dry_run else None})
+        if not resp.ok and resp.status != 404:
+            raise resp.error(f"delete {what}")
+        results.append(Applied(doc["kind"], doc["metadata"]["name"], "absent" if resp.status == 404 else "deleted"))
     return results
 
 

@@ -221,7 +221,7 @@ def _node_status(cluster: str, node: dict[str, Any], now: float) -> NodeStatus:
 
 def _read_held(status: NodeStatus, ann: dict[str, str]) -> None:
     """The drain's own notes: what held it (workflow/held.py) and who drains it (kube/node_claim.py)."""
-    from drain_orchestrator.drain.node_claim import NodeClaim  # noqa: PLC0415
+    from drain_orchestrator.drain_claim import NodeClaim  # noqa: PLC0415
 
     try:
         held = json.loads(ann.get(ANN_HELD) or "null")
@@ -229,7 +229,10 @@ def _read_held(status: NodeStatus, ann: dict[str, str]) -> None:
         held = None
     if isinstance(held, dict):
         status.held_since = str(held.get("held_since") or "") or None
-        status.held_by = [str(p) for p in held.get("pdbs") or []]
+        # the PDBs as drains of earlier releases noted them; now only a count of pods per namespace (held.py)
+        counts = held.get("pods_per_namespace") or {}
+        per_ns = [f"{n} pods in {ns}" for ns, n in counts.items()] if isinstance(counts, dict) else []
+        status.held_by = [str(p) for p in held.get("pdbs") or []] or per_ns
         status.held_reasons = [str(r) for r in held.get("reasons") or []]
         status.at_deadline = str(held.get("at_deadline") or "") or None
     claim = NodeClaim.from_json(ann.get(ANN_DRAINER))

@@ -1,10 +1,11 @@
-"""Order and timing of a drain: eviction tiers, grace clipping to a deadline, retry backoff. Pure."""
+"""Order and timing of a drain: eviction tiers, grace clipping to a deadline, retry backoff. Pure. (The turns at a
+budget: drain/turns.py.)"""
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from enum import IntEnum
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
@@ -108,76 +109,6 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | No
     r = rng or random
     ceiling = min(cap, base * (2 ** max(0, attempt)))
     return r.uniform(ceiling / 2, ceiling)
-
-
-def budget_share(
-    blocked: Sequence[tuple[str, Sequence[tuple[str, str]]]], allowed: Mapping[tuple[str, str], int]
-) -> list[str]:
-    """Which PDB-blocked pods to retry now: ``blocked`` is (pod, its PDBs) in retry order, ``allowed`` each PDB's
-    ``disruptionsAllowed`` as just listed. A PDB that allows n disruptions gets at most n retries, so a rise of
-    the budget costs evictions in proportion to what it allows, not one per pod waiting on it."""
-    left = dict(allowed)
-    out = []
-    for pod, pdbs in blocked:
-        if pdbs and all(left.get(p, 0) > 0 for p in pdbs):
-            for p in pdbs:
-                left[p] -= 1
-            out.append(pod)
-    return out
-
-
-def contention_jitter(refused: int, slot: float, cap: float, rng: random.Random | None = None) -> float:
-    """Pause between a PDB's budget rising and retrying the pods it blocks.
-
-    ``refused``: how many retries in a row the budget refused right after allowing them (other drains took the
-    disruption first). None yet, no pause: a drain alone is not slowed. Then binary exponential backoff, as on
-    a shared Ethernet: uniform(0, min(cap, slot * 2^(refused-1))), so concurrent drains spread their retries
-    instead of all firing at the instant the budget rises."""
-    if refused <= 0:
-        return 0.0
-    r = rng or random
-    return r.uniform(0.0, min(cap, slot * 2 ** min(refused - 1, 16)))
-
-
-def turn_hold_off(
-    lost: int, wanting: int, slot: float, cap: float, turns_cap: float, rng: random.Random | None = None
-) -> float:
-    """Pause drawn at a budget's rise before this drain's turn at it. ``lost``: races lost in a row (a backoff, at
-    most ``cap``); ``wanting``: the races-lost count whose window spans the drains still wanting the budget
-    (drain/first_wave.py contention_of), at most ``turns_cap``: a storm's many drains need a window wider than a
-    lost race's backoff, one slot each, or their turns fall closer together than a budget's fall takes to reach
-    them."""
-    limit = max(cap, turns_cap) if wanting > lost else cap
-    return contention_jitter(max(1, lost, wanting), slot, limit, rng)
-
-
-# the share of a budget's disruptions, less one, that a slot holds turns for (turns_per_slot): measured against all
-# of them, the storm's refusals fell at every level the budget showed, for a few seconds more (docs/benchmarks.md)
-SLOT_SHARE = 0.75
-
-
-def turns_per_slot(allowed: int, *, measured: bool = True) -> float:
-    """How many drains' turns one slot holds at a budget allowing ``allowed``: three quarters of all but one of them,
-    and at least half a turn (at a budget allowing one). The one left is for a turn that came but whose fall the other
-    drains have not seen yet (a slot spans that lag twice, drain/turn_lag.py); with one allowed, a turn a slot lost a
-    quarter of the races. One a slot whatever the budget allows held a budget allowing 5 at the pace of one allowing
-    1: it sat unused for seconds while drains waited (docs/benchmarks.md). Only a slot sized from a lag the drain
-    ``measured`` holds several: the configured slot is a guess, and at a storm's start, before any drain has
-    evicted, the apiserver is at its busiest and its lag longest."""
-    if not measured:
-        return 1.0
-    return max(0.5, SLOT_SHARE * (allowed - 1.0))
-
-
-def turn_at_level(turn: float, now: float, before: int, allowed: int, *, measured: bool = True) -> float:
-    """A turn not yet come (monotonic ``turn``) when its budget moves from allowing ``before`` to ``allowed`` (both
-    above 0): the time left scales as the turns a slot holds (turns_per_slot), so the drains' turns stay as dense
-    as the budget admits now: a budget that falls keeps them apart as if drawn at its new level, one that rises
-    brings them nearer. A turn drawn before the drain ``measured`` its lag was drawn one a slot at any level, and
-    stays where it was drawn."""
-    if turn <= now or before <= 0 or allowed <= 0:
-        return turn
-    return now + (turn - now) * turns_per_slot(before, measured=measured) / turns_per_slot(allowed, measured=measured)
 
 
 def next_poll(

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from drain_orchestrator.drain.classify import Controller, PodInfo, PodVerdict, Verdict
 from drain_orchestrator.drain.plan import force_delete_at
@@ -64,6 +65,21 @@ class Owner:
     found: bool | str
     annotations: Mapping[str, str]
     controller: Controller | None = None  # its own controller (a ReplicaSet's Deployment)
+
+
+def owner_of(found: Mapping[str, Any] | str | None) -> Owner:
+    """The lookup's answer (kube/owners.py: the controller's metadata, None when it does not exist, or the failed
+    lookup's message) as the policy reads it."""
+    if found is None:
+        return Owner(False, {})
+    if isinstance(found, str):
+        return Owner(found, {})
+    controller = None
+    for ref in found.get("ownerReferences") or []:
+        if ref.get("controller"):
+            controller = Controller(ref.get("kind", ""), ref.get("apiVersion", ""), ref.get("name", ""))
+            break
+    return Owner(True, dict(found.get("annotations") or {}), controller)
 
 
 @dataclass(frozen=True)

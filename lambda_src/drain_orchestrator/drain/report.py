@@ -150,3 +150,16 @@ MESSAGE_CHARS = 200
 def held_reasons(report: DrainReport, limit: int = HELD_LISTED) -> list[dict[str, Any]]:
     """The report's holds as plain data, one entry per pod (the first ``limit``), messages clipped."""
     return [{**asdict(h), "message": h.message[:MESSAGE_CHARS]} for h in report.held[:limit]]
+
+
+FORCED_REASON_CHARS = 300
+
+
+def forced_reasons(report: DrainReport, limit: int = HELD_LISTED) -> list[dict[str, Any]]:
+    """Why each pod deleted without an eviction was (the first ``limit``): what held it and what forced it, in the
+    engine's words (the PodDisruptionBudgets by name and the apiserver's refusal, before the deadline or on an
+    operator's decision; a finalizer; a grace past the deadline), clipped."""
+    return [
+        {"pod": f.pod, "grace_seconds": f.grace_seconds, "reason": f.reason[:FORCED_REASON_CHARS]}
+        for f in report.forced[:limit]
+    ]

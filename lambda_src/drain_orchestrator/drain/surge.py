@@ -365,6 +365,6 @@ class SurgeFacts:
     node's record and the workloads' annotations)."""
 
     owners: dict[str, str | None] = field(default_factory=dict)  # "ns/replicaset" -> Deployment name (None: bare)
-    held: set[str] = field(default_factory=set)  # "ns/deployment" surged for this node
+    in_place: set[str] = field(default_factory=set)  # "ns/deployment" surged for this node, not taken back yet
     loaded: bool = False  # the node's record has been read
     settled: dict[str, tuple[str, str]] = field(default_factory=dict)  # "ns/deployment" -> (status, detail)

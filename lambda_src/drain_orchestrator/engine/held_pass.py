@@ -1,6 +1,6 @@
 """Ending a drain pass that cannot progress, so that a held drain waits durably instead of polling.
 
-A pass is held when every pod still on the node is refused by a PodDisruptionBudget that allows nothing (or parked
+A drain is held when every pod still on the node is refused by a PodDisruptionBudget that allows nothing (or parked
 until the deadline policy), or let finish by its drain policy, and no pod is on its way out. Only something outside
 the drain changes that (a replacement becoming Ready, an operator), so the pass watches the budgets for
 HELD_LINGER_SECONDS after its last progress or the last rise of a budget it waits on (in a storm the budgets move
@@ -11,12 +11,13 @@ at its first look, unless it surged (its replacement lifts the budget in seconds
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.drain.surge import SurgeStatus
-from drain_orchestrator.engine.pass_state import DrainState
+from drain_orchestrator.engine.node_view import Leaving
+from drain_orchestrator.engine.parts import DrainParts
+from drain_orchestrator.engine.pod_record import PodRecords
 
 
 @dataclass
@@ -34,12 +35,12 @@ class HoldCheck:
         """``end`` (monotonic), or sooner when the pass is held: when its linger runs out."""
         return end if self._since is None else min(end, self._since + self.linger)
 
-    def ends(self, state: DrainState, last: DrainReport) -> bool:
+    def ends(self, drain: DrainParts, last: DrainReport) -> bool:
         """Fold the latest pass in; True when the pass should end here, held."""
-        mono = time.monotonic()
+        mono = drain.clock.mono()
         if last.evicted or last.forced:
             self._progressed = True
-        if not held(state, last):
+        if not held(drain.pods, drain.leaving, last):
             self._since = None
             return False
         if self._since is None:
@@ -48,32 +49,25 @@ class HoldCheck:
             # replicas added in this pass: the replacement lifts the budget within seconds, so watch for it
             # instead of ending at the first look (the next look may be a held wait of many minutes away)
             self._since, self._progressed = mono, True
-        rose = state.budget_rose_at
+        rose = drain.budgets.rose_at
         if rose is not None and rose > self._since:
             self._since = rose  # a budget it waits on is moving (a storm's drains take it in turn): watch on
         if (self.quick and not self._progressed) or mono - self._since >= self.linger:
             self.ended = True
-            self.wake_at = _wake_at(state, mono)
+            first = drain.pods.first_wake()
+            self.wake_at = None if first is None else drain.clock.wall() + max(0.0, first - mono)
             return True
         return False
 
 
-def held(state: DrainState, last: DrainReport) -> bool:
+def held(pods: PodRecords, leaving: Leaving, last: DrainReport) -> bool:
     """Every pod left is held by a budget, by the deadline policy's parking or by its drain policy, none is going."""
     if not last.remaining or last.refused or last.drained:
         return False
-    if state.going or state.deletion_times or last.terminating or last.throttled or last.failed:
+    if pods.going or leaving.deletion_times or last.terminating or last.throttled or last.failed:
         return False
-    waiting = {r.key for r in state.pods.values() if r.waiting_on}
-    parked = {r.key for r in state.pods.values() if r.parked}  # several budgets: left to the deadline policy
+    waiting = {r.key for r in pods if r.waiting_on}
+    parked = {r.key for r in pods if r.parked}  # several budgets: left to the deadline policy
     by_policy = {p.pod for p in last.held_by_policy}
     blocked = {b.pod for b in last.blocked}
     return all(pod in by_policy or (pod in blocked and pod in waiting | parked) for pod in last.remaining)
-
-
-def _wake_at(state: DrainState, mono: float) -> float | None:
-    recs = state.pods.values()
-    times = [t for r in recs for t in (r.force_at, r.held_until) if t is not None]
-    times += [t for r in recs if (t := r.timed) is not None and t != float("inf")]
-    first = min(times, default=None)
-    return None if first is None else time.time() + max(0.0, first - mono)

@@ -10,12 +10,7 @@ finds nothing to undo; a replay finds the node's entry and does not surge again.
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
-import json
-import secrets
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict
 from drain_orchestrator.drain.options import DrainOptions
@@ -24,40 +19,34 @@ from drain_orchestrator.drain.report import DrainReport, SurgeNote
 from drain_orchestrator.drain.surge import (
     NODE_RECORD,
     DeploymentFacts,
-    HpaFacts,
-    ScalePatch,
     SurgeFacts,
     SurgeStatus,
     decide,
-    hpa_targets,
     parse_node_record,
     pdb_never_allows,
     replacement_ready,
-    restore,
     selector_string,
     surge_enabled,
     unschedulable_message,
 )
 from drain_orchestrator.drain.surge_expiry import expiry_of
-from drain_orchestrator.kube.errors import KubeError, NodeGone
-from drain_orchestrator.kube.node_marks import AnnotationChange, read_node_fresh, update_annotations
-from drain_orchestrator.kube.node_records import COMPONENT
+from drain_orchestrator.engine.surge_restore import (
+    RETRIES,
+    apply_scale,
+    deployment_path,
+    hpa_of,
+    read_record,
+    read_workload,
+    restore_one,
+    surge_event,
+    write_record,
+)
 from drain_orchestrator.kube.rest import Kube
 
-MERGE_PATCH = "application/merge-patch+json"
-RETRIES = 5
 UNSUPPORTED = {
     "StatefulSet": "StatefulSet pods keep their identity: no replacement can run beside the original",
     "ReplicaSet": "a ReplicaSet without a Deployment: scaling it by hand is not undone by any controller",
 }
-
-
-def _deployment_path(ns: str, name: str) -> str:
-    return f"/apis/apps/v1/namespaces/{ns}/deployments/{name}"
-
-
-def _hpa_path(ns: str, name: str = "") -> str:
-    return f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers" + (f"/{name}" if name else "")
 
 
 def surge_pass(
@@ -79,7 +68,7 @@ def surge_pass(
             parent = o.controller.name if o.controller is not None and o.controller.kind == "Deployment" else None
             facts.owners.setdefault(f"{ns}/{name}", parent)
     if not facts.loaded:
-        facts.held.update(_read_record(kube, node) or [])
+        facts.in_place.update(read_record(kube, node) or [])
         facts.loaded = True
     pods = {v.pod.key: v.pod for v in verdicts}
     by_deployment: dict[str, list[str]] = {}
@@ -109,7 +98,7 @@ def surge_pass(
             _surge_one(kube, node, key, keys, report, facts, options, owners)
         except Exception as exc:  # a surge that fails leaves the drain as it was: PDB-aware retries, the deadline
             _note(report, SurgeNote(f"Deployment {key}", SurgeStatus.FAILED.value, f"surge failed: {exc}", keys))
-    for key in sorted(facts.held - by_deployment.keys()):
+    for key in sorted(facts.in_place - by_deployment.keys()):
         try:
             name = key.split("/", 1)[1]
             left = [v.pod.key for v in verdicts if not v.pod.is_terminating and _owner_key(kube, v, facts, name) == key]
@@ -136,7 +125,7 @@ def _surge_one(
         return
     dep = _as_looked_up(owners, (ns, "Deployment", name))
     if dep is None or _may_surge(options, dep, node):
-        got = kube.request("GET", _deployment_path(ns, name))
+        got = kube.request("GET", deployment_path(ns, name))
         if not got.ok:
             raise got.error(f"get deployment {key}")
         dep = DeploymentFacts.from_dict(got.body)
@@ -145,7 +134,7 @@ def _surge_one(
         facts.settled[key] = (decision.status.value, decision.detail)
         _note(report, SurgeNote(workload, decision.status.value, decision.detail, pods))
         return
-    hpa = _hpa_of(kube, ns, name)
+    hpa = hpa_of(kube, ns, name)
     never = _never_allowing(kube, ns, report, pods)
     expires = expiry_of(options.deadline)
     recorded = False
@@ -153,16 +142,16 @@ def _surge_one(
         decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires)
         if decision.patch is None:
             break
-        facts.held.add(key)
+        facts.in_place.add(key)
         if not recorded:  # first: whatever happens next, restoring knows where to look
-            _write_record(kube, node, add=key)
+            write_record(kube, node, add=key)
             recorded = True
-        if _apply(kube, ns, name, hpa, decision.patch):
+        if apply_scale(kube, ns, name, hpa, decision.patch):
             break
         # 409: the workload changed since it was read; most often only its status (the HPA controller writes the
         # HPA's at every sync), so read both again and decide on what is there now, not at the next pass (that
         # may be a held wait away, the deadline's force)
-        found = _read(kube, ns, name)
+        found = read_workload(kube, ns, name)
         if found is None:
             return  # deleted meanwhile: its pods go with it
         dep, hpa = found
@@ -174,9 +163,9 @@ def _surge_one(
     if decision.patch is not None:
         p = decision.patch
         note = SurgeNote(workload, note.status, note.detail, pods, p.via, p.before, p.after)
-        _event(kube, dep, "SurgeBeforeEvict", f"{decision.detail} so that {', '.join(pods)} on node {node} can go")
+        surge_event(kube, dep, "SurgeBeforeEvict", f"{decision.detail} so that {', '.join(pods)} on node {node} can go")
     elif decision.status is SurgeStatus.SURGED:
-        facts.held.add(key)
+        facts.in_place.add(key)
         stuck = _unschedulable(kube, dep)
         if stuck is not None:
             note = SurgeNote(
@@ -187,83 +176,21 @@ def _surge_one(
 
 def _restore_if_ready(kube: Kube, node: str, key: str, left: int, report: DrainReport, facts: SurgeFacts) -> None:
     ns, name = key.split("/", 1)
-    got = kube.request("GET", _deployment_path(ns, name))
+    got = kube.request("GET", deployment_path(ns, name))
     if got.status == 404:
-        facts.held.discard(key)
-        _write_record(kube, node, remove=key)
+        facts.in_place.discard(key)
+        write_record(kube, node, remove=key)
         return
     if not got.ok:
         return
     dep = DeploymentFacts.from_dict(got.body)
-    hpa = _hpa_of(kube, ns, name)
+    hpa = hpa_of(kube, ns, name)
     if not replacement_ready(dep, hpa, left):
         return
-    note = _restore_one(kube, node, dep, hpa, "the replacement is Ready")
-    facts.held.discard(key)
+    note = restore_one(kube, node, dep, hpa, "the replacement is Ready")
+    facts.in_place.discard(key)
     if note is not None:
         _note(report, note)
-
-
-def restore_node(
-    kube: Kube, node: str, workloads: Iterable[str] = (), why: str = "the drain has ended"
-) -> list[SurgeNote]:
-    """Take back every surge this node still holds (its record, plus ``workloads`` "ns/name" from the drain's
-    report in case the node is gone): the drain's verdict. Idempotent; a workload already restored is skipped."""
-    keys = set(workloads) | set(_read_record(kube, node) or [])
-    notes = [restore_entry(kube, node, key, why) for key in sorted(keys)]
-    return [n for n in notes if n is not None]
-
-
-def restore_entry(kube: Kube, node: str, key: str, why: str) -> SurgeNote | None:
-    """Take back one node's surge of Deployment ``key`` ("ns/name"), whatever drain made it (surges left behind,
-    engine/surge_sweep.py). None: nothing of that node's was in place, or the Deployment is gone."""
-    ns, name = key.split("/", 1)
-    found = _read(kube, ns, name)
-    if found is None:
-        _write_record(kube, node, remove=key)
-        return None
-    return _restore_one(kube, node, *found, why)
-
-
-def _restore_one(kube: Kube, node: str, dep: DeploymentFacts, hpa: HpaFacts | None, why: str) -> SurgeNote | None:
-    for _ in range(RETRIES):
-        patch = restore(dep, hpa, node)
-        if patch is None:
-            _write_record(kube, node, remove=dep.key)
-            return None
-        if _apply(kube, dep.namespace, dep.name, hpa, patch):
-            _write_record(kube, node, remove=dep.key)
-            field = "HPA minReplicas" if patch.via == "hpa" else "replicas"
-            detail = f"{field} {patch.before} -> {patch.after}: {why}"
-            _event(kube, dep, "SurgeRestored", f"{detail} (node {node})")
-            return SurgeNote(
-                f"Deployment {dep.key}", SurgeStatus.RESTORED.value, detail, [], patch.via, patch.before, patch.after
-            )
-        found = _read(kube, dep.namespace, dep.name)  # 409: read both again
-        if found is None:
-            return None
-        dep, hpa = found
-    return None
-
-
-def _read(kube: Kube, ns: str, name: str) -> tuple[DeploymentFacts, HpaFacts | None] | None:
-    """The Deployment and the HPA that manages it (None: the Deployment is gone)."""
-    got = kube.request("GET", _deployment_path(ns, name))
-    if got.status == 404:
-        return None
-    if not got.ok:
-        raise got.error(f"get deployment {ns}/{name}")
-    return DeploymentFacts.from_dict(got.body), _hpa_of(kube, ns, name)
-
-
-def _apply(kube: Kube, ns: str, name: str, hpa: HpaFacts | None, patch: ScalePatch) -> bool:
-    path = _hpa_path(ns, hpa.name) if patch.via == "hpa" and hpa is not None else _deployment_path(ns, name)
-    resp = kube.request("PATCH", path, body=patch.body, content_type=MERGE_PATCH)
-    if resp.ok:
-        return True
-    if resp.status == 409:
-        return False
-    raise resp.error(f"patch {path}")
 
 
 def _as_looked_up(owners: Mapping[OwnerKey, Owner], key: OwnerKey) -> DeploymentFacts | None:
@@ -313,14 +240,6 @@ def _owner_key(kube: Kube, v: PodVerdict, facts: SurgeFacts, deployment: str) ->
     return f"{v.pod.namespace}/{owner}" if owner else None
 
 
-def _hpa_of(kube: Kube, ns: str, deployment: str) -> HpaFacts | None:
-    resp = kube.request("GET", _hpa_path(ns))
-    if not resp.ok:
-        raise resp.error(f"list horizontalpodautoscalers in {ns}")
-    found = next((h for h in resp.body.get("items") or [] if hpa_targets(h, deployment)), None)
-    return HpaFacts.from_dict(found) if found else None
-
-
 def _never_allowing(kube: Kube, ns: str, report: DrainReport, pods: list[str]) -> list[str]:
     names = {p for b in report.blocked if b.pod in pods for p in b.pdbs}
     resp = kube.request("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets")
@@ -343,59 +262,9 @@ def _unschedulable(kube: Kube, dep: DeploymentFacts) -> str | None:
 def record_seen(facts: SurgeFacts, annotations: Mapping[str, str]) -> None:
     """The node's surge record as another read of the node found it (the pass's cordon): no GET of its own."""
     if not facts.loaded:
-        facts.held.update(parse_node_record(annotations.get(NODE_RECORD)) or [])
+        facts.in_place.update(parse_node_record(annotations.get(NODE_RECORD)) or [])
         facts.loaded = True
-
-
-def _read_record(kube: Kube, node: str) -> list[str] | None:
-    try:
-        body = read_node_fresh(kube, node)  # a view of a moment ago (the settle's write) will do
-    except KubeError:
-        return None
-    return parse_node_record(((body.get("metadata") or {}).get("annotations") or {}).get(NODE_RECORD))
-
-
-def _write_record(kube: Kube, node: str, *, add: str | None = None, remove: str | None = None) -> None:
-    """Add or remove one Deployment in the node's record (resourceVersion precondition; a gone node has none)."""
-
-    def edit(annotations: Mapping[str, str]) -> AnnotationChange | None:
-        keys = parse_node_record(annotations.get(NODE_RECORD))
-        wanted = sorted((set(keys) | ({add} if add else set())) - ({remove} if remove else set()))
-        if wanted == sorted(keys):
-            return None
-        return {NODE_RECORD: json.dumps(wanted, separators=(",", ":")) if wanted else None}
-
-    with contextlib.suppress(NodeGone):
-        update_annotations(kube, node, edit, attempts=RETRIES)
 
 
 def _note(report: DrainReport, note: SurgeNote) -> None:
     report.surge = [n for n in report.surge if n.workload != note.workload] + [note]
-
-
-def _event(kube: Kube, dep: DeploymentFacts, reason: str, message: str) -> None:
-    """A core/v1 Event on the Deployment (best effort, like the node's Events)."""
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{dep.name}.{secrets.token_hex(8)}", "namespace": dep.namespace},
-        "involvedObject": {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "name": dep.name,
-            "namespace": dep.namespace,
-            "uid": dep.uid,
-        },
-        "reason": reason,
-        "message": message[:1024],
-        "type": "Normal",
-        "source": {"component": COMPONENT},
-        "reportingComponent": COMPONENT,
-        "reportingInstance": COMPONENT,
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    }
-    with contextlib.suppress(Exception):
-        kube.request("POST", f"/api/v1/namespaces/{dep.namespace}/events", body=body)

@@ -15,7 +15,7 @@ from typing import Any
 from drain_orchestrator.drain.report import SurgeNote
 from drain_orchestrator.drain.surge import HELD_LABEL, HOLDERS, parse_holders
 from drain_orchestrator.drain.surge_expiry import LeftBehind, left_behind
-from drain_orchestrator.engine.surge import restore_entry
+from drain_orchestrator.engine.surge_restore import restore_entry
 from drain_orchestrator.kube.rest import Kube
 
 LISTS = {"deployment": "/apis/apps/v1/deployments", "hpa": "/apis/autoscaling/v2/horizontalpodautoscalers"}

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from drain_orchestrator.drain.node_claim import Ask, Look, NodeClaim
+from drain_orchestrator.drain_claim import Ask, Look, NodeClaim
 from drain_orchestrator.kube.node_claim import ANN_DRAINER
 from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, Write, gave_up, update_node
 from drain_orchestrator.kube.rest import Kube

@@ -1,4 +1,4 @@
-"""The node's drain claim (drain/node_claim.py) as the annotation ``drain-orchestrator.io/drainer``, written with a
+"""The node's drain claim (drain_claim.py) as the annotation ``drain-orchestrator.io/drainer``, written with a
 resourceVersion precondition so of concurrent writers exactly one wins each change; the others read again."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from drain_orchestrator.drain.node_claim import Look, NodeClaim, look, renew, settle
+from drain_orchestrator.drain_claim import Look, NodeClaim, look, renew, settle
 from drain_orchestrator.failures import ApiError, FailureKind
 from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, AnnotationChange, Write, update_annotations
 from drain_orchestrator.kube.rest import Kube

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -82,18 +81,17 @@ def _scan_provider_ids(kube: Kube, instance_id: str, selector: str | None, page_
             return None
 
 
-def count_cordoned(kube: Kube, marked: Callable[[Mapping[str, str]], bool], *, page_size: int = 500) -> int | None:
-    """How many cordoned nodes' annotations satisfy ``marked`` (a drain under way): one metadata-only LIST of the
-    unschedulable nodes a page; None when the LIST fails (the caller goes on without knowing)."""
-    count, token = 0, None
+def cordoned_annotations(kube: Kube, *, page_size: int = 500) -> list[dict[str, str]] | None:
+    """The annotations of every cordoned node: one metadata-only LIST of the unschedulable nodes a page; None when the
+    LIST fails (the caller goes on without knowing)."""
+    out: list[dict[str, str]] = []
+    token = None
     while True:
         query = {"fieldSelector": "spec.unschedulable=true", "limit": page_size, "continue": token}
         resp = kube.request("GET", "/api/v1/nodes", query=query, accept=METADATA_LIST)
         if not resp.ok:
             return None
-        count += sum(
-            1 for n in resp.body.get("items") or [] if marked((n.get("metadata") or {}).get("annotations") or {})
-        )
+        out += [dict((n.get("metadata") or {}).get("annotations") or {}) for n in resp.body.get("items") or []]
         token = (resp.body.get("metadata") or {}).get("continue") or None
         if not token:
-            return count
+            return out

@@ -1,12 +1,9 @@
-"""VolumeAttachments of a node (storage.k8s.io/v1), for the volume gate (workflow/gates.py).
+"""VolumeAttachments of a node (storage.k8s.io/v1), for the volume gate (workflow/gates.py; which of them hold it:
+engine/volumes.py).
 
 The apiserver offers no field selector on ``spec.nodeName`` for VolumeAttachments, so the list is filtered here,
 in chunks like kubectl's. A detached volume's VolumeAttachment is deleted by the attach/detach controller once the
 CSI driver reports the detach, so "none left for the node" means every volume can attach elsewhere.
-
-Volumes of pods the drain leaves on the node on purpose (DaemonSet pods kept, mirror pods, drain policy ``skip``)
-stay attached until the instance goes: like Karpenter's volume phase, they do not hold the gate. They are found
-pod → PersistentVolumeClaim → its ``spec.volumeName``, and only when the node has attachments at all.
 
 The list is cluster-wide (a page per 500 attachments), so it is skipped when this client's view of the Node (the
 cordon's answer, at most half a minute old) records no volume attached (the attach/detach controller's
@@ -19,24 +16,13 @@ any volume, the list decides.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-from drain_orchestrator.drain.classify import PodInfo, Verdict
-from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.kube.owners import classify_node
-from drain_orchestrator.kube.pods import CHUNK_SIZE, list_node_pods
+from drain_orchestrator.kube.pods import CHUNK_SIZE
 from drain_orchestrator.kube.recent import NODES, WRITE_BASE_SECONDS
 from drain_orchestrator.kube.rest import Kube
 
 PATH = "/apis/storage.k8s.io/v1/volumeattachments"
-
-
-@dataclass(frozen=True)
-class Attachments:
-    holding: list[str] = field(default_factory=list)  # "<attachment> (<pv>)", sorted
-    ignored: list[str] = field(default_factory=list)  # of pods left on purpose: "<attachment> (<pv>) for ns/pod"
 
 
 def _none_recorded(kube: Kube, node: str) -> bool:
@@ -80,23 +66,7 @@ def claimed_volumes(kube: Kube, claims: Iterable[tuple[str, str, str]]) -> dict[
     return out
 
 
-def node_attachments(kube: Kube, node: str, options: DrainOptions | None = None) -> Attachments:
-    """The node's VolumeAttachments that hold the gate; with ``options`` (the drain's), those of pods the drain
-    leaves on purpose are set apart."""
-    if _none_recorded(kube, node):
-        return Attachments()
-    listed = _list(kube, node)
-    if not listed or options is None or not any(pv for _, pv in listed):
-        return Attachments(holding=sorted(f"{n} ({pv})" if pv else n for n, pv in listed))
-    pods = [PodInfo.from_dict(p) for p in list_node_pods(kube, node)]
-    verdicts = classify_node(kube, pods, options, {}, time.time()).verdicts
-    kept = [(v.pod.namespace, c, v.pod.key) for v in verdicts if v.verdict is Verdict.SKIP for c in v.pod.claims]
-    theirs = claimed_volumes(kube, kept) if kept else {}
-    holding, ignored = [], []
-    for name, pv in listed:
-        label = f"{name} ({pv})" if pv else name
-        if pv is not None and pv in theirs:
-            ignored.append(f"{label} for {theirs[pv]}")
-        else:
-            holding.append(label)
-    return Attachments(sorted(holding), sorted(ignored))
+def node_volume_attachments(kube: Kube, node: str) -> list[tuple[str, str | None]]:
+    """The node's VolumeAttachments: (name, PersistentVolume name or None); none when this client's recent view of the
+    node records no volume attached or in use."""
+    return [] if _none_recorded(kube, node) else _list(kube, node)

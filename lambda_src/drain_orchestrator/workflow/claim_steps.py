@@ -6,7 +6,7 @@ import time
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
-from drain_orchestrator.drain.node_claim import Look, Role, claim_ttl
+from drain_orchestrator.drain_claim import Look, Role, claim_ttl
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.observability import logger
 from drain_orchestrator.outcome import report_phase

@@ -21,21 +21,22 @@ from aws_durable_execution_sdk_python.config import Duration
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.decide import Assessment
-from drain_orchestrator.drain.report import DrainReport, held_reasons
+from drain_orchestrator.drain.report import DrainReport, forced_reasons, held_reasons
 from drain_orchestrator.drain.surge_expiry import sweeps_at_verdict
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger
 from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
-from drain_orchestrator.workflow import gates, runtime
+from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
 from drain_orchestrator.workflow.gate_defs import PodIps
+from drain_orchestrator.workflow.gates import Gates
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
 from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
-from drain_orchestrator.workflow.job import DrainJob
-from drain_orchestrator.workflow.one_drain import one_drain
+from drain_orchestrator.workflow.job import Drained, DrainJob
+from drain_orchestrator.workflow.one_drain import OneDrain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
 from drain_orchestrator.workflow.report_step import announce_step, report_step, start_event_step
 from drain_orchestrator.workflow.results import (
@@ -103,22 +104,35 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         summary.result = Result.CORDONED
         return summary
     job = replace(job, counts_pods=cordoned.drain_claimed, cordon_claim=cordoned.claim)
-    result, report, error = gates.around_drain(
-        ctx,
-        job,
-        pace,
-        summary,
-        lambda ips: one_drain(ctx, job, pace, summary, lambda j: _drain_passes(ctx, j, pace, summary, ips, start)),
-    )
+    gated = Gates(ctx, job, pace, summary)
+    drained = _one_drain(ctx, job, pace, summary, gated.ips, start)
+    result, report, error = gated.after(drained)
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
+
+
+def _one_drain(
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, ips: PodIps, start: StartNote | None
+) -> Drained:
+    """The node's one drain (one_drain.py): this execution drains it when it holds the node's drain claim, else it
+    waits for the holder's verdict; a dry run changes nothing, so it takes no claim and drains."""
+    if runtime.wsettings().dry_run:
+        return _drain_passes(ctx, job, pace, summary, ips, start)
+    claim = OneDrain(ctx, job, pace, summary)
+    while True:
+        turn = claim.turn()
+        if isinstance(turn, Drained):
+            return turn
+        drained = _drain_passes(ctx, turn, pace, summary, ips, start)
+        if claim.settle(drained):
+            return drained
 
 
 def _drain_passes(
     ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, ips: PodIps, start: StartNote | None
-) -> tuple[Result, DrainReport | None, StepFault | None]:
+) -> Drained:
     """Passes until drained, refused, gone, failed for good, an operator's decision, or the deadline.
-    Returns (result, report, error); the first pass that lists says its pod IPs into ``ips`` when wanted; a drain
-    that outlives its first pass says so in its DrainStarted Event (``start``: what it does, since when)."""
+    The first pass that lists says its pod IPs into ``ips`` when wanted; a drain that outlives its first pass says
+    so in its DrainStarted Event (``start``: what it does, since when)."""
     ws = runtime.wsettings()
     deadline = job.plan.deadline
     report: DrainReport | None = None
@@ -132,7 +146,7 @@ def _drain_passes(
             summary.approval = chosen.to_dict()
             choice = Choice(chosen.decision)
             if choice in RESULTS:
-                return RESULTS[choice], report, None
+                return Drained(RESULTS[choice], report)
             if choice is Choice.FORCE:
                 job = replace(job, force_now=True)
         out: PassOutcome = ctx.step(
@@ -143,16 +157,16 @@ def _drain_passes(
         pace.absorb(out)
         ips.absorb(out.pod_ips)
         if out.gone:
-            return Result.NODE_GONE, report, None
+            return Drained(Result.NODE_GONE, report)
         if out.claim_lost:
-            return Result.CLAIM_LOST, report, None
+            return Drained(Result.CLAIM_LOST, report)
         if out.deadline is not None:  # another execution waiting on this drain has an earlier deadline
             deadline = min(deadline, out.deadline)
         held_wait: float | None = None
         if out.fault is not None:
             policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
             if policy.gives_up_after(faults) or pace.now >= deadline:
-                return Result.FAILED, report, out.fault
+                return Drained(Result.FAILED, report, out.fault)
             want = float(policy.delay(faults))
             faults += 1
             if n == 0 and start is not None:
@@ -165,20 +179,20 @@ def _drain_passes(
                 _announce_start(ctx, job, start)  # before any DrainHeld Event of this pass
             if watch.due(out.report, pace.now) and watch.since is not None:
                 if ws.held_approval and not ws.dry_run:
-                    approval = Approval(ctx, pace.now, deadline)
+                    approval = Approval(ctx, pace.now, deadline, job.node, job.event.event_id)
                 held = held_of(job, out.report, watch.since, pace.now, deadline, approval.id if approval else None)
                 said: HeldNotice = ctx.step(
                     held_step(job, held, out.report), name="held", config=step_config(HeldNotice)
                 )
                 pace.absorb(said)
             if report.drained:
-                return Result.DRAINED, report, None
+                return Drained(Result.DRAINED, report)
             if report.refused:
-                return Result.REFUSED, report, None
+                return Drained(Result.REFUSED, report)
             if ws.dry_run:  # one pass says what a drain would do; nothing changed, so more would only repeat it
-                return Result.DRY_RUN, report, None
+                return Drained(Result.DRY_RUN, report)
             if pace.now >= deadline:
-                return Result.DEADLINE_MISSED, report, None
+                return Drained(Result.DEADLINE_MISSED, report)
             held_wait = holds.after(out, pace.now, watch, asking=approval is not None)
             want = float(deadlines.recheck_delay(ok_passes, ws)) if held_wait is None else held_wait
             ok_passes += 1
@@ -252,6 +266,7 @@ def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
         "blocked": sorted({b.pod for b in report.blocked}),
         "blocked_by": sorted({p for b in report.blocked for p in b.pdbs}),
         "forced": [f.pod for f in report.forced],
+        "forced_reasons": forced_reasons(report),  # what held each forced pod, and what forced it
         "skipped": len(report.skipped),
         "refused": [r.pod for r in report.refused],
         "held_by_policy": [h.pod for h in report.held_by_policy],  # let finish (wait-for-completion, do-not-disrupt)

@@ -75,7 +75,7 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
 
 @durable_step
 def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> Cordoned:
-    from drain_orchestrator.drain.node_claim import Ask  # noqa: PLC0415
+    from drain_orchestrator.drain_claim import Ask  # noqa: PLC0415
     from drain_orchestrator.kube.cordon import cordon  # noqa: PLC0415
     from drain_orchestrator.workflow.claim_steps import check_of, ttl  # noqa: PLC0415
 

@@ -4,7 +4,7 @@
     DescribeInstances, ASG tags if needed; retried with durable waits) -> for each owned instance, bounded
     concurrency: drain_flow (or launch_flow for asg-launch) -> the execution fails only after every instance
     reached its verdict, when one of them failed (so the event reaches the dead-letter queue). The surge sweep's
-    schedule (workflow/sweep_flow.py) branches off after settings.
+    schedule (workflow/sweep_flow.py) and the liveness check's (workflow/liveness_flow.py) branch off after settings.
 
 Replay rules (aws-durable-execution-sdk-python): the handler body re-runs from the top on every invocation, so
 everything that reads the clock, calls an API or emits a metric happens inside a step; step names are stable
@@ -32,7 +32,7 @@ from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.outcome import InstanceOutcome
 from drain_orchestrator.ownership import Decision, Reason
 from drain_orchestrator.settings import SettingsError
-from drain_orchestrator.workflow import runtime, sweep_flow
+from drain_orchestrator.workflow import liveness_flow, runtime, sweep_flow
 from drain_orchestrator.workflow.drain_flow import drain_instance
 from drain_orchestrator.workflow.launch_flow import launch_instance
 from drain_orchestrator.workflow.pace import step_config
@@ -75,6 +75,8 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     cfg: RunSettings = context.step(settings_step(), name="settings", config=step_config(RunSettings))
     if sweep_flow.is_sweep(raw_event):  # the schedule's own input, not an AWS event: no parse, no decide
         return sweep_flow.run(raw_event, context)
+    if liveness_flow.is_liveness(raw_event):  # the liveness schedule's input: settings valid, one step, counted
+        return liveness_flow.run(raw_event, context)
     parsed: Parsed = context.step(parse_step(raw_event), name="parse", config=step_config(Parsed))
     if parsed.event is None:
         shown_id = clip(event_id) if isinstance(event_id, str) else None

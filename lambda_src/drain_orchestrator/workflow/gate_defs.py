@@ -237,7 +237,7 @@ class VolumeGate:
     def look(
         self, kube: Any, elbv2: Any, cluster: str, node: str, instance_id: str | None, cache: dict[str, Any]
     ) -> list[str]:
-        from drain_orchestrator.kube.volumes import node_attachments  # noqa: PLC0415
+        from drain_orchestrator.engine.volumes import node_attachments  # noqa: PLC0415
 
         holding: list[str] = node_attachments(kube, node).holding
         return holding

@@ -89,7 +89,7 @@ def targets_step(
 @durable_step
 @faults_as("gate-volumes", VolumesCheck)
 def volumes_step(step_ctx: StepContext, job: DrainJob) -> VolumesCheck:
-    from drain_orchestrator.kube.volumes import node_attachments  # noqa: PLC0415
+    from drain_orchestrator.engine.volumes import node_attachments  # noqa: PLC0415
 
     found = node_attachments(runtime.kube(job.cluster), job.node, job.drain_options())
     if found.ignored:

@@ -18,14 +18,12 @@ must not keep every instance to its deadline.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aws_durable_execution_sdk_python import DurableContext
 
 from drain_orchestrator import deadlines
-from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.outcome import InstanceOutcome, Result, succeeded
@@ -33,11 +31,9 @@ from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_defs import GATES, Check, Gate, PodIps, Run, State, configured
 from drain_orchestrator.workflow.gate_steps import out_of_service_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, gate_held, held_step
-from drain_orchestrator.workflow.job import DrainJob
+from drain_orchestrator.workflow.job import Drained, DrainJob
 from drain_orchestrator.workflow.pace import Pace, step_config
 from drain_orchestrator.workflow.results import StepFault, Tainted
-
-Drained = tuple[Result, DrainReport | None, StepFault | None]
 
 
 @dataclass
@@ -75,28 +71,35 @@ class _Gate:
         return out
 
 
-def around_drain(
-    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, drain: Callable[[PodIps], Drained]
-) -> Drained:
-    """Run ``drain`` inside the gates; returns its (result, report, error), or ``gate-held`` with the reason.
-    ``drain`` records in its PodIps what its passes' LIST found when a gate wants them."""
-    ws = runtime.wsettings()
-    lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
-    on = [g for g in GATES if configured(g, ws, lifecycle)]
-    if ws.out_of_service_taint and job.event.kind == "state-change" and job.event.state == "terminated":
-        tainted: Tainted = ctx.step(out_of_service_step(job), name="out-of-service", config=step_config(Tainted))
-        pace.absorb(tainted)
-        summary.out_of_service = tainted.tainted
-    ips = PodIps()
-    runs = [(g, g.start(ctx, job, pace, ips)) for g in on]
-    result, report, error = drain(ips)
-    if not succeeded(result) or not on:
-        return result, report, error
-    gates, reason = _hold(ctx, job, pace, [(g, run) for g, run in runs if g.after(result)])
-    summary.gates = gates
-    if reason is not None:
-        return Result.GATE_HELD, report, StepFault(step="gate", kind="deadline", message=reason)
-    return result, report, error
+class Gates:
+    """The configured gates of one drain: started before it (``__init__``: the out-of-service taint, each gate's
+    start; the load-balancer gate records the pod IPs the drain's passes find in ``ips``), then held after it until
+    nothing holds or the deadline (``after``)."""
+
+    def __init__(self, ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome) -> None:
+        self.ctx, self.job, self.pace, self.summary = ctx, job, pace, summary
+        ws = runtime.wsettings()
+        lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
+        self.on = [g for g in GATES if configured(g, ws, lifecycle)]
+        if ws.out_of_service_taint and job.event.kind == "state-change" and job.event.state == "terminated":
+            tainted: Tainted = ctx.step(out_of_service_step(job), name="out-of-service", config=step_config(Tainted))
+            pace.absorb(tainted)
+            summary.out_of_service = tainted.tainted
+        self.ips = PodIps()
+        self.runs = [(g, g.start(ctx, job, pace, self.ips)) for g in self.on]
+
+    def after(self, drained: Drained) -> Drained:
+        """The drain's end as the gates leave it: unchanged when it did not succeed or no gate is on; else
+        ``gate-held`` with the reason when a gate still holds at the deadline."""
+        result, report, _ = drained
+        if not succeeded(result) or not self.on:
+            return drained
+        runs = [(g, run) for g, run in self.runs if g.after(result)]
+        gates, reason = _hold(self.ctx, self.job, self.pace, runs)
+        self.summary.gates = gates
+        if reason is not None:
+            return Drained(Result.GATE_HELD, report, StepFault(step="gate", kind="deadline", message=reason))
+        return drained
 
 
 def _hold(

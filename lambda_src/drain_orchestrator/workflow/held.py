@@ -1,6 +1,8 @@
 """Say what holds a drain: once PodDisruptionBudgets (or failing evictions) have held it longer than
 HELD_NOTIFY_SECONDS, one ``held`` notification names the PDBs, the pods, since when, and what the deadline will
-bring; the node carries the same as the annotation ``drain-orchestrator.io/held`` for ``status``.
+bring. The node carries a summary as the annotation ``drain-orchestrator.io/held`` for ``status``, and a DrainHeld
+Event says the same: anyone who may read nodes (or the Events of the default namespace) reads them, so they count
+the held pods per namespace and name no pod and no PodDisruptionBudget (docs/drain.md, "What a drain writes where").
 
 `HeldWatch` is fed by the passes' checkpointed results (replays decide the same); `held_step` is claimed like
 the other phases (``drain-orchestrator.io/drain-held``), so of several executions one notifies.
@@ -75,13 +77,17 @@ class Held(Checkpointed):
     deadline: float
     gates: list[str] = field(default_factory=list)  # load-balancer targets, volumes still holding the instance
     approval_id: str | None = None  # HELD_APPROVAL=on: the id an operator's decision answers (workflow/approval.py)
+    node: str = ""  # the node the approval is for: its decision must name it
 
     def fields(self) -> dict[str, Any]:
         approval = {}
         if self.approval_id is not None:
             approval = {
                 "approval_id": self.approval_id,
-                "approve": f"drain-orchestrator approve {self.approval_id} --force|--continue|--abandon|--wait",
+                "approve": (
+                    f"drain-orchestrator approve {self.approval_id} --node {self.node} "
+                    "--force|--continue|--abandon|--wait"
+                ),
             }
         return {
             "held_since": iso_utc(int(self.since)),  # whole seconds: for people
@@ -106,8 +112,43 @@ def held_of(
     lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
     then = at_deadline(reasons, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
     return Held(
-        since, now - since, sorted(pods), sorted(pdbs), sorted(reasons), then, deadline, approval_id=approval_id
+        since,
+        now - since,
+        sorted(pods),
+        sorted(pdbs),
+        sorted(reasons),
+        then,
+        deadline,
+        approval_id=approval_id,
+        node=job.node,
     )
+
+
+def per_namespace(pods: list[str]) -> dict[str, int]:
+    """``namespace/name`` pods counted per namespace: what the node's readers may be told of them."""
+    counts: dict[str, int] = {}
+    for pod in pods:
+        namespace = pod.split("/", 1)[0]
+        counts[namespace] = counts.get(namespace, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def public_note(held: Held) -> dict[str, Any]:
+    """The node annotation's summary: since when, how many pods per namespace, why, what the deadline brings, the
+    gates' targets and volumes (names the cluster's readers see elsewhere). No pod, PDB or approval id."""
+    info = held.fields()
+    note = {k: info[k] for k in ("held_since", "reasons", "at_deadline", "gates")}
+    return {**note, "pods_per_namespace": per_namespace(held.pods)}
+
+
+def public_message(held: Held) -> str:
+    """The DrainHeld Event's message, from the same summary as the annotation."""
+    counts = per_namespace(held.pods)
+    if counts:
+        by = ", ".join(f"{n} pod{'s' if n > 1 else ''} in {ns}" for ns, n in counts.items())
+    else:
+        by = ", ".join(held.gates) or ", ".join(held.reasons)
+    return f"held {round(held.seconds)} s ({', '.join(held.reasons)}): {by}; at the deadline: {held.at_deadline}"
 
 
 def gate_held(job: DrainJob, holding: list[str], since: float, now: float, deadline: float) -> Held:
@@ -139,18 +180,17 @@ def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainRep
         kube = runtime.kube(job.cluster)
         first = claim(kube, job.node, PHASE, job.run_id, dry_run=ws.dry_run)
         if first and not ws.dry_run:
-            note = json.dumps({k: info[k] for k in ("held_since", "pdbs", "pods", "reasons", "at_deadline", "gates")})
-            patch = {"metadata": {"annotations": {ANNOTATION_PREFIX + "held": note}}}
+            patch = {"metadata": {"annotations": {ANNOTATION_PREFIX + "held": json.dumps(public_note(held))}}}
             with contextlib.suppress(KubeError):  # the note is for `status`: the notice goes out without it
                 patch_node(kube, job.node, patch)
-            by = ", ".join(held.pdbs) or ", ".join(held.gates) or ", ".join(held.reasons)
-            message = f"held {info['held_seconds']} s by {by}"
-            node_event(kube, job.node, "DrainHeld", f"{message}; at the deadline: {held.at_deadline}")
+            node_event(kube, job.node, "DrainHeld", public_message(held))
     except Exception as exc:  # the apiserver cannot arbitrate: say it anyway (a duplicate beats silence)
         logger.warning("held claim failed", extra={"error": str(exc)[:300]})
     if not first:
         return HeldNotice(now=time.time())
     metric("DrainHeldSeconds", held.seconds, SECONDS, cluster=job.cluster, kind=job.event.kind)
-    logger.warning("drain held", extra={"node": job.node, **info})
+    # the approval id answers this drain's approval: it goes to the notification's subscribers, never to the log
+    logged = {k: v for k, v in info.items() if k not in ("approval_id", "approve")}
+    logger.warning("drain held", extra={"node": job.node, **logged, "approval": held.approval_id is not None})
     notified = notify("held", job, {**info, "held": held_reasons(report) if report is not None else []})
     return HeldNotice(now=time.time(), notified=notified)

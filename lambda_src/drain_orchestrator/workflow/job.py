@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
+from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.outcome import Result
 from drain_orchestrator.ownership import Decision
-from drain_orchestrator.workflow.results import ClaimCheck, DrainPlan
+from drain_orchestrator.workflow.results import ClaimCheck, DrainPlan, StepFault
+
+
+class Drained(NamedTuple):
+    """How one instance's drain ended, before its verdict: the result, the drain's report (None: this execution did
+    not drain, or no pass reported), and the fault that ended it (None: none did). Not a checkpoint: the flow
+    rebuilds it on replay from its steps' results."""
+
+    result: Result
+    report: DrainReport | None = None
+    error: StepFault | None = None
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,8 @@ def report_step(step_ctx: StepContext, job: DrainJob, outcome: InstanceOutcome, 
         if kube is not None:
             what = "drained" if drained else "not drained"
             if stopped and outcome.approval is not None:
-                what = f"stopped by {outcome.approval.get('by')}"
+                # who decided is for the notification's subscribers, not for every reader of the node's Events
+                what = f"stopped by an operator's decision ({outcome.approval.get('decision')})"
             gates = describe(outcome.gates)
             message = (
                 f"{what} ({result}) after {duration:.0f} s for {job.event.kind}{gates} (event {job.event.event_id})"

@@ -89,11 +89,11 @@ class Located(Checkpointed):
 
 @dataclass(frozen=True)
 class ClaimCheck(Checkpointed):
-    """What an execution found on the node's drain claim (drain/node_claim.py)."""
+    """What an execution found on the node's drain claim (drain_claim.py)."""
 
     _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
     now: float
-    role: str = "waiter"  # drain.node_claim.Role: holder | waiter | settled
+    role: str = "waiter"  # drain_claim.Role: holder | waiter | settled
     holder: str | None = None  # the run id draining the node
     verdict: str | None = None  # the holder's drain result (settled)
     took_over: str | None = None  # an expired holder this execution replaced

@@ -2,7 +2,8 @@
 
 A failed step must not fail the execution before its verdict: the flow reads the fault and retries with a durable
 wait (failures.RETRY_POLICIES) or takes the failure path. The fault is counted as ``Errors`` with reason
-``<step>-failed`` so an unreachable API server or a revoked access entry shows on the dashboard at once.
+``<step>-failed`` so an unreachable API server or a revoked access entry shows on the dashboard at once, and as
+``StepFailures`` (no dimension but the service), which an alarm can watch over every step at once.
 
 `faults_as` does this for a whole step body: the body raises, the step returns its result type with ``now`` and
 ``fault`` set (and any fixed fields, e.g. ``outcome="failed"``). Exceptions a step handles on purpose (the node
@@ -27,6 +28,7 @@ MESSAGE_LIMIT = 300
 def fault_of(step: str, exc: Exception) -> StepFault:
     kind = kind_of(exc)
     metric("Errors", reason=f"{step}-failed")
+    metric("StepFailures")  # one series over every step: what the StepsFailing alarm watches (docs/runbook.md)
     log = logger.exception if kind.value == "unexpected" else logger.warning
     log(
         f"{step} step failed",

@@ -5,7 +5,8 @@ A step of its own, run once the lifecycle action is settled and before the repor
 back. Idempotent against the cluster (each workload records this node's entry), so a replay repeats it harmlessly.
 The same step takes back surges other drains left behind (their execution lost before its verdict: expired, or
 their node gone; engine/surge_sweep.py) when ``sweep`` (drain/surge_expiry.py sweeps_at_verdict: every drain alone,
-about one drain of a storm); a failure there is logged and left to the next drain's verdict.
+about one drain of a storm) and surge is on (SURGE_BLOCKED_PODS is not ``never``); a failure there is logged and left
+to the next drain's verdict.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from drain_orchestrator.workflow.step_guard import faults_as
 @durable_step
 @faults_as("surge-restore", SurgeRestored)
 def surge_restore_step(step_ctx: StepContext, job: DrainJob, workloads: list[str], sweep: bool = True) -> SurgeRestored:
-    from drain_orchestrator.engine.surge import restore_node  # noqa: PLC0415
+    from drain_orchestrator.engine.surge_restore import restore_node  # noqa: PLC0415
     from drain_orchestrator.engine.surge_sweep import restore_left_behind  # noqa: PLC0415
 
     kube = runtime.kube(job.cluster)
     notes = restore_node(kube, job.node, workloads)
+    # with surge off nothing is surged, and the RBAC applied for it lacks the look (rbac-surge.yaml: list HPAs)
+    sweep = sweep and runtime.wsettings().surge_blocked_pods != "never"
     try:
         notes += restore_left_behind(kube, time.time()) if sweep else []
     except Exception as exc:  # not this drain's surge: the next verdict (or `surge restore`) looks again

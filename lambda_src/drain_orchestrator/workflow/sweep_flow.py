@@ -6,6 +6,7 @@ gone) is restored (engine/surge_sweep.py). Drains' verdicts then skip that look 
 sweeps_at_verdict): two cluster-wide LISTs a schedule tick instead of two at every lone drain's verdict, and a surge
 left behind is taken back within the period instead of at the next drain, however far off that is.
 
+With SURGE_BLOCKED_PODS=never nothing is looked at (nothing is surged, and the RBAC for surge is not applied).
 A cluster that cannot be reached is logged and counted (Errors, reason surge-sweep-failed); the execution still
 succeeds: the next tick looks again, and a dead-letter message every period would bury the ones that matter.
 """
@@ -56,6 +57,9 @@ def sweep_step(step_ctx: StepContext) -> Swept:
 
     restored: dict[str, list[str]] = {}
     failed: dict[str, str] = {}
+    if runtime.wsettings().surge_blocked_pods == "never":  # nothing is surged; its RBAC (rbac-surge.yaml) is not there
+        logger.info("surge is off (SURGE_BLOCKED_PODS=never): no surges to look for")
+        return Swept()
     for cluster in runtime.settings().cluster_names:
         try:
             notes = restore_left_behind(runtime.kube(cluster), time.time())

@@ -1,0 +1,96 @@
+"""The layer rules of docs/architecture.md, read from the sources' imports (build/import_depth.py), lazy imports
+included: the adapters never reach up, the pure core never reaches out, and no module grows past 400 lines."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCE = REPO / "lambda_src" / "drain_orchestrator"
+# the pure core at the package's top level (drain/ is the rest of it)
+CORE = (
+    "clip",
+    "deadlines",
+    "drain_claim",
+    "events",
+    "facts",
+    "failures",
+    "interruption",
+    "kinds",
+    "outcome",
+    "ownership",
+    "pacing",
+    "restamp",
+    "settings",
+    "timefmt",
+    "workflow_settings",
+)
+ADAPTERS = ("kube", "aws")
+ABOVE_ADAPTERS = ("engine", "drain", "workflow", "cli", "handler", "decide")
+MAX_LINES = 400
+
+
+def _import_depth() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("import_depth", REPO / "build" / "import_depth.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["import_depth"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+DEPTH = _import_depth()
+GRAPH: dict[str, set[str]] = DEPTH.graph(SOURCE, lazy=True)
+
+
+def _package(module: str) -> str:
+    return module.split(".", maxsplit=1)[0]
+
+
+def _reaching(modules: list[str], forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    return {m: bad for m in modules if (bad := sorted(d for d in GRAPH[m] if _package(d) in forbidden))}
+
+
+def test_the_graph_is_read_from_every_module() -> None:
+    assert {"engine.drainer", "kube.pdb_watch", "workflow.drain_flow", "drain.turns"} <= GRAPH.keys()
+    assert "kube.rest" in GRAPH["engine.drainer"]  # an import the engine has
+
+
+def test_adapters_import_nothing_of_the_engine_the_drain_rules_or_the_workflow() -> None:
+    adapters = [m for m in GRAPH if _package(m) in ADAPTERS]
+    assert adapters
+    assert _reaching(adapters, ABOVE_ADAPTERS) == {}
+
+
+@pytest.mark.parametrize("forbidden", [ADAPTERS, ("engine", "workflow", "cli", "handler", "decide")])
+def test_the_pure_core_imports_no_adapter_and_nothing_above_it(forbidden: tuple[str, ...]) -> None:
+    core = [m for m in GRAPH if m in CORE or _package(m) == "drain"]
+    assert len(core) > len(CORE)
+    assert _reaching(core, forbidden) == {}
+
+
+def test_the_engine_knows_nothing_of_durable_execution_or_the_command_line() -> None:
+    engine = [m for m in GRAPH if _package(m) == "engine"]
+    assert _reaching(engine, ("workflow", "cli", "handler")) == {}
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    long = {
+        str(p.relative_to(SOURCE)): n
+        for p in SOURCE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_the_depth_is_the_longest_chain_of_imports() -> None:
+    edges = {"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": {"a"}}
+    assert DEPTH.longest_chain(edges) == ["d", "a", "b", "c"]
+    assert DEPTH.packages({"x.one": {"y.two", "x.three"}, "x.three": set(), "y.two": set()}) == {"x": {"y"}, "y": set()}
+    cyclic = {"a": {"b"}, "b": {"a", "c"}, "c": set()}
+    assert DEPTH.longest_chain(cyclic) == ["a", "b", "c"]  # an edge back into the chain is not followed
