@@ -134,6 +134,19 @@ def sha256sums(paths: list[Path]) -> str:
     return "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in sorted(paths))
 
 
+def lambda_zip(archive: Path, wheel_platform: str) -> None:
+    """The Lambda code asset as released, with the dependencies' wheels for ``wheel_platform`` (Lambda's arm64 in a
+    release; this machine's for the test that runs the zip: tests/integration/test_release_stack.py)."""
+    sys.path.insert(0, str(REPO))
+    from infra import bundle as recipe  # noqa: PLC0415 - the checks need no CDK
+
+    with tempfile.TemporaryDirectory(prefix="release-") as tmp:
+        tree = Path(tmp) / "asset"
+        recipe.assemble(tree, wheel_platform)
+        lambda_paths(tree)
+        write_zip(tree, archive)
+
+
 def bundle(dist: Path) -> list[Path]:
     v = check()
     sys.path.insert(0, str(REPO))
@@ -145,11 +158,7 @@ def bundle(dist: Path) -> list[Path]:
     if missing:
         raise ReleaseError(f"{dist}: missing {', '.join(missing)} (build the wheels first: make release)")
     archive = dist / f"drain-orchestrator-lambda-{v}.zip"
-    with tempfile.TemporaryDirectory(prefix="release-") as tmp:
-        tree = Path(tmp) / "asset"
-        recipe.assemble(tree)
-        lambda_paths(tree)
-        write_zip(tree, archive)
+    lambda_zip(archive, recipe.PLATFORM)
     rbac = dist / f"drain-orchestrator-rbac-{v}.yaml"
     shutil.copyfile(REPO / "infra" / "k8s" / "rbac.yaml", rbac)
     template = dist / f"drain-orchestrator-{v}.template.json"

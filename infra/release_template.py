@@ -9,8 +9,10 @@ CDK app in another language.
 - One served cluster per stack (`ClusterName`): the construct names the cluster in IAM condition keys, access
   entries, alarms and the RBAC resource, which a list parameter cannot reach; several clusters are several stacks.
 - Each parameter enters through template_fold.py: the stack is synthesized with sentinel values (substituted by
-  references) and once per other value of each choice (folded into conditions). cdk-nag runs on every one of those
-  synths, as it does on `cdk synth`.
+  references), once more with other sentinels (which must substitute to the same template: nothing derived from a
+  value) and once per other value of each choice (folded into conditions). cdk-nag runs on every one of those
+  synths, as it does on `cdk synth`. tests/infra/test_template_equals_stack.py checks the result: the
+  template resolved for several assignments equals the CDK app's synth with the same settings.
 
     python -m infra.release_template VERSION OUT.json   # (make release runs it: build/release.py)
 """
@@ -26,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from .config import KindActions, OrchestratorConfig
-from .template_fold import Variant, fold, substitute
+from .template_fold import Variant, check_same, fold, substitute
 from .validation import LOG_LEVELS, LOG_RETENTION_DAYS
 
 CODE_BUCKET = "CodeBucket"
 CODE_KEY = "CodeKey"
+CODE_KEY_MAX_LENGTH = 64
 ACTIONS = {  # parameter -> KindActions field
     "ActionSpotInterruption": "spot_interruption",
     "ActionCapacityReservationInterruption": "capacity_reservation_interruption",
@@ -48,7 +51,9 @@ class Param:
     type: str = "String"
     allowed: tuple[str | int, ...] = ()
     pattern: str | None = None
+    max_length: int | None = None  # what the version's description has room for (VERSION_TEXT)
     sentinel: str | int | None = None  # synthesized with this, substituted by a reference
+    alternate: str | int | None = None  # a second sentinel: the synth with it must substitute to the same template
     variants: tuple[str, ...] = ()  # synthesized once more with each, folded into conditions ("" : not given)
 
     def cfn(self) -> dict[str, Any]:
@@ -59,22 +64,27 @@ class Param:
             out["AllowedValues"] = list(self.allowed)
         if self.pattern:
             out["AllowedPattern"] = self.pattern
+        if self.max_length:
+            out["MaxLength"] = self.max_length
         return out
 
 
 def _actions() -> tuple[Param, ...]:
+    """drain or cordon per event kind. Not `ignore` (no rule for the kind): the construct's alarm on the rules'
+    FailedInvocations sums its rules in one math expression whose terms are numbered, so the rules present change one
+    value together, which folding one parameter at a time cannot express (FoldError); `ignore` is the construct's."""
     defaults = KindActions()
     out = []
     for name, field_name in ACTIONS.items():
         default = getattr(defaults, field_name)
-        allowed = ("cordon", "drain", "ignore") if name == "ActionRebalance" else ("drain", "cordon", "ignore")
+        allowed = (default, *(v for v in ("drain", "cordon") if v != default))
         out.append(
             Param(
                 name,
-                f"drain, cordon or ignore (no rule, no invocations); default {default}",
+                f"drain or cordon (ignore, no rule for the kind: with the construct only); default {default}",
                 default,
                 allowed=allowed,
-                variants=tuple(v for v in allowed if v != default),
+                variants=allowed[1:],
             )
         )
     return tuple(out)
@@ -85,22 +95,28 @@ PARAMETERS: tuple[Param, ...] = (
         "ClusterName",
         "The EKS cluster this stack serves (one per stack: deploy the template again for another cluster)",
         None,
-        pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
+        pattern=r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,63}$",
+        max_length=64,
         sentinel="zzclusterzz",
+        alternate="qqclusterqq",
     ),
     Param(
         "LifecycleHookName",
         "The terminate (and launch) lifecycle hook the function answers on the cluster's Auto Scaling groups",
         "drain-orchestrator",
-        pattern=r"^[A-Za-z0-9\-_/]{1,255}$",
+        pattern=r"^[A-Za-z0-9\-_/]{1,40}$",
+        max_length=40,
         sentinel="zzhookzz",
+        alternate="qqhookqq",
     ),
     Param(
         "OwnershipTag",
         "Extra ownership rule, a tag key or key=value (OWNERSHIP_TAG, docs/ownership.md); empty: none",
         "",
-        pattern=r"^([^=,]{1,128}(=[^=,]+)?)?$",
+        pattern=r"^([^=,]{1,63}(=[^=,]+)?)?$",
+        max_length=64,
         sentinel="zzownerzz",
+        alternate="qqownerqq",
         variants=("",),
     ),
     Param(
@@ -109,6 +125,7 @@ PARAMETERS: tuple[Param, ...] = (
         "",
         pattern=r"^([^@\s,]+@[^@\s,]+\.[^@\s,]+)?$",
         sentinel="zzalarm@zzexample.zz",
+        alternate="qqalarm@qqexample.qq",
         variants=("",),
     ),
     *_actions(),
@@ -140,10 +157,16 @@ PARAMETERS: tuple[Param, ...] = (
         allowed=LOG_LEVELS,
         variants=tuple(v for v in LOG_LEVELS if v != "INFO"),
     ),
-    Param("MemorySize", "Function memory in MB", 512, type="Number", sentinel=1777),
-    Param("TimeoutSeconds", "Timeout of one invocation (180-900 s)", 600, type="Number", sentinel=777),
+    Param("MemorySize", "Function memory in MB", 512, type="Number", sentinel=1777, alternate=1888),
+    Param("TimeoutSeconds", "Timeout of one invocation (180-900 s)", 600, type="Number", sentinel=777, alternate=888),
     Param(
-        "LogRetentionDays", "Retention of the log group", 30, type="Number", allowed=LOG_RETENTION_DAYS, sentinel=2557
+        "LogRetentionDays",
+        "Retention of the log group",
+        30,
+        type="Number",
+        allowed=LOG_RETENTION_DAYS,
+        sentinel=2557,
+        alternate=3653,
     ),
 )
 BY_NAME = {p.name: p for p in PARAMETERS}
@@ -183,7 +206,12 @@ def synthesize(values: Mapping[str, str | int], outdir: Path) -> dict[str, Any]:
     app = cdk.App(outdir=str(outdir), analytics_reporting=False, context={"aws:cdk:enable-path-metadata": True})
     stack = cdk.Stack(app, STACK_NAME, description=DESCRIPTION, synthesizer=cdk.BootstraplessSynthesizer())
     bucket = cdk.CfnParameter(stack, CODE_BUCKET, description="S3 bucket holding the release's Lambda zip")
-    key = cdk.CfnParameter(stack, CODE_KEY, description="S3 key of the Lambda zip: drain-orchestrator-lambda-X.Y.Z.zip")
+    key = cdk.CfnParameter(
+        stack,
+        CODE_KEY,
+        description="S3 key of the Lambda zip: drain-orchestrator-lambda-X.Y.Z.zip (new code: a new key)",
+        max_length=CODE_KEY_MAX_LENGTH,
+    )
     code = lambda_.Code.from_bucket(
         s3.Bucket.from_bucket_name(stack, "CodeBucketRef", bucket.value_as_string), key.value_as_string
     )
@@ -206,15 +234,18 @@ def build(version: str, work: Path) -> dict[str, Any]:
     """The release template: the base synth with its sentinels substituted, each choice's variants folded in, the
     parameters and their conditions declared."""
     sentinels = {p.name: p.sentinel for p in PARAMETERS if p.sentinel is not None}
+    alternates = {p.name: p.alternate for p in PARAMETERS if p.alternate is not None}
     base = base_values()
     synths = iter(range(1000))
 
-    def synth(values: Mapping[str, str | int]) -> dict[str, Any]:
+    def synth(values: Mapping[str, str | int], sentinels: Mapping[str, str | int] = sentinels) -> dict[str, Any]:
         return substitute(synthesize(values, work / f"synth-{next(synths)}"), sentinels)
 
+    substituted = synth(base)
+    check_same(substituted, synth({**base, **alternates}, alternates))
     variants = [Variant(p.name, v, synth({**base, p.name: v})) for p in PARAMETERS for v in p.variants]
     equalities = {(p.name, v): condition_name(p.name, v) for p in PARAMETERS for v in p.variants}
-    folded = fold(synth(base), variants, equalities)
+    folded = fold(substituted, variants, equalities)
     template = _clean(folded.template)
     _version_follows_parameters(template)
     parameters = {p.name: p.cfn() for p in PARAMETERS}
@@ -236,29 +267,46 @@ def build(version: str, work: Path) -> dict[str, Any]:
     return template
 
 
-# what the function's configuration depends on: a new value must publish a new version, which the alias then routes to
-VERSION_INPUTS = (CODE_BUCKET, CODE_KEY, "ClusterName", "LifecycleHookName", "OwnershipTag", *ACTIONS, "DryRun",
-                  "LogLevel", "MemorySize", "TimeoutSeconds")  # fmt: skip
+# What the function's configuration depends on: a new value must publish a new version, which the alias then routes
+# to. Lambda takes at most 256 characters of a version's description, and CloudFormation has no hash: the values go
+# in as they are, free text bounded by MaxLength, each choice as its first letter. CodeBucket stays out: new code
+# comes under a new key (the release names its zip by version).
+VERSION_TEXT = (CODE_KEY, "ClusterName", "LifecycleHookName", "OwnershipTag")
+VERSION_CHOICES = (*ACTIONS, "DryRun", "LogLevel")
+VERSION_NUMBERS = ("MemorySize", "TimeoutSeconds")
+VERSION_DESCRIPTION_LIMIT = 256
 
 
 def _version_follows_parameters(template: dict[str, Any]) -> None:
     """CDK publishes a new function version when the function's configuration changes by naming the version resource
     after a hash of it; here the configuration changes with the parameters under one logical id. A version's
-    description can only change by replacement: naming the parameters in it publishes a new version (the old one is
-    retained, for the executions that run on it) whenever one of them changes."""
+    description can only change by replacement: writing the parameters' values in it publishes a new version (the
+    old one is retained, for the executions that run on it) whenever one of them changes."""
     versions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Version"]
     if len(versions) != 1:
         raise ValueError(f"expected the drain function's one version resource, found {len(versions)}")
-    parts: list[Any] = []
-    for name in VERSION_INPUTS:
-        parts += [f"{name}=" if not parts else f" {name}=", {"Ref": name}]
-    versions[0]["Properties"]["Description"] = {"Fn::Join": ["", parts]}
+    letters = {"Fn::Join": ["", [_first_letter(BY_NAME[name]) for name in VERSION_CHOICES]]}
+    parts = [*({"Ref": name} for name in VERSION_TEXT), letters, *({"Ref": name} for name in VERSION_NUMBERS)]
+    versions[0]["Properties"]["Description"] = {"Fn::Join": ["/", parts]}
+
+
+def _first_letter(parameter: Param) -> Any:
+    """The parameter's value as its first letter (unique among its allowed values), through its conditions."""
+    if len({str(v)[0] for v in parameter.allowed}) != len(parameter.allowed):
+        raise ValueError(f"{parameter.name}: two allowed values start with the same letter")
+    letter: Any = str(parameter.default)[0]
+    for value in parameter.variants:
+        letter = {"Fn::If": [condition_name(parameter.name, value), value[0], letter]}
+    return letter
 
 
 def _clean(template: dict[str, Any]) -> dict[str, Any]:
-    """Without CDK's per-resource metadata (construct paths with the sentinels, cdk-nag's records)."""
+    """Of CDK's per-resource metadata only the construct path (naming the parameters, not the sentinels), as
+    `cdk synth` keeps it; not cdk-nag's records."""
     for body in template.get("Resources", {}).values():
-        body.pop("Metadata", None)
+        path = body.pop("Metadata", {}).get("aws:cdk:path")
+        if path is not None:
+            body["Metadata"] = {"aws:cdk:path": path}
     return template
 
 

@@ -6,15 +6,16 @@ Pure JSON work, no CDK. Two ways a parameter enters the template:
   one picks); every occurrence becomes a reference: a whole value ``{"Ref": P}``, part of a string ``Fn::Sub``. Where
   it sits in a JSON key (an IAM condition key names the cluster's tag), CloudFormation allows no intrinsic function,
   so that whole property (an IAM policy document, which CloudFormation also takes as a JSON string) becomes an
-  ``Fn::Sub`` string.
+  ``Fn::Sub`` string. Only a value written as it is can be found: one derived from it (a timeout in milliseconds, a
+  name in upper case) stays what the sentinel made of it, so ``check_same`` compares with a synth of other sentinels.
 - **variants**: the construct synthesized once per other value of a choice (an action ``ignore`` has no rule, a log
   level writes other values); what differs from the base template is folded in: a resource only some values have gets
   a ``Condition``, a value that differs becomes ``Fn::If`` on the parameter's conditions, a key only some values have
   ``Fn::If`` with ``AWS::NoValue``.
 
 Anything else (two parameters changing the same value, a change of a resource's type) raises FoldError: the
-template would otherwise say something the construct does not, and a test synthesizes the construct for
-assignments of the parameters and compares.
+template would otherwise say something the construct does not. tests/infra/test_template_equals_stack.py resolves
+the template for assignments of the parameters and compares it with the CDK app synthesized with the same settings.
 """
 
 from __future__ import annotations
@@ -59,15 +60,18 @@ def is_intrinsic(value: Any) -> bool:
 
 
 def substitute(template: dict[str, Any], sentinels: Mapping[str, str | int]) -> dict[str, Any]:
-    """Every sentinel (value -> parameter name) replaced by a reference to its parameter; logical ids that contain a
-    sentinel (construct ids named after a cluster) lose it."""
+    """Every sentinel (parameter name -> value) replaced by a reference to its parameter; logical ids and construct
+    paths that contain a sentinel (construct ids named after a cluster) name the parameter instead."""
     out = copy.deepcopy(template)
-    strings = {str(v): name for v, name in ((v, k) for k, v in sentinels.items()) if isinstance(v, str)}
+    strings = {v: name for name, v in sentinels.items() if isinstance(v, str)}
     numbers = {v: name for name, v in sentinels.items() if isinstance(v, int)}
-    _replace_refs(out, _rename_ids(out, list(strings)))  # first: a reference is a logical id, not a value
+    replace_refs(out, _rename_ids(out, strings))  # first: a reference is a logical id, not a value
     for section in ("Resources", "Outputs"):
         for logical_id, body in out.get(section, {}).items():
             if section == "Resources":
+                path = _path(body)
+                if path is not None:  # the same whatever the sentinels: how check_same pairs resources
+                    body["Metadata"]["aws:cdk:path"] = _named(path, strings)
                 for prop, value in list(body.get("Properties", {}).items()):
                     if (body["Type"], prop) in STRING_JSON_PROPERTIES and _key_has(value, strings):
                         body["Properties"][prop] = _as_sub_string(value, strings, numbers, f"{logical_id}.{prop}")
@@ -78,14 +82,17 @@ def substitute(template: dict[str, Any], sentinels: Mapping[str, str | int]) -> 
     return out
 
 
-def _rename_ids(template: dict[str, Any], sentinels: list[str]) -> dict[str, str]:
+def _rename_ids(template: dict[str, Any], sentinels: Mapping[str, str]) -> dict[str, str]:
+    """A sentinel in a logical id (a construct named after the cluster or the e-mail address) becomes its
+    parameter's name: the id stays the same whatever the value, and still says what the resource is for (an
+    e-mail subscription is not mistaken for its topic)."""
     renamed = {}
     for section in ("Resources", "Outputs"):
         entries = template.get(section, {})
         for old in list(entries):
             new = old
-            for sentinel in sentinels:  # as given, and as a logical id spells it (letters and digits only)
-                new = new.replace(sentinel, "").replace(re.sub(r"[^A-Za-z0-9]", "", sentinel), "")
+            for sentinel, name in sentinels.items():  # as given, and as a logical id spells it (letters and digits)
+                new = new.replace(sentinel, name).replace(re.sub(r"[^A-Za-z0-9]", "", sentinel), name)
             if new != old:
                 if new in entries:
                     raise FoldError(f"{old}: renamed {new} exists already")
@@ -94,7 +101,13 @@ def _rename_ids(template: dict[str, Any], sentinels: list[str]) -> dict[str, str
     return renamed
 
 
-def _replace_refs(node: Any, renamed: Mapping[str, str]) -> Any:
+def _named(text: str, sentinels: Mapping[str, str]) -> str:
+    for sentinel, name in sentinels.items():
+        text = text.replace(sentinel, "{" + name + "}")
+    return text
+
+
+def replace_refs(node: Any, renamed: Mapping[str, str]) -> Any:
     if not renamed:
         return node
     if isinstance(node, dict):
@@ -107,10 +120,10 @@ def _replace_refs(node: Any, renamed: Mapping[str, str]) -> Any:
                 deps = value if isinstance(value, list) else [value]
                 node[key] = [renamed.get(d, d) for d in deps]
             else:
-                _replace_refs(value, renamed)
+                replace_refs(value, renamed)
     elif isinstance(node, list):
         for item in node:
-            _replace_refs(item, renamed)
+            replace_refs(item, renamed)
     return node
 
 
@@ -180,6 +193,36 @@ def _as_sub_string(value: Any, strings: Mapping[str, str], numbers: Mapping[int,
     return {"Fn::Sub": [body, variables]} if variables else {"Fn::Sub": body}
 
 
+def check_same(base: dict[str, Any], other: dict[str, Any]) -> None:
+    """``other``: the same construct synthesized with other sentinels, substituted as ``base`` was. Whatever differs
+    was derived from a parameter's value rather than written as it is (a timeout in milliseconds, a name in upper
+    case, a hash of it): a reference cannot express that, and the template would hold what the sentinel made of it
+    instead of what the value makes of it."""
+    other = copy.deepcopy(other)
+    _align_ids(base, other)
+    found = [
+        f"{section}.{where}"
+        for section in ("Resources", "Outputs")
+        for where in _differences(_without_metadata(base.get(section, {})), _without_metadata(other.get(section, {})))
+    ]
+    if found:
+        raise FoldError(f"derived from a parameter's value, not the value itself (synthesized twice): {found[:5]}")
+
+
+def _without_metadata(entries: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: {p: v for p, v in body.items() if p != "Metadata"} for k, body in entries.items()}
+
+
+def _differences(a: Any, b: Any, where: str = "") -> list[str]:
+    if a == b:
+        return []
+    if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
+        return [d for k in a for d in _differences(a[k], b[k], f"{where}.{k}" if where else str(k))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _differences(x, y, f"{where}[{i}]")]
+    return [where]
+
+
 # --- variants ------------------------------------------------------------------------------------------------
 
 
@@ -236,7 +279,7 @@ def _align_ids(base: dict[str, Any], other: dict[str, Any]) -> None:
     }
     for old, new in renamed.items():
         other["Resources"][new] = other["Resources"].pop(old)
-    _replace_refs(other, renamed)
+    replace_refs(other, renamed)
 
 
 def _path(resource: Mapping[str, Any]) -> str | None:

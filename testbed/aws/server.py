@@ -10,6 +10,8 @@ Extensions to moto 5.2.5 (see docs/testbed.md):
    ``X-Amz-Credential`` (sts.py); moto only looks at the Authorization header.
 4. Request counts by access key, service and action (request_counts.py).
 5. ELBv2 target draining (elbv2.py).
+6. CloudFormation: Lambda aliases and CloudWatch alarms as stack resources (cloudformation.py), so the release
+   template can be created.
 Every request the function's role makes is recorded with its resource (calls.py); the token webhook is in
 token_webhook.py.
 """
@@ -23,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from testbed.aws import autoscaling, calls, eks, elbv2, sts, token_webhook
+from testbed.aws import autoscaling, calls, cloudformation, eks, elbv2, sts, token_webhook
 from testbed.aws.request_counts import REQUESTS
 
 
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     autoscaling.install()
     eks.install(a.eks_endpoint, base64.b64encode(a.eks_ca_file.read_bytes()).decode())
     elbv2.install()
+    cloudformation.install()
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,

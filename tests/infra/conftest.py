@@ -7,11 +7,13 @@ the pinned Node 22 from node_modules goes first before any test module imports a
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -141,3 +143,21 @@ def single(synth: Callable[[Mapping[str, Any]], Synthesized]) -> Synthesized:
 @pytest.fixture(scope="session")
 def multi(synth: Callable[[Mapping[str, Any]], Synthesized]) -> Synthesized:
     return synth(MULTI_VPC)
+
+
+def release_script() -> ModuleType:
+    """build/release.py (a script, not a package): what `make release` runs."""
+    spec = importlib.util.spec_from_file_location("release", REPO_ROOT / "build" / "release.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def released(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The plain CloudFormation template `make release` ships (infra/release_template.py), built once a session."""
+    from drain_orchestrator import __version__
+    from infra import release_template
+
+    return release_template.build(__version__, tmp_path_factory.mktemp("release-template"))

@@ -3,29 +3,18 @@ every log line and `status`; `make release` refuses a version that disagrees or 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from drain_orchestrator import __version__
-from tests.infra.conftest import REPO_ROOT
+from tests.infra.conftest import REPO_ROOT, release_script
 
-
-def _release() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("release", REPO_ROOT / "build" / "release.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-release = _release()
+release = release_script()
 
 
 def test_the_version_agrees_everywhere_and_has_a_changelog_entry() -> None:
