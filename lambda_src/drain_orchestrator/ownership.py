@@ -49,6 +49,12 @@ class Reason(StrEnum):
     MANAGED_BY_KARPENTER = "managed-by-karpenter"  # Karpenter handles this instance's interruptions itself
     MANAGED_BY_AUTO_MODE = "managed-by-auto-mode"  # EKS Auto Mode handles this instance's interruptions itself
     MANAGED_BY_NODE_GROUP = "managed-by-node-group"  # rebalance of a managed node group's instance: MNG's own job
+    # owned, but what AWS says now contradicts the event (corroborate.py; docs/reliability.md "What the orchestrator
+    # believes"): nothing is done
+    STALE_EVENT = "stale-event"  # the event's moment passed long ago and EC2 still reports the instance running
+    STATE_CONTRADICTS_EVENT = "state-contradicts-event"  # EC2's state for the instance is not where the event says
+    ACTION_NOT_PENDING = "action-not-pending"  # the lifecycle action is no longer waiting (done, timed out, replaced)
+    GROUP_MISMATCH = "group-mismatch"  # the event's Auto Scaling group is not the instance's
 
 
 @dataclass(frozen=True)
