@@ -95,6 +95,15 @@ class ActionLife:
     global_timeout: int  # hook_global_timeout: min(48 h, 100 x heartbeat timeout, what AWS reports)
     started: float
 
+    @classmethod
+    def seen(cls, heartbeat_timeout: int, global_timeout: int, event_time: float, now: float) -> ActionLife:
+        """The action of an event, seen waiting at ``now``. Its start is the event's time unless that cannot be: an
+        action still waiting a global timeout after the event did not start then (the event's time was rewritten,
+        or it announces an earlier action of the instance), and one cannot start in the future. Then it is taken
+        as starting now: the drain may outlive the real action, whose expiry AWS alone knows."""
+        started = event_time if now - global_timeout < event_time <= now else now
+        return cls(heartbeat_timeout, global_timeout, started)
+
     @property
     def expiry(self) -> float:
         """When AWS applies the hook's DefaultResult whatever the heartbeats."""

@@ -152,6 +152,15 @@ def _decide_instance(
     return Decision(instance_id, False, None, reason, "skip")
 
 
+def owning_cluster(facts: InstanceFacts, settings: Settings) -> str | None:
+    """The one served cluster the instance's tags (then its ASG's, when read) name, whatever the event: None when
+    they name none, several, or only other clusters."""
+    verdict = _read_tags(facts.instance_tags, settings)
+    if not verdict.decisive and facts.asg_tags is not None:
+        verdict = _read_tags(facts.asg_tags, settings)
+    return verdict.clusters[0] if len(verdict.clusters) == 1 else None
+
+
 def needs_asg_tags(facts: InstanceFacts | None, settings: Settings) -> bool:
     """True when the instance's own tags do not decide and its ASG's tags have not been read yet."""
     if facts is None or facts.asg_name is None or facts.asg_tags is not None:

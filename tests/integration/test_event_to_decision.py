@@ -6,7 +6,6 @@ Checks about one adapter on its own (the Auto Scaling calls, the per-cluster con
 
 from __future__ import annotations
 
-import email.utils
 import time
 from typing import Any
 
@@ -232,6 +231,7 @@ def test_node_named_by_its_instance_id_is_found_and_drained(
     [node] = aws.nodes_for(k8s, [iid], by="id")
     assert node == iid
     lam.configure("blue")
+    aws.stop_instance(iid)
 
     [inst] = _succeeded(lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid)))["instances"]
 
@@ -285,13 +285,20 @@ def test_event_without_token_completes_by_instance_id_and_a_redelivery_counts_as
     assert (action["state"], action["result"], action["completed_with"]) == ("COMPLETED", "CONTINUE", "instance-id")
     assert action["completed_by"] == aws.role_arn(ROLE)
 
-    again = lam.run(event)  # an at-least-once redelivery: the action is no longer active
-    [second] = _succeeded(again)["instances"]
-
-    assert (first["lifecycle"]["outcome"], second["lifecycle"]["outcome"]) == ("completed", "already-done")
-    assert "error" not in second["lifecycle"]
+    assert aws.lifecycle_state(iid) == ("blue-nodes", "Terminating:Proceed")
+    again = lam.run(event)  # an at-least-once redelivery: the action no longer waits, so nothing is acted on
+    result = _succeeded(again)
+    assert result["instances"] == []
+    [declined] = result["not_acted_on"]
+    assert (first["lifecycle"]["outcome"], declined["reason"], declined["owned"]) == (
+        "completed",
+        "action-not-pending",
+        True,
+    )
+    assert again.metric_total("EventsIgnored", reason="action-not-pending", kind="asg-terminate") == 1
     assert again.metric_total("LifecycleActionsCompleted") == 0
     assert again.metric_total("Errors") == 0
+    assert action_state(aws, iid)["completed_at"] == action["completed_at"]  # no second completion tried
 
 
 def test_health_event_with_instances_of_two_clusters_and_an_unknown_one(
@@ -320,9 +327,8 @@ def test_health_event_with_instances_of_two_clusters_and_an_unknown_one(
         return client
 
     monkeypatch.setattr(clients, "ec2_client", observed_ec2_client)
-    event = samples.health_event([blue_iid, green_iid, IMPOSSIBLE])
     # a window that opens within the scheduled-change lead: the drain starts at once
-    event["detail"]["startTime"] = email.utils.formatdate(time.time() + 600, usegmt=True)
+    event = samples.health_event([blue_iid, green_iid, IMPOSSIBLE], start=time.time() + 600)
 
     result = _succeeded(lam.run(event))
 

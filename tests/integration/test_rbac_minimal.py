@@ -114,6 +114,7 @@ def test_shipped_rbac_grants_exactly_what_a_drain_uses(
     lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20", WAIT_FOR_VOLUME_DETACH="always")
     offset = testbed.audit_log.stat().st_size
 
+    aws.stop_instance(iid)
     try:
         run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
     finally:

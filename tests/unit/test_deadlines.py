@@ -176,3 +176,9 @@ def test_an_action_that_can_no_longer_be_kept_bounds_the_drain() -> None:
     gone = deadlines.bounded_by_action(T0 + 9000, WS, gone_at=T0 + 50)
     assert gone == T0 + 50 + WS.deadline_state_change
     assert LIFE.lapses(None) == T0 + 300 and LIFE.lapses(T0 + 29_900) == T0 + 30_000  # never past the expiry
+
+
+def test_an_action_still_waiting_past_what_the_events_time_allows_is_taken_as_starting_now() -> None:
+    assert deadlines.ActionLife.seen(300, 30_000, T0, T0 + 100).started == T0
+    assert deadlines.ActionLife.seen(300, 30_000, T0, T0 + 30_000).started == T0 + 30_000  # event time rewritten
+    assert deadlines.ActionLife.seen(300, 30_000, T0 + 60, T0).started == T0  # never in the future
