@@ -75,7 +75,8 @@ def test_scan_resolves_literals_and_step_templates(tmp_path: Path) -> None:
 def test_every_alarm_points_at_its_section(multi: Synthesized) -> None:
     anchors = {_slug(h) for h in _headings()}
     alarms = multi.resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 9  # errors, two queues, a deadline alarm and a held alarm per cluster (3 each)
+    # errors, two queues, a deadline alarm, a lifecycle-access-denied alarm and a held alarm per cluster (3 each)
+    assert len(alarms) == 12
     for logical_id, alarm in alarms.items():
         description = alarm["Properties"]["AlarmDescription"]
         link = re.search(r"Runbook: docs/runbook\.md#([\w-]+)$", description)

@@ -312,6 +312,8 @@ def test_least_privilege_actions(single: Synthesized) -> None:
         actions.update([found] if isinstance(found, str) else found)
     assert actions == {
         "ec2:DescribeInstances",
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeAutoScalingInstances",
         "autoscaling:DescribeLifecycleHooks",
         "autoscaling:DescribeTags",
         "autoscaling:CompleteLifecycleAction",
@@ -449,7 +451,7 @@ def test_dashboard_shows_every_metric(single: Synthesized) -> None:
     names = {
         "EventsReceived", "EventsIgnored", "NodesCordoned", "NodesDrained", "LifecycleActionsCompleted",
         "PodsEvicted", "DrainDurationSeconds", "EvictionsBlockedByPDB", "PodsForceDeleted",
-        "DrainDeadlineMissed", "Errors", "DrainHeldSeconds",
+        "DrainDeadlineMissed", "Errors", "DrainHeldSeconds", "LifecycleAccessDenied",
     }  # fmt: skip
 
     def expected(name: str, stat: str) -> str:
@@ -462,7 +464,7 @@ def test_dashboard_shows_every_metric(single: Synthesized) -> None:
     assert expected("DrainHeldSeconds", "Maximum") in expressions
     dead_letters = next(w for w in widgets if w["properties"]["title"] == "Dead letters")["properties"]["metrics"]
     assert [m[:2] for m in dead_letters] == [["AWS/SQS", "ApproximateNumberOfMessagesVisible"]] * 2
-    assert len(widgets[0]["properties"]["alarms"]) == 5
+    assert len(widgets[0]["properties"]["alarms"]) == 6
 
 
 def alarms(synth: Synthesized) -> dict[str, dict[str, Any]]:
@@ -472,7 +474,8 @@ def alarms(synth: Synthesized) -> dict[str, dict[str, Any]]:
 def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     found = alarms(single)
     topic = {"Ref": logical_id(single, "AWS::SNS::Topic", "AlarmTopic")}
-    assert len(found) == 5  # errors, two dead-letter queues, deadline missed and drain held (one cluster)
+    # errors, two dead-letter queues, deadline missed, lifecycle access denied and drain held (one cluster)
+    assert len(found) == 6
     for alarm in found.values():
         assert alarm["AlarmActions"] == [topic]
         assert alarm["Threshold"] == 1
@@ -492,6 +495,8 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     assert_deadline_alarm(deadline, "prod")
     (held,) = [a for a in found.values() if "Metrics" in a and over(a) == "DrainHeldSeconds"]
     assert_deadline_alarm(held, "prod", metric="DrainHeldSeconds", statistic="Maximum")
+    (denied,) = [a for a in found.values() if "Metrics" in a and over(a) == "LifecycleAccessDenied"]
+    assert_deadline_alarm(denied, "prod", metric="LifecycleAccessDenied")
 
 
 def over(alarm: dict[str, Any]) -> str:
