@@ -1,4 +1,5 @@
-"""`drain-orchestrator` command line: explain, invoke, drain, uncordon, status, versions, rbac, approve, surge.
+"""`drain-orchestrator` command line: explain, invoke, replay, drain, uncordon, status, versions, rbac, approve,
+surge.
 
 Each subcommand registers itself through an add_*_parser function; the heavy imports (boto3, Powertools, the
 durable SDK) happen only when a subcommand that needs them runs, so `drain` starts as fast as possible.
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 _SUBCOMMANDS = {
     "explain": ("drain_orchestrator.cli.explain", "add_explain_parser"),
     "invoke": ("drain_orchestrator.cli.invoke", "add_invoke_parser"),
+    "replay": ("drain_orchestrator.cli.replay", "add_replay_parser"),
     "drain": ("drain_orchestrator.cli.drain", "add_drain_parser"),
     "status": ("drain_orchestrator.cli.status", "add_status_parser"),
     "versions": ("drain_orchestrator.cli.versions", "add_versions_parser"),
