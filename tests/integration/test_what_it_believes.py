@@ -30,6 +30,7 @@ from tests.integration.scenario_support import (
     action_of,
     assert_completed_by_function,
     blue_asg_node,
+    blue_instance_node,
     final_notification,
     hold_with_pdb,
     instance_summary,
@@ -60,10 +61,7 @@ def _destructive(testbed: Testbed, offset: int) -> dict[str, int]:
 def test_a_spot_warning_30_minutes_old_for_a_running_instance_touches_nothing(
     testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    aws.eks_cluster("blue")
-    iid = aws.instance(tags=OWNED)
-    (node,) = aws.nodes_for(k8s, [iid])
-    (spare,) = k8s.add_nodes(1)
+    iid, node, spare = blue_instance_node(aws, k8s)
     hold_with_pdb(k8s, node, spare)  # a budget that allows no disruption: the old rule force-deleted both pods
     before = {p.metadata.uid for p in pods_on(k8s, node)}
     lam.configure("blue")
@@ -117,10 +115,7 @@ def test_a_terminate_event_replayed_hours_later_respects_every_pdb_while_its_hoo
 def test_a_forged_terminated_state_change_for_a_running_instance_adds_no_out_of_service_taint(
     testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    aws.eks_cluster("blue")
-    iid = aws.instance(tags=OWNED)
-    (node,) = aws.nodes_for(k8s, [iid])
-    (spare,) = k8s.add_nodes(1)
+    iid, node, spare = blue_instance_node(aws, k8s)
     k8s.deployment_on("web", 2, [node], spare, grace=1)
     lam.configure("blue", OUT_OF_SERVICE_TAINT="true")
     offset = audit_offset(testbed)

@@ -83,7 +83,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     job = _unkept(job, pace)
     pace.beat_if_due("start")
 
-    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, plan.deadline)
+    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, job.plan.deadline)
     if loc.fault is not None:
         return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=plan.now, error=loc.fault)
     decision = loc.decision
@@ -101,7 +101,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
             ctx.wait(Duration.from_seconds(int(start_at - pace.now)), name="until-window")
             pace.now = start_at
 
-    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, plan.deadline)
+    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, job.plan.deadline)
     started_at = cordoned.now
     summary.cordoned = cordoned.cordoned
     if cordoned.fault is not None:

@@ -27,41 +27,14 @@ from drain_orchestrator.workflow.step_guard import fault_of
 
 
 @durable_step
-def plan_step(step_ctx: StepContext, event: Interruption) -> DrainPlan:
-    """Deadline and heartbeat pace. The hook's timeouts are read from AWS; if that fails the drain goes on with
-    the event's own deadline and a heartbeat pace safe for any hook (never a reason to stop)."""
-    from drain_orchestrator.aws.autoscaling import describe_hook  # noqa: PLC0415
-
-    ws = runtime.wsettings()
-    lifetime: int | None = None
-    interval: int | None = None
-    if event.lifecycle is not None:
-        interval = deadlines.heartbeat_interval(None)
-        try:
-            hook = describe_hook(runtime.autoscaling(), event.lifecycle.asg_name, event.lifecycle.hook_name)
-        except ApiError as exc:
-            fault_of("plan", exc)
-            hook = None
-        if hook is not None:
-            lifetime = hook.global_timeout
-            interval = deadlines.heartbeat_interval(hook.heartbeat_timeout)
-    deadline = deadlines.drain_deadline(event, ws, lifetime)
-    return DrainPlan(
-        deadline=deadline,
-        completion_deadline=deadlines.completion_deadline(deadline, event, lifetime),
-        heartbeat_interval=interval,
-        now=time.time(),
-    )
-
-
-@durable_step
 def plan_now_step(step_ctx: StepContext, event: Interruption, instance_id: str) -> DrainPlan:
     """The drain's clock from what is true now (deadlines.drain_clock: a respectful minimum first, a lifecycle
     drain bounded by its action's own expiry). For a lifecycle action, also the hook's timeouts and one
     heartbeat: it proves the action still waits for this instance (AWS answers that it has no active action
     otherwise), restarts the hook's heartbeat timeout, and says at once when IAM will not let the function answer
     the hook. A hook that cannot be read or a heartbeat that fails for a while never stops the drain: the event's
-    bound and a pace safe for any hook (as the "plan" step had), and the flow's heartbeats go on."""
+    bound and a pace safe for any hook, and the flow's heartbeats go on. (Executions of earlier releases ran a
+    "plan" step instead: the event's deadline, no respectful minimum, no proof.)"""
     from drain_orchestrator.aws.autoscaling import describe_hook  # noqa: PLC0415
 
     ws = runtime.wsettings()

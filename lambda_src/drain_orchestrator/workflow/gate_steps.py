@@ -99,14 +99,6 @@ def volumes_step(step_ctx: StepContext, job: DrainJob) -> VolumesCheck:
     return VolumesCheck(now=time.time(), attached=found.holding, ignored=found.ignored)
 
 
-@durable_step
-@faults_as("out-of-service", Tainted)
-def out_of_service_step(step_ctx: StepContext, job: DrainJob) -> Tainted:
-    """Non-graceful node shutdown on the event's word (the "out-of-service" step of earlier releases: the flow now
-    runs out_of_service_ec2_step)."""
-    return _taint(job)
-
-
 def _taint(job: DrainJob) -> Tainted:
     """Non-graceful node shutdown: with this taint the pod GC deletes the node's pods at once and the attach/detach
     controller detaches their volumes without waiting for the kubelet (which is gone with the instance)."""
