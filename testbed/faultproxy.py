@@ -147,6 +147,7 @@ class FaultProxy:
         self.faults: list[Fault] = []
         self.counts: dict[str, int] = {}
         self.injected_counts: dict[str, int] = {}
+        self.injected_at: dict[str, list[float]] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -207,6 +208,11 @@ class FaultProxy:
         with self.lock:
             return self.injected_counts.get(action, 0)
 
+    def injected_times(self, action: str) -> list[float]:
+        """When each request for ``action`` was answered with a fault (epoch seconds, in order)."""
+        with self.lock:
+            return list(self.injected_at.get(action, []))
+
     def _take(self, action: str) -> Fault | None:
         now = time.time()
         with self.lock:
@@ -216,6 +222,7 @@ class FaultProxy:
                     f.injected += 1
                     f.last_injected_at = now
                     self.injected_counts[action] = self.injected_counts.get(action, 0) + 1
+                    self.injected_at.setdefault(action, []).append(now)
                     return f
         return None
 

@@ -171,11 +171,19 @@ def in_respect_window(respect_until: float | None, now: float) -> bool:
     return respect_until is not None and now < respect_until
 
 
-def beat_retry_delay(failures: int, interval: int | None) -> float:
-    """When a failed heartbeat is tried again: 2 s doubling, never later than one heartbeat interval, so the
-    hook's timeout still leaves room for two more tries (a third of it each); ``failures`` counts from 0."""
+def beat_retry_delay(
+    failures: int, interval: int | None, now: float | None = None, lapses: float | None = None
+) -> float:
+    """When a failed heartbeat is tried again (``failures`` in a row before it, from 0): 2 s doubling, never more
+    than a heartbeat interval, and never more than half the time left before the action ``lapses`` (its last
+    recorded heartbeat + its HeartbeatTimeout): backing off from a refusal, yet trying more often as the lapse comes
+    near, so a fault shorter than the timeout never costs the action."""
     delay = float(min(BEAT_RETRY_MAX_SECONDS, 2 * 2 ** min(failures, 16)))
-    return delay if interval is None else max(1.0, min(delay, float(interval)))
+    if interval is not None:
+        delay = min(delay, float(interval))
+    if now is not None and lapses is not None:
+        delay = min(delay, (lapses - now) / 2)
+    return max(1.0, delay)
 
 
 BEAT_RETRY_MAX_SECONDS = 120

@@ -120,25 +120,25 @@ def test_spot_interruption_drains_with_grace_clipped_to_the_two_minute_window(
     iid = aws.instance(tags=OWNED)
     (node,) = aws.nodes_for(k8s, [iid])
     (spare,) = k8s.add_nodes(1)
-    # a pod asking for 10 minutes of grace: the warning leaves two (here 50 s); its replacement may go to spare
+    # a pod asking for 10 minutes of grace: the warning leaves two (here 20 s); its replacement may go to spare
     k8s.deployment_on("slow", 1, [node], spare, grace=600)
     (pod,) = _node_pods(k8s, node)
     lam.configure("blue")
     event = samples.ec2_event("spot-interruption-terminate.json", instance_id=iid)
-    event["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 70))  # 50 s left
+    event["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 100))  # 20 s left
     started = time.time()
     run = lam.run(event, now=False)
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]
-    # evicted with its own grace in the drain's respectful first MIN_DRAIN_SECONDS (30 s), then, the deadline
-    # policy on, its grace shortened so that it ends before the instance does
-    deadline = started + 50
+    # evicted with its own grace in the drain's respectful first MIN_DRAIN_SECONDS (the harness's 10 s), then, the
+    # deadline policy on, its grace shortened so that it ends before the instance does
+    deadline = started + 20
     assert time.time() < deadline + 15
     assert inst["result"] in ("drained", "deadline-missed")
     try:
         gone = k8s.core.read_namespaced_pod(pod.metadata.name, k8s.ns)
         assert gone.metadata.deletion_timestamp is not None
-        assert gone.metadata.deletion_grace_period_seconds <= 25
+        assert gone.metadata.deletion_grace_period_seconds <= 20
     except ApiException as e:
         assert e.status == 404
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import pytest
@@ -167,6 +168,17 @@ def test_failed_heartbeats_back_off_but_never_past_an_interval() -> None:
     assert [deadlines.beat_retry_delay(n, 100) for n in range(7)] == [2, 4, 8, 16, 32, 64, 100]
     assert [deadlines.beat_retry_delay(n, 10) for n in range(4)] == [2, 4, 8, 10]
     assert deadlines.beat_retry_delay(30, None) == deadlines.BEAT_RETRY_MAX_SECONDS
+
+
+def test_failed_heartbeats_are_tried_more_often_as_the_action_nears_its_lapse() -> None:
+    """A 30 s hook last kept alive at T0, refused from T0 + 10 on: every retry comes before the lapse at T0 + 30,
+    each at most half the time left, so a fault of 20 s costs the action nothing."""
+    now, tries = T0 + 10, []
+    for n in range(12):
+        now += deadlines.beat_retry_delay(n, 10, now, T0 + 30)
+        tries.append(now)
+    assert all(t < T0 + 30 for t in tries[:5]) and tries[0] == T0 + 12
+    assert [round(b - a, 2) for a, b in itertools.pairwise(tries[:4])] == [4, 7, 3.5]  # doubling, then halving
 
 
 def test_an_action_that_can_no_longer_be_kept_bounds_the_drain() -> None:

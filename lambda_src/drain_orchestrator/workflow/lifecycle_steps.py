@@ -13,7 +13,7 @@ from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.ownership import Decision
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper, beat, denied
+from drain_orchestrator.workflow.heartbeat import BACKOFF, HeartbeatKeeper, action_key, beat, denied
 from drain_orchestrator.workflow.results import BeatOutcome, Completion, ReadyCheck
 from drain_orchestrator.workflow.step_guard import fault_of, faults_as
 
@@ -30,9 +30,11 @@ def heartbeat_step(step_ctx: StepContext, event: Interruption, instance_id: str)
         outcome = beat(ref, instance_id)
     except ApiError as exc:
         if exc.kind is not FailureKind.FORBIDDEN:
+            BACKOFF.failure(action_key(ref, instance_id))  # the keepers of later steps wait for the flow's retry
             raise
         denied(event, exc)
         return BeatOutcome("denied", time.time())
+    BACKOFF.success(action_key(ref, instance_id))
     logger.info("lifecycle heartbeat", extra={"outcome": outcome})
     return BeatOutcome(outcome, time.time())
 

@@ -125,7 +125,9 @@ class Pace:
         self.now = max(self.now, res.now)
         self.beats += 1
         if res.fault is not None:
-            self.beat_retry_at = res.now + deadlines.beat_retry_delay(self.beat_failures, self.interval)
+            lapses = (self.last_beat or self.event.event_time) + (self.heartbeat_timeout or 3 * (self.interval or 0))
+            delay = deadlines.beat_retry_delay(self.beat_failures, self.interval, res.now, lapses)
+            self.beat_retry_at = res.now + delay
             self.beat_failures += 1
         elif res.outcome == "recorded":
             self.last_beat, self.beat_retry_at, self.beat_failures = res.now, None, 0
