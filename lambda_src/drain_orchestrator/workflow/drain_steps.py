@@ -57,6 +57,8 @@ def plan_now_step(step_ctx: StepContext, event: Interruption, instance_id: str) 
         if not ws.dry_run:
             proof, last_beat = _prove(event, instance_id)
     clock = deadlines.drain_clock(event, ws, now, action)
+    if proof == "already-done":  # answered since the decision (by someone else, or timed out): not acted on
+        metric("EventsIgnored", reason=Reason.ACTION_NOT_PENDING.value, kind=event.kind)
     logger.info(
         "drain planned",
         extra={
