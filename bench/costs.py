@@ -81,7 +81,7 @@ LIVENESS_SECONDS = 0.2  # a warm invocation that validates settings and counts o
 # FunctionErrors, one per dead-letter queue, StepsFailing, Throttles, AsyncEventAge, EventBridgeFailedInvocations,
 # Liveness
 ALARMS_FIXED = 8
-ALARMS_PER_CLUSTER = 2  # DeadlineMissed-<cluster>, DrainHeld-<cluster>
+ALARMS_PER_CLUSTER = 3  # DeadlineMissed-<cluster>, DrainHeld-<cluster>, LifecycleAccessDenied-<cluster>
 
 
 @dataclass(frozen=True)

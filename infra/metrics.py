@@ -76,6 +76,7 @@ class OrchestratorMetrics:
     metric_pods_force_deleted = _helper("PodsForceDeleted")
     metric_drain_deadline_missed = _helper("DrainDeadlineMissed")
     metric_function_reported_errors = _helper("Errors")
+    metric_lifecycle_access_denied = _helper("LifecycleAccessDenied")
 
     @staticmethod
     def metric_deadline_missed_in_cluster(cluster: str) -> cw.IMetric:

@@ -29,8 +29,8 @@ def nag_acknowledgements(config: OrchestratorConfig) -> dict[str, str]:
             "from); durable functions support it. Moving to 3.14 is a deliberate lock change."
         ),
         f"{_IAM}5[Resource::*]": (
-            "ec2:DescribeInstances and autoscaling:DescribeLifecycleHooks/DescribeTags support no "
-            "resource-level permissions; they are read-only."
+            "ec2:DescribeInstances and autoscaling:DescribeAutoScalingGroups/DescribeAutoScalingInstances/"
+            "DescribeLifecycleHooks/DescribeTags support no resource-level permissions; they are read-only."
         ),
     }
     if config.served_asg_names:
@@ -42,7 +42,8 @@ def nag_acknowledgements(config: OrchestratorConfig) -> dict[str, str]:
     else:
         reasons[f"{_IAM}5[Resource::{_ASG_ARN}/*]"] = (
             "Lifecycle calls on any Auto Scaling group are restricted by a condition to groups tagged for "
-            "a served cluster (kubernetes.io/cluster/<name> or eks:cluster-name); asgNames narrows further."
+            "a served cluster (kubernetes.io/cluster/<name>, eks:cluster-name, or the ownershipTag); asgNames "
+            "narrows further."
         )
     if config.vpc is not None:
         reasons[f"{_IAM}4[Policy::{_MANAGED}/AWSLambdaVPCAccessExecutionRole]"] = (

@@ -47,6 +47,7 @@ METRIC_WIDGETS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Deadlines missed", (("DrainDeadlineMissed", "Sum"),)),
     ("Drains refused (kubectl would refuse too)", (("DrainRefused", "Sum"),)),
     ("Drains held (s)", (("DrainHeldSeconds", "Maximum"),)),
+    ("Lifecycle calls denied by IAM", (("LifecycleAccessDenied", "Sum"),)),
     ("Errors (function-reported)", (("Errors", "Sum"),)),
 )
 
@@ -76,6 +77,11 @@ def drain_held(cluster: str) -> cw.MathExpression:
     """Drains held past HELD_NOTIFY_SECONDS in one cluster, whatever the event kind: DrainHeldSeconds is emitted
     once per held drain, with the seconds held when it was said."""
     return _over_kinds("DrainHeldSeconds", "Maximum", cluster)
+
+
+def lifecycle_access_denied(cluster: str) -> cw.MathExpression:
+    """Drains in one cluster whose lifecycle hook IAM would not let the function answer (lifecycle-access-denied)."""
+    return _over_kinds("LifecycleAccessDenied", "Sum", cluster)
 
 
 def _over_kinds(metric_name: str, statistic: str, cluster: str) -> cw.MathExpression:
@@ -156,6 +162,13 @@ class Observability(Construct):
                 deadline_missed(cluster),
                 f"A drain in cluster {cluster} missed its deadline (the instance went away first).",
                 "deadlinemissed-cluster",
+            )
+            alarm(
+                f"LifecycleAccessDenied-{cluster}",
+                lifecycle_access_denied(cluster),
+                f"IAM denied the function a heartbeat or completion of a lifecycle hook in cluster {cluster}: the "
+                "group fails the policy's tag condition, and its hook falls to its DefaultResult.",
+                "lifecycleaccessdenied-cluster",
             )
             alarm(
                 f"DrainHeld-{cluster}",

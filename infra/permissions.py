@@ -17,8 +17,12 @@ from .config import OrchestratorConfig
 ASG_TAG_CONDITION = "autoscaling:ResourceTag"
 CLUSTER_TAG_VALUES = ["owned", "shared"]
 LIFECYCLE_ACTIONS = ["autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"]
-# hook timeouts (DescribeLifecycleHooks) and an instance's ASG tags when its own do not decide (DescribeTags)
+# hook timeouts (DescribeLifecycleHooks), an instance's ASG tags when its own do not decide (DescribeTags), whether a
+# lifecycle action still waits in the event's group (DescribeAutoScalingInstances) and whether a group that answers
+# a heartbeat with ValidationError is gone (DescribeAutoScalingGroups)
 AUTOSCALING_DESCRIBE = [
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
     "autoscaling:DescribeLifecycleHooks",
     "autoscaling:DescribeTags",
 ]
@@ -81,6 +85,20 @@ def function_statements(config: OrchestratorConfig) -> list[iam.PolicyStatement]
             conditions={"StringEquals": {f"{ASG_TAG_CONDITION}/eks:cluster-name": list(config.clusters)}},
         )
     )
+    if config.ownership_tag:
+        # Ownership by OWNERSHIP_TAG on a group: its hooks must be answerable too (the function's rule is
+        # drain_orchestrator.lifecycle_grant; tests/infra/test_lifecycle_grant.py compares the two). key=value
+        # marks the one served cluster's groups, a key alone names the cluster in its value.
+        key, _, value = config.ownership_tag.partition("=")
+        values = [value] if value else list(config.clusters)
+        statements.append(
+            iam.PolicyStatement(
+                sid="LifecycleOwnershipTag",
+                actions=LIFECYCLE_ACTIONS,
+                resources=_asg_arns(config),
+                conditions={"StringEquals": {f"{ASG_TAG_CONDITION}/{key}": values}},
+            )
+        )
     statements.extend(_load_balancer_statements(config))
     return statements
 

@@ -183,6 +183,14 @@ class AwsSeed:
         group = asc.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
         return [i["InstanceId"] for i in group["Instances"]]
 
+    def stop_instance(self, instance_id: str) -> None:
+        """EC2 stops the instance (moto: at once): what a state-change "stopping" event is about."""
+        self.client("ec2").stop_instances(InstanceIds=[instance_id])
+
+    def terminate_instance(self, instance_id: str) -> None:
+        """EC2 terminates the instance (moto: at once): what a state-change "shutting-down"/"terminated" is about."""
+        self.client("ec2").terminate_instances(InstanceIds=[instance_id])
+
     def describe(self, instance_id: str) -> dict[str, Any]:
         res = self.client("ec2").describe_instances(InstanceIds=[instance_id])
         return res["Reservations"][0]["Instances"][0]  # type: ignore[no-any-return]
@@ -204,9 +212,27 @@ class AwsSeed:
             self._post("/_testbed/lifecycle/start", {"asg": asg, "hook": hook, "instance_id": instance_id})["token"]
         )
 
+    def set_hook_global_timeout(self, asg: str, hook: str, seconds: int) -> None:
+        """A hook's GlobalTimeout, reported and enforced (AWS derives it: min(100 x HeartbeatTimeout, 48 h); the
+        bed lets a test make it short)."""
+        self._post("/_testbed/autoscaling/hook-global-timeout", {"asg": asg, "hook": hook, "seconds": seconds})
+
+    def enforce_iam(self, role_name: str, policies: list[dict[str, Any]]) -> None:
+        """From now on the role's calls on named resources are allowed or denied by these identity policies
+        ([{name, policy}]), as IAM would (testbed/aws/iam.py); an empty list lifts it."""
+        self._post("/_testbed/iam/policies", {"role_arn": self.role_arn(role_name), "policies": policies})
+
+    def lifecycle_state(self, instance_id: str) -> tuple[str, str] | None:
+        """(group, LifecycleState) as DescribeAutoScalingInstances reports the instance; None: in no group."""
+        found = self.client("autoscaling").describe_auto_scaling_instances(InstanceIds=[instance_id])
+        for inst in found.get("AutoScalingInstances", []):
+            return str(inst["AutoScalingGroupName"]), str(inst["LifecycleState"])
+        return None
+
     def lifecycle_actions(self) -> list[dict[str, Any]]:
-        """Every action: state (ACTIVE, COMPLETED, TIMED_OUT, SUPERSEDED), result, heartbeats, last_heartbeat,
-        completed_by (the caller's role ARN, "access-key:<id>", or "timeout"), completed_with, completed_at."""
+        """Every action: state (ACTIVE, COMPLETED, TIMED_OUT, SUPERSEDED), result (the hook's DefaultResult once
+        timed out), heartbeats, last_heartbeat, completed_by (the caller's role ARN, "access-key:<id>", or
+        "timeout"), completed_with, completed_at, global_deadline."""
         return list(self._post("/_testbed/lifecycle/actions"))
 
     def complete_lifecycle_action_as(

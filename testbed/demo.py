@@ -107,8 +107,7 @@ def scenario(world: dict[str, Any]) -> list[tuple[str, dict[str, Any], Any]]:
             world["scenarios"].append(joined)
         return lifecycle("asg-launch.json", new, "blue-nodes", "join")
 
-    health = samples.health_event([c, g, unknown])
-    health["detail"]["startTime"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 1830))
+    health = samples.health_event([c, g, unknown], start=time.time() + 1830)
     reclaimed = samples.ec2_event("capacity-reservation-interruption.json", instance_id=g)
     reclaimed["detail"]["instance-termination-time"] = time.strftime(
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 120)

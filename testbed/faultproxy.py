@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-FaultKind = Literal["throttle", "server-error", "plain-503", "reset"]
-KINDS: tuple[str, ...] = ("throttle", "server-error", "plain-503", "reset")
+FaultKind = Literal["throttle", "server-error", "plain-503", "reset", "validation"]
+KINDS: tuple[str, ...] = ("throttle", "server-error", "plain-503", "reset", "validation")
 # hop-by-hop headers are the proxy's own business (RFC 9110 7.6.1); lengths are recomputed
 _HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"}
 _EKS_PATHS = (
@@ -117,6 +117,8 @@ def fault_response(kind: FaultKind, service: str, json_protocol: bool) -> tuple[
         )
         if json_protocol:
             code, status = ("ThrottlingException", 400) if service != "eks" else ("TooManyRequestsException", 429)
+    elif kind == "validation":  # AWS's answer to a request it refuses as such (a query service's, HTTP 400)
+        code, status, message = "ValidationError", 400, "Request refused (injected by the fault proxy)"
     else:
         code, status, message = "InternalFailure", 500, "The request processing has failed because of an unknown error"
     if json_protocol:
@@ -145,6 +147,7 @@ class FaultProxy:
         self.faults: list[Fault] = []
         self.counts: dict[str, int] = {}
         self.injected_counts: dict[str, int] = {}
+        self.injected_at: dict[str, list[float]] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -205,6 +208,11 @@ class FaultProxy:
         with self.lock:
             return self.injected_counts.get(action, 0)
 
+    def injected_times(self, action: str) -> list[float]:
+        """When each request for ``action`` was answered with a fault (epoch seconds, in order)."""
+        with self.lock:
+            return list(self.injected_at.get(action, []))
+
     def _take(self, action: str) -> Fault | None:
         now = time.time()
         with self.lock:
@@ -214,6 +222,7 @@ class FaultProxy:
                     f.injected += 1
                     f.last_injected_at = now
                     self.injected_counts[action] = self.injected_counts.get(action, 0) + 1
+                    self.injected_at.setdefault(action, []).append(now)
                     return f
         return None
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import email.utils
 import json
 from pathlib import Path
 from typing import Any
 
 EVENTS_DIR = Path(__file__).resolve().parent.parent / "events"
 SAMPLE_INSTANCE = "i-0123456789abcdef0"
+HEALTH_WINDOW_SECONDS = 8 * 3600  # the sample's window: 22:00 to 06:00
 
 
 def names(prefix: str = "") -> list[str]:
@@ -41,8 +43,13 @@ def ec2_event(name: str, *, instance_id: str) -> dict[str, Any]:
     return event
 
 
-def health_event(instance_ids: list[str]) -> dict[str, Any]:
+def health_event(instance_ids: list[str], *, start: float | None = None) -> dict[str, Any]:
+    """The scheduled-change sample for these instances; ``start`` (epoch) moves its window there, its end the
+    sample's 8 hours later (a window that ended is a stale event for a running instance)."""
     event = copy.deepcopy(load("health-scheduled-change.json"))
     event["resources"] = list(instance_ids)
     event["detail"]["affectedEntities"] = [{"entityValue": i, "tags": {}} for i in instance_ids]
+    if start is not None:
+        event["detail"]["startTime"] = email.utils.formatdate(start, usegmt=True)
+        event["detail"]["endTime"] = email.utils.formatdate(start + HEALTH_WINDOW_SECONDS, usegmt=True)
     return event

@@ -129,6 +129,7 @@ class Soak:
         elif p.what == "spot":
             events.append(("spot", samples.ec2_event("spot-interruption-terminate.json", instance_id=iid or "")))
         elif p.what == "state-change":
+            self.aws.terminate_instance(iid or "")  # what the event says; the function checks it with EC2
             events.append(("state-change", samples.ec2_event("state-change-shutting-down.json", instance_id=iid or "")))
         elif p.what == "capacity-reservation":
             warning = samples.ec2_event("capacity-reservation-interruption.json", instance_id=iid or "")

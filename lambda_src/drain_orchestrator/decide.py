@@ -1,7 +1,9 @@
-"""From an Interruption to per-instance Decisions: facts (one DescribeInstances), ownership, node, hook rule.
+"""From an Interruption to per-instance Decisions: facts (one DescribeInstances; for a lifecycle event one
+DescribeAutoScalingInstances), ownership, corroboration, node, hook rule.
 
-Thin orchestration shared by `explain` and the workflow. The decision itself is pure (ownership.py); this
-module only fetches what it needs and applies the lifecycle-hook rule for instances with nothing to drain.
+Thin orchestration shared by `explain` and the workflow. The decision itself is pure (ownership.py, then
+corroborate.py: what AWS says now must bear the event out); this module only fetches what it needs and applies the
+lifecycle-hook rule for instances with nothing to drain.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from drain_orchestrator.aws import autoscaling as asg_api
 from drain_orchestrator.aws import ec2 as ec2_api
+from drain_orchestrator.corroborate import corroborate
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.ownership import Decision, decide, needs_asg_tags, with_node
 from drain_orchestrator.settings import Settings
+from drain_orchestrator.workflow_settings import WorkflowSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_autoscaling import AutoScalingClient
@@ -34,6 +38,10 @@ class FactsSource(Protocol):
 
     def asg_tags(self, asg_name: str) -> dict[str, str]: ...
 
+    def group_memberships(self, instance_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """(group, LifecycleState) per instance Auto Scaling has in a group; the others are absent."""
+        ...
+
 
 @dataclass(frozen=True)
 class BotoFacts:
@@ -45,6 +53,10 @@ class BotoFacts:
 
     def asg_tags(self, asg_name: str) -> dict[str, str]:
         return asg_api.asg_tags(self.autoscaling, asg_name)
+
+    def group_memberships(self, instance_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        found = asg_api.group_memberships(self.autoscaling, instance_ids)
+        return {i: (m.group, m.lifecycle_state) for i, m in found.items()}
 
 
 @dataclass(frozen=True)
@@ -66,9 +78,21 @@ class Assessment:
         return cls(Decision.from_dict(data["decision"]), None if facts is None else InstanceFacts.from_dict(facts))
 
 
-def decide_event(event: Interruption, settings: Settings, source: FactsSource) -> list[Assessment]:
-    """One DescribeInstances for all ids; ASG tags (once per group) only where instance tags do not decide."""
+def decide_event(
+    event: Interruption, settings: Settings, source: FactsSource, *, now: float, ws: WorkflowSettings
+) -> list[Assessment]:
+    """One DescribeInstances for all ids; ASG tags (once per group) only where instance tags do not decide; for
+    an event with a lifecycle action, one DescribeAutoScalingInstances (per 50 ids) for the known instances. Each
+    owned decision is then corroborated against those facts at ``now``."""
     facts_by_id = source.describe_instances(event.instance_ids)
+    if event.lifecycle is not None:
+        known = [i for i in event.instance_ids if facts_by_id.get(i) is not None]
+        groups = source.group_memberships(known) if known else {}
+        for iid in known:
+            facts = facts_by_id[iid]
+            assert facts is not None
+            group, state = groups.get(iid, (None, None))
+            facts_by_id[iid] = facts.with_group(group, state)
     asg_cache: dict[str, dict[str, str]] = {}
     assessments: list[Assessment] = []
     for instance_id in event.instance_ids:
@@ -77,7 +101,8 @@ def decide_event(event: Interruption, settings: Settings, source: FactsSource) -
             if facts.asg_name not in asg_cache:
                 asg_cache[facts.asg_name] = source.asg_tags(facts.asg_name)
             facts = facts.with_asg_tags(asg_cache[facts.asg_name])
-        assessments.append(Assessment(decide(instance_id, facts, settings, event), facts))
+        decision = corroborate(decide(instance_id, facts, settings, event), facts, event, now, ws)
+        assessments.append(Assessment(decision, facts))
     return assessments
 
 

@@ -27,10 +27,14 @@ class Result(StrEnum):
     CLAIM_LOST = "claim-lost"  # internal to the drain loop: another execution took the node's drain claim over
     READY = "ready"  # asg-launch: the node joined and is Ready
     TIMED_OUT = "timed-out"  # asg-launch: LAUNCH_READY_TIMEOUT_SECONDS passed first
+    # IAM denied a heartbeat or the completion (the group fails the policy's tag condition): not retried, the drain
+    # ran until the action's life without heartbeats ended; the hook falls to its DefaultResult
+    LIFECYCLE_ACCESS_DENIED = "lifecycle-access-denied"
 
 
 ON_FAILURE = "on-failure"  # the lifecycle action gets LIFECYCLE_RESULT_ON_FAILURE (or LAUNCH_TIMEOUT_RESULT)
 DEADLINE_ALARM = "DeadlineMissed-<cluster>"
+ACCESS_DENIED_ALARM = "LifecycleAccessDenied-<cluster>"
 FUNCTION_ERRORS_ALARM = "FunctionErrors"  # the execution fails after its verdicts, see event_flow.py
 
 
@@ -60,6 +64,7 @@ RULES: dict[Result, Rule] = {
     Result.CLAIM_LOST: Rule(False, None, None, None, None),
     Result.READY: Rule(True, "CONTINUE", None, None, None),
     Result.TIMED_OUT: Rule(False, ON_FAILURE, None, None, None),
+    Result.LIFECYCLE_ACCESS_DENIED: Rule(False, None, "failed", "LifecycleAccessDenied", ACCESS_DENIED_ALARM),
 }
 
 
@@ -155,6 +160,8 @@ class InstanceOutcome:
 
     @property
     def failed(self) -> bool:
-        """A failed drain, or a lifecycle action that could not be completed: the execution fails after its
-        verdicts (its event reaches the dead-letter queue)."""
-        return self.result is Result.FAILED or bool((self.lifecycle or {}).get("error"))
+        """A failed drain, a lifecycle action that could not be completed, or one IAM does not let the function
+        answer: the execution fails after its verdicts (its event reaches the dead-letter queue, to be replayed once
+        fixed)."""
+        denied = self.result is Result.LIFECYCLE_ACCESS_DENIED
+        return self.result is Result.FAILED or denied or bool((self.lifecycle or {}).get("error"))

@@ -49,6 +49,12 @@ class Reason(StrEnum):
     MANAGED_BY_KARPENTER = "managed-by-karpenter"  # Karpenter handles this instance's interruptions itself
     MANAGED_BY_AUTO_MODE = "managed-by-auto-mode"  # EKS Auto Mode handles this instance's interruptions itself
     MANAGED_BY_NODE_GROUP = "managed-by-node-group"  # rebalance of a managed node group's instance: MNG's own job
+    # owned, but what AWS says now contradicts the event (corroborate.py; docs/reliability.md "What the orchestrator
+    # believes"): nothing is done
+    STALE_EVENT = "stale-event"  # the event's moment passed long ago and EC2 still reports the instance running
+    STATE_CONTRADICTS_EVENT = "state-contradicts-event"  # EC2's state for the instance is not where the event says
+    ACTION_NOT_PENDING = "action-not-pending"  # the lifecycle action is no longer waiting (done, timed out, replaced)
+    GROUP_MISMATCH = "group-mismatch"  # the event's Auto Scaling group is not the instance's
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,15 @@ def _decide_instance(
         return Decision(instance_id, False, verdict.others[0], Reason.OTHER_CLUSTER, "skip")
     reason = Reason.TAG_VALUE_MISMATCH if verdict.mismatch else Reason.UNTAGGED
     return Decision(instance_id, False, None, reason, "skip")
+
+
+def owning_cluster(facts: InstanceFacts, settings: Settings) -> str | None:
+    """The one served cluster the instance's tags (then its ASG's, when read) name, whatever the event: None when
+    they name none, several, or only other clusters."""
+    verdict = _read_tags(facts.instance_tags, settings)
+    if not verdict.decisive and facts.asg_tags is not None:
+        verdict = _read_tags(facts.asg_tags, settings)
+    return verdict.clusters[0] if len(verdict.clusters) == 1 else None
 
 
 def needs_asg_tags(facts: InstanceFacts | None, settings: Settings) -> bool:

@@ -35,8 +35,8 @@ MAX_CHECKPOINT_BYTES = 100 * 1024 * 1024
 # The largest checkpoint of one operation: a drain pass's report of a full node (every pod held, reasons clipped).
 CHECKPOINT_BYTES_PER_OPERATION = 32 * 1024
 # Operations outside the paced loops: plan, locate, cordon, claims, announce (and its deferred Event), held notices,
-# the verdict's steps, first retries of a failed step.
-FIXED_OPERATIONS = 40
+# the verdict's steps, first retries of a failed step, the pass and wait that end a drain's respectful minimum.
+FIXED_OPERATIONS = 42
 # Hook HeartbeatTimeouts probed for the worst case (AWS accepts 30..7200 s): 1728 s is where 100 x the timeout
 # reaches 48 h, the most heartbeats one action can need.
 HEARTBEAT_TIMEOUTS = (30, 60, 120, 300, 600, 900, 1200, 1728, 1800, 2700, 3600, 7200)
@@ -84,9 +84,14 @@ def gate_recheck_delay(attempt: int, ws: WorkflowSettings) -> int:
     return int(max(GATE_RECHECK_MAX_SECONDS, min(ws.held_recheck_max_seconds, slow)))
 
 
-def pass_budget(now: float, deadline: float, ws: WorkflowSettings) -> float:
-    """Seconds one drain pass may run: DRAIN_PASS_SECONDS, never past the deadline."""
-    return max(1.0, min(float(ws.drain_pass_seconds), deadline - now))
+def pass_budget(now: float, deadline: float, ws: WorkflowSettings, respect_until: float | None = None) -> float:
+    """Seconds one drain pass may run: DRAIN_PASS_SECONDS, never past the deadline. A pass inside the drain's
+    respectful minimum (``respect_until``, where the deadline policy is off) ends with it when the deadline is
+    within two passes: the next pass, with the policy on, still comes before the deadline."""
+    end = min(now + ws.drain_pass_seconds, deadline)
+    if respect_until is not None and now < respect_until and deadline <= now + 2 * ws.drain_pass_seconds:
+        end = min(end, respect_until)
+    return max(1.0, end - now)
 
 
 def wait_seconds(now: float, want: float, deadline: float, next_beat: float | None) -> int:

@@ -34,6 +34,10 @@ MAX_SECONDS = 48 * 3600
 # Scheduled changes are announced days ahead; starting a drain more than a week early is a typo.
 MAX_LEAD_SECONDS = 7 * 24 * 3600
 MAX_RECHECK_SECONDS = 3600
+# MIN_DRAIN_SECONDS: below 10 s a PDB's replacement pod could not even start; above an hour no Spot, state-change
+# or rebalance drain would ever get its deadline policy
+MIN_DRAIN_FLOOR = 10
+MAX_MIN_DRAIN = 3600
 _ASCII_INT = re.compile(r"[+-]?[0-9]{1,12}")  # int() also takes full-width digits, "1_000" and 4000-digit numbers
 # Kubernetes taint keys are qualified names: [DNS-1123 subdomain prefix "/"] name (validation.IsQualifiedName).
 _NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -51,6 +55,9 @@ class WorkflowSettings:
     grace_period: int | None = None  # None: each pod's own terminationGracePeriodSeconds
     skip_wait_for_delete_timeout: int = 120  # a pod terminating longer than this no longer holds the drain
     force_delete_on_deadline: bool = True  # near the deadline, delete pods a PDB still protects (grace >= 1 s)
+    # a drain's first seconds are kubectl's: PDBs respected, each pod's own grace; the deadline policy (grace clipped
+    # to the deadline, force-delete) only after, and the drain's deadline is never sooner (deadlines.drain_clock)
+    min_drain_seconds: int = 30
     taint: tuple[str, str] | None = None  # optional NoSchedule-like taint put on cordon
     exclude_from_load_balancers: bool = True
     # deadlines (seconds after the event) where the event does not carry one; None = no deadline
@@ -95,6 +102,7 @@ class WorkflowSettings:
                 env, "DRAIN_SKIP_WAIT_FOR_DELETE_TIMEOUT", d.skip_wait_for_delete_timeout, 0
             ),
             force_delete_on_deadline=_bool(env, "FORCE_DELETE_ON_DEADLINE", d.force_delete_on_deadline),
+            min_drain_seconds=_int(env, "MIN_DRAIN_SECONDS", d.min_drain_seconds, MIN_DRAIN_FLOOR, MAX_MIN_DRAIN),
             taint=_taint(env.get("DRAIN_TAINT")),
             exclude_from_load_balancers=_bool(env, "EXCLUDE_FROM_LOAD_BALANCERS", d.exclude_from_load_balancers),
             deadline_asg_terminate=_int_or_none(env, "DEADLINE_ASG_TERMINATE_SECONDS", 1),

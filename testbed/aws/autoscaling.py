@@ -1,16 +1,26 @@
-"""Auto Scaling extensions of the emulator.
+"""Auto Scaling extensions of the emulator, held to what AWS's API reference documents.
 
 Lifecycle actions: moto lacks CompleteLifecycleAction and RecordLifecycleActionHeartbeat. Here an action is *active*
 for (ASG, hook, instance) while it waits; it is started by ``POST /_testbed/lifecycle/start`` (what AWS does when an
 instance enters Pending:Wait / Terminating:Wait), completed by token or instance id, and times out after the hook's
-HeartbeatTimeout (restarted by each heartbeat) or its global timeout (min(48 h, 100 x heartbeat timeout)). Each action
-records its heartbeats (count, last time) and who completed it: the signing principal (an assumed role's IAM role
-ARN) or ``timeout``. A completed, timed-out or unknown action answers ValidationError "No active Lifecycle Action
-found with token ..." / "... with instance ID ...", as AWS does.
+HeartbeatTimeout (restarted by each heartbeat, never past the global timeout) or its GlobalTimeout, whichever comes
+first; a timed-out action gets the hook's DefaultResult, recorded as completed by ``timeout``. Each action records
+its heartbeats (count, last time) and who completed it: the signing principal (an assumed role's IAM role ARN) or
+``timeout``. A completed, timed-out or unknown action answers ValidationError "No active Lifecycle Action found with
+token ..." / "... with instance ID ...", as AWS does; a call on a group that no longer exists answers
+ValidationError "AutoScalingGroup name not found - ..." (the wording of AWS's other calls on a missing group).
 
-Instance lifecycle states: moto keeps every group's instances InService; ``POST /_testbed/autoscaling/instance-state``
-sets one instance's LifecycleState (e.g. ``Terminating:Retained``, where a group's instance lifecycle policy keeps an
-instance whose terminate hook was abandoned), as DescribeAutoScalingGroups / DescribeAutoScalingInstances show it.
+Hooks: DescribeLifecycleHooks reports GlobalTimeout as AWS computes it, min(100 x HeartbeatTimeout, 172800 s) (moto
+reports 172800 s for every hook). AWS offers no way to set it; ``POST /_testbed/autoscaling/hook-global-timeout``
+does, so a test can watch an action expire in seconds (the value is reported and enforced like AWS's own).
+
+Instance lifecycle states: moto keeps every group's instances InService. Here an action's start puts its instance in
+the transition's wait state (``Terminating:Wait``, ``Pending:Wait``) and its end moves it on as AWS does: a
+terminating instance to ``Terminating:Proceed`` whatever the result, a launching one to ``InService`` (CONTINUE) or
+``Terminating:Proceed`` (ABANDON). DescribeAutoScalingInstances and DescribeAutoScalingGroups show these states (an
+action that timed out is settled before they answer). ``POST /_testbed/autoscaling/instance-state`` sets one
+instance's LifecycleState directly (e.g. ``Terminating:Retained``, where a group's instance lifecycle policy keeps
+an instance whose terminate hook was abandoned).
 """
 
 from __future__ import annotations
@@ -23,6 +33,18 @@ from typing import Any
 
 from testbed.aws import sts
 
+GLOBAL_TIMEOUT_MAX = 172800  # AWS: a lifecycle action lasts at most 48 h ...
+GLOBAL_TIMEOUT_HEARTBEATS = 100  # ... or 100 x its heartbeat timeout, whichever is smaller
+TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+# the instance's LifecycleState while an action of each transition waits, and after it ends with each result
+WAIT_STATE = {TERMINATING: "Terminating:Wait", "autoscaling:EC2_INSTANCE_LAUNCHING": "Pending:Wait"}
+ENDED_STATE = {
+    (TERMINATING, "CONTINUE"): "Terminating:Proceed",
+    (TERMINATING, "ABANDON"): "Terminating:Proceed",
+    ("autoscaling:EC2_INSTANCE_LAUNCHING", "CONTINUE"): "InService",
+    ("autoscaling:EC2_INSTANCE_LAUNCHING", "ABANDON"): "Terminating:Proceed",
+}
+
 
 @dataclass
 class LifecycleAction:
@@ -34,6 +56,7 @@ class LifecycleAction:
     heartbeat_timeout: int
     global_deadline: float
     deadline: float
+    default_result: str = "ABANDON"
     state: str = "ACTIVE"  # ACTIVE | COMPLETED | TIMED_OUT | SUPERSEDED
     result: str | None = None
     heartbeats: int = 0
@@ -44,11 +67,15 @@ class LifecycleAction:
     completed_at: float | None = None
     history: list[str] = field(default_factory=list)
 
-    def refresh(self, now: float) -> None:
+    def refresh(self, now: float) -> bool:
+        """Time the action out (the hook's DefaultResult) once its heartbeat or global timeout passed; True if so."""
         if self.state == "ACTIVE" and now >= min(self.deadline, self.global_deadline):
             self.state = "TIMED_OUT"
+            self.result = self.default_result
             self.completed_by = "timeout"
             self.completed_at = min(self.deadline, self.global_deadline)
+            return True
+        return False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +84,8 @@ class LifecycleAction:
             "instance_id": self.instance_id,
             "token": self.token,
             "transition": self.transition,
+            "default_result": self.default_result,
+            "global_deadline": self.global_deadline,
             "state": self.state,
             "result": self.result,
             "heartbeats": self.heartbeats,
@@ -75,9 +104,7 @@ class LifecycleStore:
         self.actions: list[LifecycleAction] = []
 
     def start(self, asg: str, hook: str, instance_id: str) -> LifecycleAction:
-        from moto.autoscaling.models import autoscaling_backends
-
-        backend = autoscaling_backend(autoscaling_backends)
+        backend = autoscaling_backend(_backends())
         hooks = backend.describe_lifecycle_hooks(asg, [hook])
         if not hooks:
             raise LookupError(f"no lifecycle hook {hook!r} on auto scaling group {asg!r}")
@@ -91,8 +118,9 @@ class LifecycleStore:
             token=str(uuid.uuid4()),
             transition=str(h.lifecycle_transition),
             heartbeat_timeout=hb,
-            global_deadline=now + min(172800, 100 * hb),
+            global_deadline=now + int(h.global_timeout),
             deadline=now + hb,
+            default_result=str(h.default_result),
         )
         with self.lock:
             # A new action for the same instance and hook replaces a stale one, as a new scale-in would.
@@ -100,15 +128,25 @@ class LifecycleStore:
                 if a.asg == asg and a.hook == hook and a.instance_id == instance_id and a.state == "ACTIVE":
                     a.state, a.completed_at = "SUPERSEDED", now
             self.actions.append(action)
+        _set_state(asg, instance_id, WAIT_STATE.get(action.transition))
         return action
+
+    def refresh_all(self) -> None:
+        """Settle every action whose time is up, and move its instance on (before any describe answers)."""
+        now = time.time()
+        with self.lock:
+            ended = [a for a in self.actions if a.refresh(now)]
+        for a in ended:
+            _ended(a)
 
     def find_active(self, asg: str, hook: str, token: str | None, instance_id: str | None) -> LifecycleAction:
         from moto.autoscaling.exceptions import ValidationError
 
-        now = time.time()
+        self.refresh_all()
+        if asg not in autoscaling_backend(_backends()).autoscaling_groups:
+            raise ValidationError(f"AutoScalingGroup name not found - AutoScalingGroup '{asg}' not found")
         with self.lock:
             for a in self.actions:
-                a.refresh(now)
                 if a.state != "ACTIVE" or a.asg != asg or a.hook != hook:
                     continue
                 if (token and a.token == token) or (not token and instance_id and a.instance_id == instance_id):
@@ -118,10 +156,8 @@ class LifecycleStore:
         raise ValidationError(f"No active Lifecycle Action found with instance ID {instance_id}")
 
     def describe(self) -> list[dict[str, Any]]:
-        now = time.time()
+        self.refresh_all()
         with self.lock:
-            for a in self.actions:
-                a.refresh(now)
             return [a.to_dict() for a in self.actions]
 
     def clear(self) -> None:
@@ -136,6 +172,49 @@ def autoscaling_backend(backends: Any) -> Any:
     from moto.core import DEFAULT_ACCOUNT_ID
 
     return backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+
+
+def _backends() -> Any:
+    from moto.autoscaling.models import autoscaling_backends
+
+    return autoscaling_backends
+
+
+def _set_state(asg: str, instance_id: str, state: str | None) -> None:
+    """Put an instance of a group in ``state`` (nothing when the group or the instance is gone)."""
+    group = autoscaling_backend(_backends()).autoscaling_groups.get(asg)
+    if group is None or state is None:
+        return
+    for inst in group.instance_states:
+        if inst.instance.id == instance_id:
+            inst.lifecycle_state = state
+
+
+def _ended(action: LifecycleAction) -> None:
+    """Move the instance on once none of its hooks' actions for this transition waits any more (AWS holds it in the
+    wait state until every hook answered)."""
+    with LIFECYCLE.lock:
+        waiting = [
+            a
+            for a in LIFECYCLE.actions
+            if a.state == "ACTIVE" and a.instance_id == action.instance_id and a.transition == action.transition
+        ]
+    if not waiting:
+        _set_state(action.asg, action.instance_id, ENDED_STATE.get((action.transition, action.result or "")))
+
+
+def aws_global_timeout(heartbeat_timeout: int) -> int:
+    return min(GLOBAL_TIMEOUT_MAX, GLOBAL_TIMEOUT_HEARTBEATS * heartbeat_timeout)
+
+
+def set_hook_global_timeout(asg: str, hook: str, seconds: int) -> dict[str, Any]:
+    """The bed's knob for a hook's GlobalTimeout (AWS derives it; see the module docstring). Actions started after
+    this use it; DescribeLifecycleHooks reports it."""
+    hooks = autoscaling_backend(_backends()).describe_lifecycle_hooks(asg, [hook])
+    if not hooks:
+        raise LookupError(f"no lifecycle hook {hook!r} on auto scaling group {asg!r}")
+    hooks[0].global_timeout = int(seconds)
+    return {"asg": asg, "hook": hook, "global_timeout": int(seconds)}
 
 
 def install() -> None:
@@ -166,6 +245,7 @@ def install() -> None:
             action.completed_by = sts.caller_principal(self.headers.get("Authorization", ""))
             action.completed_with = "token" if token else "instance-id"
             action.completed_at = time.time()
+        _ended(action)
         return EmptyResult()
 
     def record_lifecycle_action_heartbeat(self: AutoScalingResponse) -> EmptyResult:
@@ -181,11 +261,30 @@ def install() -> None:
     AutoScalingResponse.complete_lifecycle_action = complete_lifecycle_action  # type: ignore[attr-defined]
     AutoScalingResponse.record_lifecycle_action_heartbeat = record_lifecycle_action_heartbeat  # type: ignore[attr-defined]
 
+    # Describe calls answer after the actions whose time is up were settled (their instances moved on).
+    for name in ("describe_auto_scaling_instances", "describe_auto_scaling_groups"):
+        served = getattr(AutoScalingResponse, name)
+
+        def settled_first(self: AutoScalingResponse, _served: Any = served) -> Any:
+            LIFECYCLE.refresh_all()
+            return _served(self)
+
+        setattr(AutoScalingResponse, name, settled_first)
+
+    # GlobalTimeout as AWS computes it from the hook's HeartbeatTimeout (moto reports 48 h for every hook).
+    from moto.autoscaling.models import LifecycleHook
+
+    made = LifecycleHook.__init__
+
+    def with_aws_global_timeout(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        self.global_timeout = aws_global_timeout(int(self.heartbeat_timeout))
+
+    LifecycleHook.__init__ = with_aws_global_timeout  # type: ignore[method-assign]
+
 
 def set_lifecycle_state(instance_id: str, state: str) -> dict[str, str]:
-    from moto.autoscaling.models import autoscaling_backends
-
-    for group in autoscaling_backend(autoscaling_backends).autoscaling_groups.values():
+    for group in autoscaling_backend(_backends()).autoscaling_groups.values():
         for inst in group.instance_states:
             if inst.instance.id == instance_id:
                 inst.lifecycle_state = state

@@ -13,7 +13,7 @@ import json
 import re
 import threading
 import urllib.parse
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,26 +85,31 @@ def _resource(
     return "*", {}
 
 
-def record(bed_dir: Path, environ: dict[str, Any], body: bytes, status: int) -> None:
-    """Append the call to the record when an assumed role made it (after the emulator answered it)."""
+def call_of(environ: dict[str, Any], body: bytes) -> AwsCall | None:
+    """The call a request makes, when an assumed role signed it (None: the test set-up's root keys, unsigned)."""
     found = _CREDENTIAL.search(environ.get("HTTP_AUTHORIZATION", ""))
     if not found:
-        return
+        return None
     role_arn = _role_of(found.group(1))
     if role_arn is None:
-        return
+        return None
     service = found.group(2)
     params = dict(urllib.parse.parse_qsl(environ.get("QUERY_STRING", "")))
     if "x-www-form-urlencoded" in environ.get("CONTENT_TYPE", ""):
         params.update(urllib.parse.parse_qsl(body.decode(errors="replace")))
     operation = _operation(environ, params)
     if operation is None:
-        call = AwsCall(role_arn, f"unknown:{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}", "*")
-    else:
-        try:
-            resource, tags = _resource(service, operation, params, environ)
-        except (KeyError, AttributeError):  # e.g. an unknown group: AWS authorizes against the named ARN anyway
-            resource, tags = "*", {}
-        call = AwsCall(role_arn, f"{service}:{operation}", resource, tags, status)
+        return AwsCall(role_arn, f"unknown:{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}", "*")
+    try:
+        resource, tags = _resource(service, operation, params, environ)
+    except (KeyError, AttributeError):  # e.g. an unknown group: AWS authorizes against the named ARN anyway
+        resource, tags = "*", {}
+    return AwsCall(role_arn, f"{service}:{operation}", resource, tags)
+
+
+def record(bed_dir: Path, call: AwsCall | None, status: int) -> None:
+    """Append the call to the record when an assumed role made it (after the emulator answered it)."""
+    if call is None:
+        return
     with _lock, (bed_dir / CALLS_FILE).open("a") as f:
-        f.write(json.dumps(asdict(call), sort_keys=True) + "\n")
+        f.write(json.dumps(asdict(replace(call, status=status)), sort_keys=True) + "\n")

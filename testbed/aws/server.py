@@ -12,6 +12,7 @@ Extensions to moto 5.2.5 (see docs/testbed.md):
 5. ELBv2 target draining (elbv2.py).
 6. CloudFormation: Lambda aliases and CloudWatch alarms as stack resources (cloudformation.py), so the release
    template can be created.
+7. IAM for the roles a test installs policies for, decided like AWS's IAM (iam.py).
 Every request the function's role makes is recorded with its resource (calls.py); the token webhook is in
 token_webhook.py.
 """
@@ -25,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from testbed.aws import autoscaling, calls, cloudformation, eks, elbv2, sts, token_webhook
+from testbed.aws import autoscaling, calls, cloudformation, eks, elbv2, iam, sts, token_webhook
 from testbed.aws.request_counts import REQUESTS
 
 
@@ -38,6 +39,7 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
         if not path.startswith("/_testbed/"):
             if path == "/moto-api/reset":
                 autoscaling.LIFECYCLE.clear()
+                iam.IAM.clear()
                 REQUESTS.clear()
             else:
                 REQUESTS.record(environ)  # before the presigned restatement: the webhook's STS checks don't count
@@ -53,6 +55,10 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 payload = autoscaling.LIFECYCLE.describe()
             elif path == "/_testbed/autoscaling/instance-state":
                 payload = autoscaling.set_lifecycle_state(body["instance_id"], body["state"])
+            elif path == "/_testbed/autoscaling/hook-global-timeout":
+                payload = autoscaling.set_hook_global_timeout(body["asg"], body["hook"], body["seconds"])
+            elif path == "/_testbed/iam/policies":
+                payload = iam.IAM.install(body["role_arn"], body["policies"])
             elif path == "/_testbed/requests":
                 payload = REQUESTS.describe()
             elif path == "/_testbed/health":
@@ -71,10 +77,17 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
 
 
 def _recorded(app: Any, state_dir: Path, environ: dict[str, Any], start_response: Any) -> Any:
-    """Serve the request, then append it to the record of the function's AWS calls (calls.py)."""
+    """Serve the request (unless IAM denies it: iam.py), then append it to the record of the function's AWS calls
+    (calls.py)."""
     length = int(environ.get("CONTENT_LENGTH") or 0)
     body = environ["wsgi.input"].read(length) if length else b""
     environ["wsgi.input"] = io.BytesIO(body)
+    call = calls.call_of(environ, body)
+    if call is not None and not iam.IAM.allows(call):
+        line, headers, denied = iam.denial(call)
+        start_response(line, headers)
+        calls.record(state_dir, call, 403)
+        return [denied]
     status: list[int] = []
 
     def capture(code: str, headers: Any, *rest: Any) -> Any:
@@ -82,7 +95,7 @@ def _recorded(app: Any, state_dir: Path, environ: dict[str, Any], start_response
         return start_response(code, headers, *rest)
 
     result = app(environ, capture)
-    calls.record(state_dir, environ, body, status[0] if status else 0)
+    calls.record(state_dir, call, status[0] if status else 0)
     return result
 
 

@@ -165,8 +165,9 @@ def test_metric_helpers_give_alarmable_series_and_dashboard_searches(library_app
     orchestrator = library_app["orchestrator"]
     with pytest.raises(ValueError, match="both cluster and kind"):
         orchestrator.metric_nodes_drained(cluster="prod")
-    # function errors, two dead-letter queues, one cluster's deadlines and holds, and the failure alarms
-    assert len(orchestrator.alarms) == 10
+    # function errors, two dead-letter queues, one cluster's deadlines, lifecycle access denied and holds, and the
+    # failure alarms
+    assert len(orchestrator.alarms) == 11
 
 
 def test_outside_a_vpc_there_is_no_security_group(library_app: dict[str, Any]) -> None:

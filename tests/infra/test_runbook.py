@@ -76,7 +76,7 @@ def test_scan_resolves_literals_and_step_templates(tmp_path: Path) -> None:
 def test_every_alarm_points_at_its_section(multi: Synthesized) -> None:
     anchors = {_slug(h) for h in _headings()}
     alarms = multi.resources("AWS::CloudWatch::Alarm")
-    # errors, two queues, a deadline and a held alarm per cluster (3 here): the count docs/cost.md prices
+    # errors, two queues; a deadline, a lifecycle-access-denied and a held alarm per cluster (3 here): as cost.md prices
     assert len(alarms) == costs.ALARMS_FIXED + 3 * costs.ALARMS_PER_CLUSTER
     for logical_id, alarm in alarms.items():
         description = alarm["Properties"]["AlarmDescription"]

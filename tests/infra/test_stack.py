@@ -329,6 +329,8 @@ def test_least_privilege_actions(single: Synthesized) -> None:
         actions.update([found] if isinstance(found, str) else found)
     assert actions == {
         "ec2:DescribeInstances",
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeAutoScalingInstances",
         "autoscaling:DescribeLifecycleHooks",
         "autoscaling:DescribeTags",
         "autoscaling:CompleteLifecycleAction",
@@ -506,7 +508,7 @@ def test_dashboard_shows_every_metric(single: Synthesized) -> None:
     names = {
         "EventsReceived", "EventsIgnored", "NodesCordoned", "NodesDrained", "LifecycleActionsCompleted",
         "PodsEvicted", "DrainDurationSeconds", "EvictionsBlockedByPDB", "PodsForceDeleted",
-        "DrainDeadlineMissed", "Errors", "DrainHeldSeconds",
+        "DrainDeadlineMissed", "Errors", "DrainHeldSeconds", "LifecycleAccessDenied",
     }  # fmt: skip
 
     def expected(name: str, stat: str) -> str:
@@ -519,7 +521,7 @@ def test_dashboard_shows_every_metric(single: Synthesized) -> None:
     assert expected("DrainHeldSeconds", "Maximum") in expressions
     dead_letters = next(w for w in widgets if w["properties"]["title"] == "Dead letters")["properties"]["metrics"]
     assert [m[:2] for m in dead_letters] == [["AWS/SQS", "ApproximateNumberOfMessagesVisible"]] * 2
-    assert len(widgets[0]["properties"]["alarms"]) == 10
+    assert len(widgets[0]["properties"]["alarms"]) == 11
 
 
 def alarms(synth: Synthesized) -> dict[str, dict[str, Any]]:
@@ -532,8 +534,8 @@ LOUD = ("StepsFailing", "Throttles", "AsyncEventAge", "EventBridgeFailedInvocati
 def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     found = alarms(single)
     topic = {"Ref": logical_id(single, "AWS::SNS::Topic", "AlarmTopic")}
-    # errors, two dead-letter queues, deadline missed and drain held (one cluster), and the failure alarms
-    assert len(found) == 5 + len(LOUD)
+    # errors, two dead-letter queues, deadline missed, lifecycle access denied, drain held (one cluster), failure alarms
+    assert len(found) == 6 + len(LOUD)
     for logical, alarm in found.items():
         assert alarm["AlarmActions"] == [topic]
         if any(name in logical for name in LOUD):
@@ -555,6 +557,8 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
     assert_deadline_alarm(deadline, "prod")
     (held,) = [a for a in found.values() if "Metrics" in a and over(a) == "DrainHeldSeconds"]
     assert_deadline_alarm(held, "prod", metric="DrainHeldSeconds", statistic="Maximum")
+    (denied,) = [a for a in found.values() if "Metrics" in a and over(a) == "LifecycleAccessDenied"]
+    assert_deadline_alarm(denied, "prod", metric="LifecycleAccessDenied")
 
 
 def test_failures_that_would_stay_silent_each_have_an_alarm(single: Synthesized) -> None:

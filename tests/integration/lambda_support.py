@@ -99,7 +99,10 @@ class LambdaHarness:
         # lifecycle drains capped at an hour: with the tests' short passes a 48 h hook could cost more durable
         # operations than a drain may (pacing.MAX_DURABLE_OPERATIONS), and the function would refuse the settings
         cap = {"DEADLINE_ASG_TERMINATE_SECONDS": "3600"}
-        for k, v in {**values, "RECHECK_MIN_SECONDS": "1", **cap, **env}.items():
+        # the smallest respectful minimum (the default is 30 s): scenarios with deadlines of seconds keep their pace;
+        # the tests of the minimum itself set it
+        respect = {"MIN_DRAIN_SECONDS": "10"}
+        for k, v in {**values, "RECHECK_MIN_SECONDS": "1", **cap, **respect, **env}.items():
             self.monkeypatch.setenv(k, v)
         self._reset()
 

@@ -35,6 +35,15 @@ def blue_asg_node(aws: AwsSeed, k8s: KubeScenario, *, heartbeat_timeout: int = 3
     return iid, node, spare
 
 
+def blue_instance_node(aws: AwsSeed, k8s: KubeScenario) -> tuple[str, str, str]:
+    """Cluster "blue", one owned instance outside any group, its node and a spare node."""
+    aws.eks_cluster("blue")
+    iid = aws.instance(tags=OWNED)
+    (node,) = aws.nodes_for(k8s, [iid])
+    (spare,) = k8s.add_nodes(1)
+    return iid, node, spare
+
+
 def spread(k8s: KubeScenario, node: str, spare: str, name: str = "web", replicas: int = 4) -> set[str]:
     """Pods of a Deployment on ``node`` (spare cordoned while they start), with a PDB allowing one disruption."""
     k8s.deployment_on(name, replicas, [node], spare, grace=1)

@@ -76,7 +76,9 @@ def test_another_tools_hook_stays_active_and_explained_while_ours_on_the_same_in
     assert foreign.metric_total("EventsIgnored", reason="hook-not-ours") == 1
     assert foreign.metric_total("LifecycleActionsCompleted") == 0
     assert not k8s.core.read_node(node).spec.unschedulable  # the hook's owner drains, not us
-    assert _explained(theirs) == {**left, "node": None}
+    # explain decides as the function did, and says what EC2 and Auto Scaling report of the instance
+    now = {"ec2_state": "running", "group": "ng-blue", "lifecycle_state": "Terminating:Wait"}
+    assert _explained(theirs) == {**left, "node": None, **now}
     untouched = _action(aws, iid, THEIRS)
     assert (untouched["state"], untouched["heartbeats"], untouched["completed_by"]) == ("ACTIVE", 0, None)
 

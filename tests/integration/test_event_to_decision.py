@@ -6,7 +6,6 @@ Checks about one adapter on its own (the Auto Scaling calls, the per-cluster con
 
 from __future__ import annotations
 
-import email.utils
 import time
 from typing import Any
 
@@ -14,9 +13,16 @@ import pytest
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.aws import clients
-from drain_orchestrator.aws.autoscaling import complete_lifecycle_action, describe_hook, record_heartbeat
+from drain_orchestrator.aws.autoscaling import (
+    complete_lifecycle_action,
+    describe_hook,
+    group_memberships,
+    record_heartbeat,
+)
 from drain_orchestrator.aws.eks_auth import ClusterDescriber, TokenSource
+from drain_orchestrator.aws.errors import AwsError
 from drain_orchestrator.events import parse_event
+from drain_orchestrator.failures import FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kube.client import ClusterConnector
 from drain_orchestrator.kube.rest import Kube
@@ -24,6 +30,7 @@ from drain_orchestrator.workflow_settings import WorkflowSettings
 from testbed import samples
 from testbed.aws_seed import LAUNCHING, AwsSeed
 from testbed.bed import Testbed
+from testbed.faultproxy import FaultProxy
 from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness, Run
 from tests.integration.ownership_support import ROLE, action_state, grant
@@ -235,6 +242,7 @@ def test_node_named_by_its_instance_id_is_found_and_drained(
     [node] = aws.nodes_for(k8s, [iid], by="id")
     assert node == iid
     lam.configure("blue")
+    aws.stop_instance(iid)
 
     [inst] = _succeeded(lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid)))["instances"]
 
@@ -264,7 +272,7 @@ def test_autoscaling_adapter_counts_an_inactive_action_as_done_and_applies_the_g
 
     hook = describe_hook(asc, "blue-nodes", "drain")
     assert hook is not None and (hook.heartbeat_timeout, hook.default_result) == (300, "ABANDON")
-    assert hook.global_timeout == 100 * 300  # smaller than the 48 h the emulator reports
+    assert hook.global_timeout == 100 * 300  # what AWS reports (and computes) for a 300 s heartbeat timeout
     assert describe_hook(asc, "blue-nodes", "no-such-hook") is None
     event = parse_event(
         samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=token)
@@ -272,6 +280,40 @@ def test_autoscaling_adapter_counts_an_inactive_action_as_done_and_applies_the_g
     assert isinstance(event, Interruption)
     ws = WorkflowSettings.from_env({})
     assert deadlines.drain_deadline(event, ws, hook.global_timeout) == event.event_time + 30000
+
+
+def test_autoscaling_adapter_types_a_deleted_group_a_refusal_and_a_bad_request_by_asking_aws(
+    testbed: Testbed, aws: AwsSeed, aws_faults: FaultProxy
+) -> None:
+    """A ValidationError is "group gone" only when DescribeAutoScalingGroups no longer knows the group; otherwise it
+    stays a bad request (INVALID). AccessDenied is FORBIDDEN. No message text is read but AWS's one signal for an
+    inactive action."""
+    [iid] = aws.asg("blue-nodes", size=1, tags=BLUE)
+    aws.start_lifecycle_action("blue-nodes", "drain", iid)
+    asc = clients.autoscaling_client(aws.lambda_session())
+    with pytest.raises(AwsError) as refused:
+        complete_lifecycle_action(asc, "blue-nodes", "drain", "MAYBE", instance_id=iid)  # type: ignore[arg-type]
+    assert (refused.value.kind, refused.value.code) == (FailureKind.INVALID, "ValidationError")
+    assert group_memberships(asc, [iid])[iid].lifecycle_state == "Terminating:Wait"
+
+    through = aws.lambda_session().client("autoscaling", endpoint_url=aws_faults.url)
+    aws_faults.inject("validation", ["RecordLifecycleActionHeartbeat"], times=1)
+    with pytest.raises(AwsError) as invalid:  # the group is there: a request refused as such, not a gone group
+        record_heartbeat(through, "blue-nodes", "drain", instance_id=iid)
+    assert invalid.value.kind is FailureKind.INVALID
+
+    policy = {"Effect": "Allow", "Action": "autoscaling:*", "Resource": "*",
+              "Condition": {"StringEquals": {"autoscaling:ResourceTag/team": ["infra"]}}}  # fmt: skip
+    aws.enforce_iam(ROLE, [{"name": "p", "policy": {"Version": "2012-10-17", "Statement": [policy]}}])
+    with pytest.raises(AwsError) as denied:
+        record_heartbeat(asc, "blue-nodes", "drain", instance_id=iid)
+    assert (denied.value.kind, denied.value.code) == (FailureKind.FORBIDDEN, "AccessDenied")
+    aws.enforce_iam(ROLE, [])
+
+    aws.client("autoscaling").delete_auto_scaling_group(AutoScalingGroupName="blue-nodes", ForceDelete=True)
+    assert record_heartbeat(asc, "blue-nodes", "drain", instance_id=iid) == "group-gone"
+    assert complete_lifecycle_action(asc, "blue-nodes", "drain", "ABANDON", instance_id=iid) == "group-gone"
+    assert group_memberships(asc, [iid]) == {}
 
 
 def test_event_without_token_completes_by_instance_id_and_a_redelivery_counts_as_success(
@@ -288,13 +330,20 @@ def test_event_without_token_completes_by_instance_id_and_a_redelivery_counts_as
     assert (action["state"], action["result"], action["completed_with"]) == ("COMPLETED", "CONTINUE", "instance-id")
     assert action["completed_by"] == aws.role_arn(ROLE)
 
-    again = lam.run(event)  # an at-least-once redelivery: the action is no longer active
-    [second] = _succeeded(again)["instances"]
-
-    assert (first["lifecycle"]["outcome"], second["lifecycle"]["outcome"]) == ("completed", "already-done")
-    assert "error" not in second["lifecycle"]
+    assert aws.lifecycle_state(iid) == ("blue-nodes", "Terminating:Proceed")
+    again = lam.run(event)  # an at-least-once redelivery: the action no longer waits, so nothing is acted on
+    result = _succeeded(again)
+    assert result["instances"] == []
+    [declined] = result["not_acted_on"]
+    assert (first["lifecycle"]["outcome"], declined["reason"], declined["owned"]) == (
+        "completed",
+        "action-not-pending",
+        True,
+    )
+    assert again.metric_total("EventsIgnored", reason="action-not-pending", kind="asg-terminate") == 1
     assert again.metric_total("LifecycleActionsCompleted") == 0
     assert again.metric_total("Errors") == 0
+    assert action_state(aws, iid)["completed_at"] == action["completed_at"]  # no second completion tried
 
 
 def test_health_event_with_instances_of_two_clusters_and_an_unknown_one(
@@ -323,9 +372,8 @@ def test_health_event_with_instances_of_two_clusters_and_an_unknown_one(
         return client
 
     monkeypatch.setattr(clients, "ec2_client", observed_ec2_client)
-    event = samples.health_event([blue_iid, green_iid, IMPOSSIBLE])
     # a window that opens within the scheduled-change lead: the drain starts at once
-    event["detail"]["startTime"] = email.utils.formatdate(time.time() + 600, usegmt=True)
+    event = samples.health_event([blue_iid, green_iid, IMPOSSIBLE], start=time.time() + 600)
 
     result = _succeeded(lam.run(event))
 

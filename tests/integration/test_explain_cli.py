@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,14 @@ def test_explain_prints_decisions_and_changes_nothing(testbed: Any, aws: Any, k8
             "reason": "owned-instance-tag",
             "action": "drain",
             "node": node,
+            "ec2_state": "running",
+            "group": "blue-nodes",
+            "lifecycle_state": "Terminating:Wait",
         }
     ]
+    age = out["event"]["age"]  # the sample's time is long past: for a hook that changes nothing
+    assert age["age_seconds"] > 86_400 and "action" in age["freshness"] and "past_moment_seconds" not in age
+    assert out["event"]["respectful_until"] is not None
     assert action_state(aws, blue_iid)["state"] == "ACTIVE"
     assert not k8s.core.read_node(node).spec.unschedulable
 
@@ -75,13 +82,17 @@ def test_explain_reports_no_node_and_other_clusters_through_eks_auth(testbed: An
     green_iid = aws.instance(tags={"eks:cluster-name": "green"})
     cli.monkeypatch.setenv("CLUSTER_NAMES", "blue")
 
-    code = main(["explain", cli.write("h.json", samples.health_event([blue_iid, green_iid]))])
+    window = samples.health_event([blue_iid, green_iid], start=time.time() + 600)
+    code = main(["explain", cli.write("h.json", window)])
 
     out = cli.out()
     assert code == 0
     assert out["event"]["kind"] == "scheduled-change"
-    reasons = {d["instance_id"]: (d["reason"], d["action"], d["node"]) for d in out["decisions"]}
-    assert reasons == {blue_iid: ("no-node", "skip", None), green_iid: ("other-cluster", "skip", None)}
+    reasons = {d["instance_id"]: (d["reason"], d["action"], d["node"], d["ec2_state"]) for d in out["decisions"]}
+    assert reasons == {
+        blue_iid: ("no-node", "skip", None, "running"),
+        green_iid: ("other-cluster", "skip", None, "running"),
+    }
 
 
 def test_explain_ignored_and_malformed_events(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
@@ -96,3 +107,37 @@ def test_explain_ignored_and_malformed_events(monkeypatch: pytest.MonkeyPatch, c
     monkeypatch.setenv("CLUSTER_NAMES", "a,*")
     assert main(["explain", str(samples.EVENTS_DIR / "asg-terminate.json")]) == 2
     assert "CLUSTER_NAMES" in capsys.readouterr().err
+
+
+def test_explain_says_a_stale_warning_is_declined_with_its_age(aws: Any, cli: Cli) -> None:
+    iid = aws.instance(tags={"kubernetes.io/cluster/blue": "owned"})
+    cli.monkeypatch.setenv("CLUSTER_NAMES", "blue")
+    warning = samples.ec2_event("spot-interruption-terminate.json", instance_id=iid)
+    warning["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1800))
+
+    assert main(["explain", cli.write("old.json", warning), "--no-node-lookup"]) == 0
+
+    out = cli.out()
+    (decision,) = out["decisions"]
+    assert (decision["reason"], decision["action"], decision["ec2_state"]) == ("stale-event", "skip", "running")
+    age = out["event"]["age"]
+    assert 1790 < age["age_seconds"] < 1900 and age["stale_if_running"] is True
+    assert 1670 < age["past_moment_seconds"] < 1800
+
+
+def test_explain_warns_when_iam_would_deny_an_owned_instances_hook(aws: Any, cli: Cli) -> None:
+    """Owned by its own tag, in a group without the cluster tag the function's policy conditions on."""
+    [iid] = aws.asg("untagged-nodes", size=1)
+    aws.client("ec2").create_tags(Resources=[iid], Tags=[{"Key": "kubernetes.io/cluster/blue", "Value": "owned"}])
+    token = aws.start_lifecycle_action("untagged-nodes", "drain", iid)
+    event = samples.lifecycle_event(
+        "asg-terminate.json", instance_id=iid, asg="untagged-nodes", hook="drain", token=token
+    )
+    cli.monkeypatch.setenv("CLUSTER_NAMES", "blue")
+    cli.monkeypatch.setenv("LIFECYCLE_HOOK_NAMES", "drain")
+
+    assert main(["explain", cli.write("t.json", event), "--no-node-lookup"]) == 0
+
+    (decision,) = cli.out()["decisions"]
+    assert (decision["reason"], decision["action"]) == ("owned-instance-tag", "drain")
+    assert "untagged-nodes" in decision["warning"] and "lifecycle-access-denied" in decision["warning"]

@@ -286,6 +286,8 @@ def test_terminated_instance_node_gets_the_out_of_service_taint_only_when_enable
     def taints(node: str) -> list[tuple[str, str, str]]:
         return [(t.key, t.value, t.effect) for t in k8s.core.read_node(node).spec.taints or []]
 
+    aws.terminate_instance(first)
+    aws.terminate_instance(second)
     lam.configure("blue", OUT_OF_SERVICE_TAINT="true")
     inst = _only(lam.run(samples.ec2_event("state-change-terminated.json", instance_id=first)))
     assert inst["out_of_service"] is True

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from typing import Any
 
 import pytest
@@ -20,75 +19,21 @@ from infra.execution_role import DURABLE_ACTIONS, LOG_ACTIONS
 from testbed import samples
 from testbed.aws.calls import AwsCall, read_calls
 from testbed.aws_seed import AwsSeed
-from testbed.bed import ACCOUNT_ID, REGION, REPO, Testbed
+from testbed.bed import Testbed
+from testbed.faultproxy import FaultProxy
 from testbed.kube import KubeScenario
 from testbed.load_balancers import target_group
+from tests.iam_support import role_policies, simulate
 from tests.integration.lambda_support import LambdaHarness
 from tests.integration.scenario_support import relax_pdb_after
 
 pytestmark = pytest.mark.integration
 OWNED = {"kubernetes.io/cluster/blue": "owned"}
-NODE = REPO / "node_modules" / "node" / "bin" / "node"
-SIMULATOR = REPO / "testbed" / "iam_simulate.mjs"
 LIFECYCLE = {"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"}
 # Granted for calls made with the function's role that the bed's AWS emulator does not see: the Lambda service's
 # (writing the on-failure destination and the function's logs), and the durable SDK's checkpoints, which the bed's
 # durable runner takes in-process (tests/infra/test_stack.py checks their scope: this function, its log group).
 SERVICE_SIDE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", *LOG_ACTIONS, *DURABLE_ACTIONS}
-
-
-def _is_drainer(resource: dict[str, Any]) -> bool:
-    """The drain function, not the one that applies the RBAC with the deploy (infra/rbac_applier.py)."""
-    return bool(resource["Properties"]["Handler"] == "drain_orchestrator.handler.handler")
-
-
-def _resolve(value: Any, refs: dict[str, str]) -> Any:
-    """CloudFormation intrinsics in a policy document, resolved for the bed's account and Region."""
-    pseudo = {"AWS::Partition": "aws", "AWS::Region": REGION, "AWS::AccountId": ACCOUNT_ID, "AWS::URLSuffix": ""}
-    if isinstance(value, list):
-        return [_resolve(v, refs) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if set(value) == {"Ref"}:
-        name = value["Ref"]
-        return pseudo.get(name) or refs.get(name, f"arn:aws:unresolved:::{name}")
-    if set(value) == {"Fn::GetAtt"}:
-        return refs.get(value["Fn::GetAtt"][0], f"arn:aws:unresolved:::{value['Fn::GetAtt'][0]}")
-    if set(value) == {"Fn::Join"}:
-        sep, parts = value["Fn::Join"]
-        return sep.join(str(_resolve(p, refs)) for p in parts)
-    return {k: _resolve(v, refs) for k, v in value.items()}
-
-
-def role_policies(template: dict[str, Any], topic_arn: str) -> list[dict[str, Any]]:
-    """The inline policies attached to the function's role (its default policy and the durable execution one)."""
-    resources = template["Resources"]
-    (function,) = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function" and _is_drainer(r)]
-    role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
-    refs = {k: topic_arn for k, r in resources.items() if r["Type"] == "AWS::SNS::Topic" and "Notification" in k}
-    policies = [
-        {"name": k, "policy": _resolve(r["Properties"]["PolicyDocument"], refs)}
-        for k, r in resources.items()
-        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
-    ]
-    assert policies, "the function's role has no inline policy"
-    return policies
-
-
-def simulate(policies: list[dict[str, Any]], calls: list[AwsCall], principal: str) -> list[str]:
-    payload = {
-        "account": ACCOUNT_ID,
-        "principal": principal,
-        "policies": policies,
-        "calls": [{"action": c.action, "resource": c.resource, "tags": c.tags} for c in calls],
-    }
-    out = subprocess.run(
-        [str(NODE), str(SIMULATOR)], input=json.dumps(payload), capture_output=True, text=True, timeout=120, check=False
-    )
-    assert out.returncode == 0, f"the IAM simulator failed (npm deps missing? run make setup-node):\n{out.stderr}"
-    results = json.loads(out.stdout)
-    assert not [r for r in results if r["errors"]], results
-    return [r["result"] for r in results]
 
 
 def granted_actions(policies: list[dict[str, Any]]) -> set[str]:
@@ -113,11 +58,17 @@ def elsewhere(call: AwsCall) -> AwsCall:
 
 
 def test_every_call_of_a_lifecycle_drain_is_allowed_and_other_clusters_resources_are_denied(
-    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, template: dict[str, Any]
+    testbed: Testbed,
+    aws: AwsSeed,
+    k8s: KubeScenario,
+    lam: LambdaHarness,
+    template: dict[str, Any],
+    aws_faults: FaultProxy,
 ) -> None:
     """One drain that takes every path with an AWS call: the instance is untagged, so ownership comes from its
     group's tags (autoscaling:DescribeTags); a target group of the cluster exists, so the load-balancer gate lists,
-    reads its tags and its targets; a PDB holds the drain past a heartbeat."""
+    reads its tags and its targets; a PDB holds the drain past a heartbeat; the first heartbeat is refused with a
+    ValidationError, so the function asks whether the group is gone (autoscaling:DescribeAutoScalingGroups)."""
     aws.eks_cluster("blue")
     hook = {"name": "drain", "transition": "autoscaling:EC2_INSTANCE_TERMINATING", "heartbeat_timeout": 30}
     (iid,) = aws.asg("ng-blue", size=1, tags=OWNED, hooks=[hook], propagate=False)
@@ -128,7 +79,8 @@ def test_every_call_of_a_lifecycle_drain_is_allowed_and_other_clusters_resources
     k8s.pdb("web", {"app": "web"}, max_unavailable=0)
     k8s.wait_pdb("web", disruptions_allowed=0)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
-    lam.configure("blue", DRAIN_PASS_SECONDS="5")
+    lam.configure("blue", DRAIN_PASS_SECONDS="5", **aws_faults.env())
+    aws_faults.inject("validation", ["RecordLifecycleActionHeartbeat"], times=1)
     role = aws.role_arn()
     before = len(read_calls(testbed.dir))
     relaxed = relax_pdb_after(k8s, "web", 20)  # past the 10 s heartbeat interval of a 30 s hook: a heartbeat
@@ -144,6 +96,7 @@ def test_every_call_of_a_lifecycle_drain_is_allowed_and_other_clusters_resources
     assert not [a for a in actions if a.startswith("unknown:")], actions
     assert {"ec2:DescribeInstances", "eks:DescribeCluster", "sns:Publish", *LIFECYCLE} <= actions, actions
     assert "autoscaling:DescribeTags" in actions  # the ownership-by-group path was taken
+    assert "autoscaling:DescribeAutoScalingGroups" in actions  # and the refused heartbeat's
     assert all(200 <= c.status < 300 for c in calls), [c for c in calls if not 200 <= c.status < 300]
     (asg_call, *_) = [c for c in calls if c.action in LIFECYCLE]
     assert asg_call.tags == OWNED and ":autoScalingGroupName/ng-blue" in asg_call.resource

@@ -15,6 +15,7 @@ from drain_orchestrator.decide import BotoFacts, decide_event
 from drain_orchestrator.events import Interruption, parse_event
 from drain_orchestrator.ownership import Reason
 from drain_orchestrator.settings import Settings
+from drain_orchestrator.workflow_settings import WorkflowSettings
 from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
@@ -43,7 +44,8 @@ def test_an_id_with_a_trailing_newline_does_not_hide_the_same_owned_instance(aws
     session = aws.lambda_session()
     facts = BotoFacts(ec2_client(session), session.client("autoscaling"))  # type: ignore[arg-type]
 
-    [assessment] = decide_event(event, Settings.from_env({"CLUSTER_NAMES": "blue"}), facts)
+    settings = Settings.from_env({"CLUSTER_NAMES": "blue"})
+    [assessment] = decide_event(event, settings, facts, now=event.event_time, ws=WorkflowSettings())
 
     assert (assessment.decision.instance_id, assessment.decision.reason) == (iid, Reason.OWNED_INSTANCE_TAG)
 
@@ -66,8 +68,8 @@ def test_ids_ec2_rejects_are_each_named_and_every_other_id_is_answered(aws: AwsS
     assert calls == [5, 0]  # the rejected batch, then one filter query (no id list, no message parsing)
 
 
-def _big_health_event(ids: list[str]) -> dict[str, Any]:
-    event = samples.health_event([])
+def _big_health_event(ids: list[str], start: float) -> dict[str, Any]:
+    event = samples.health_event([], start=start)
     event["resources"] = []
     event["detail"]["affectedEntities"] = [{"entityValue": i} for i in ids]
     return event
@@ -91,8 +93,7 @@ def test_a_health_event_naming_6000_instances_completes_in_bounded_checkpoints(
     nodes = aws.nodes_for(k8s, owned)
     unknown = [f"i-{n:017x}" for n in range(0xA0000000, 0xA0000000 + 5000)]
     ids = owned + [i["InstanceId"] for i in others] + unknown
-    event = _big_health_event(ids)
-    event["detail"]["startTime"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() - 60))
+    event = _big_health_event(ids, start=time.time() - 60)
     assert len(json.dumps(event, separators=(",", ":"))) < 256 * 1024  # fits EventBridge, barely
     lam.configure("blue", DRY_RUN="true")
     calls = _counted(runtime.ec2())  # the handler's own (cached) client

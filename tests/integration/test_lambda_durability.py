@@ -96,7 +96,9 @@ def test_same_event_twice_gives_one_drain_and_one_notification_of_each_kind(
     assert first.status == second.status == "SUCCEEDED"
     assert first.metric_total("PodsEvicted") == len(pods) and second.metric_total("PodsEvicted") == 0
     assert first.result["instances"][0]["lifecycle"]["outcome"] == "completed"
-    assert second.result["instances"][0]["lifecycle"]["outcome"] == "already-done"
+    # the second delivery finds the action answered (DescribeAutoScalingInstances): nothing to act on
+    assert second.result["instances"] == []
+    assert second.result["not_acted_on"][0]["reason"] == "action-not-pending"
     assert first.metric_total("LifecycleActionsCompleted") + second.metric_total("LifecycleActionsCompleted") == 1
     assert sorted(n["phase"] for n in lam.notifications()) == ["completed", "started"]
 
@@ -107,6 +109,7 @@ def test_spot_warning_state_change_and_hook_for_one_instance_converge(
     iid, node, spare = blue_asg_node(aws, k8s)
     pods = spread(k8s, node, spare, replicas=6)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    aws.stop_instance(iid)  # what the state change says: EC2 bears it out
     lam.configure("blue")
     lam.collect()
     events = [
@@ -199,10 +202,9 @@ def test_health_event_drains_its_owned_instances_and_explains_the_others(
     (spare,) = k8s.add_nodes(1)
     k8s.deployment_on("web", 4, nodes, spare, grace=1)
     lam.configure("blue", MAX_CONCURRENT_NODES="2")
-    event = samples.health_event([*blue, green, "i-0aaaabbbbccccdddd"])
     # 30 s past the default 1800 s lead: on a loaded machine the steps before the wait take seconds, and a window
     # already inside the lead would rightly start the drain at once (the runner skips the wait's time anyway)
-    event["detail"]["startTime"] = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 1830))
+    event = samples.health_event([*blue, green, "i-0aaaabbbbccccdddd"], start=time.time() + 1830)
     run = lam.run(event)
     assert run.status == "SUCCEEDED", run.error
     assert sorted(i["node"] for i in run.result["instances"]) == sorted(nodes)

@@ -130,7 +130,8 @@ def test_spot_interruption_drains_with_grace_clipped_to_the_two_minute_window(
     run = lam.run(event, now=False)
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]
-    # the pod was asked to stop with a grace that ends before the instance does
+    # evicted with its own grace in the drain's respectful first MIN_DRAIN_SECONDS (the harness's 10 s), then, the
+    # deadline policy on, its grace shortened so that it ends before the instance does
     deadline = started + 20
     assert time.time() < deadline + 15
     assert inst["result"] in ("drained", "deadline-missed")
@@ -222,6 +223,7 @@ def test_state_change_stopping_drains_within_its_short_deadline(
     (spare,) = k8s.add_nodes(1)
     k8s.deployment_on("web", 2, [node], spare, grace=1)
     lam.configure("blue")
+    aws.stop_instance(iid)
     started = time.time()
     run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
     assert run.status == "SUCCEEDED", run.error
@@ -249,6 +251,7 @@ def test_cluster_without_access_fails_with_a_clear_error_and_a_metric(
     lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="12")
     testbed.clear_access_entries()  # the cluster never got the function's access entry
     testbed.register_cluster("blue")
+    aws.stop_instance(iid)
     started = time.time()
     run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid), skip_time=False)
     # retried (an operator may add the entry) until the deadline, then the verdict, then a failed execution

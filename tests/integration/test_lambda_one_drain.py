@@ -48,6 +48,7 @@ def test_three_events_of_one_instance_drain_it_once_and_evict_each_pod_once(
     iid, node, spare = blue_asg_node(aws, k8s)
     pods = spread(k8s, node, spare, replicas=6)
     token = aws.start_lifecycle_action("ng-blue", "drain", iid)
+    aws.stop_instance(iid)  # what the state change says: EC2 bears it out
     lam.configure("blue", DRAIN_PASS_SECONDS="5")
     lam.collect()
     offset = testbed.audit_log.stat().st_size
@@ -99,6 +100,7 @@ def test_a_claim_its_holder_stopped_renewing_is_waited_on_then_taken_over_and_th
     dead = NodeClaim(holder="dead-run", expires=now + 8, deadlines={"dead-run": now + 3600}, since=now - 100)
     k8s.core.patch_node(node, {"metadata": {"annotations": {ANN_DRAINER: dead.to_json()}}})
     lam.configure("blue", DRAIN_PASS_SECONDS="5")
+    aws.stop_instance(iid)
     run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid), skip_time=False)
     inst = instance_summary(run)
     assert (inst["result"], inst["took_over_from"]) == ("drained", "dead-run"), inst
@@ -118,6 +120,7 @@ def test_a_waiter_whose_deadline_comes_first_ends_deadline_missed_naming_the_hol
     live = NodeClaim(holder="busy-run", expires=now + 3600, deadlines={"busy-run": now + 3600}, since=now)
     k8s.core.patch_node(node, {"metadata": {"annotations": {ANN_DRAINER: live.to_json()}}})
     lam.configure("blue", DRAIN_PASS_SECONDS="5", DEADLINE_STATE_CHANGE_SECONDS="10")
+    aws.stop_instance(iid)
     run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
     inst = instance_summary(run)
     assert (inst["result"], inst["drained_by"]) == ("deadline-missed", "busy-run"), inst

@@ -39,6 +39,7 @@ def test_the_documented_examples_have_the_fields_the_function_publishes(
     drained = lam.run(
         samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-blue", hook="drain", token=token)
     )
+    aws.stop_instance(held)
     missed = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=held))
     assert drained.status == missed.status == "SUCCEEDED", (drained.error, missed.error)
 

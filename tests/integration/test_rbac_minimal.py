@@ -115,6 +115,7 @@ def _drain_every_path(
     lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20", WAIT_FOR_VOLUME_DETACH="always", **settings)
     offset = testbed.audit_log.stat().st_size
 
+    aws.stop_instance(iid)
     try:
         run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
     finally:

@@ -1,10 +1,11 @@
-"""`invoke --now`: a sample event dated in the past is replayed as if sent now, so its deadline lies ahead."""
+"""`invoke --now`: a sample event dated in the past is replayed as if sent now, so its deadline lies ahead; as
+dated, a Spot warning long past for a running instance is a stale event and nothing is touched."""
 
 from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ def test_now_moves_a_past_spot_warning_to_the_present(aws: AwsSeed, k8s: KubeSce
         paths.append(tmp_path / f"{iid}.json")
         paths[-1].write_text(json.dumps(event))
 
-    _invoke(paths[0], env)
+    old = _invoke(paths[0], env)
     started = time.time()
     now = _invoke(paths[1], env, "--now")
 
@@ -47,7 +48,11 @@ def test_now_moves_a_past_spot_warning_to_the_present(aws: AwsSeed, k8s: KubeSce
         stamp = k8s.core.read_node(node).metadata.annotations[ANN_DEADLINE]
         return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
-    assert datetime.fromtimestamp(deadline_on(nodes[0]), UTC).year == 2025  # as dated: long past
+    # as dated, its moment long past while EC2 reports the instance running: a stale event, nothing touched
+    (declined,) = old["result"]["not_acted_on"]
+    assert (declined["instance_id"], declined["reason"]) == (stale, "stale-event")
+    assert ANN_DEADLINE not in (k8s.core.read_node(nodes[0]).metadata.annotations or {})
+    assert not k8s.core.read_node(nodes[0]).spec.unschedulable
     assert started + 100 < deadline_on(nodes[1]) < time.time() + 121  # --now: the warning's two minutes from now
     (drained,) = now["result"]["instances"]
     assert drained["node"] == nodes[1] and drained["result"] == "drained"

@@ -56,7 +56,14 @@ def test_status_shows_phase_deadline_and_what_holds_the_drain(aws: AwsSeed, k8s:
         assert proc.returncode == 0, proc.stderr
         doc: dict[str, Any] = json.loads(proc.stdout)
         assert doc["version"] == __version__
-        read = {"cluster": "blue", "reachable": True, "error": None, "retained_error": None, "surges_error": None}
+        read = {
+            "cluster": "blue",
+            "reachable": True,
+            "error": None,
+            "retained_error": None,
+            "surges_error": None,
+            "grants_error": None,
+        }
         assert doc["clusters"] == [read]  # the shipped RBAC lets it look for surges left behind too
         assert doc["surges_left_behind"] == []
         assert doc["retained_instances"] == []
@@ -194,3 +201,22 @@ def test_status_says_so_when_the_api_server_is_unreachable(testbed: Testbed, tmp
             assert json.loads(proc.stdout)["clusters"][0]["reachable"] is False
         else:
             assert "error: cluster blue could not be read, its drains are unknown" in proc.stdout
+
+
+def test_status_warns_of_a_group_whose_hook_iam_would_not_let_the_function_answer(
+    aws: AwsSeed, k8s: KubeScenario
+) -> None:
+    aws.eks_cluster("blue")
+    (untagged,) = aws.asg("plain-ng", size=1)  # a hook of ours, no cluster tag on the group
+    aws.client("ec2").create_tags(Resources=[untagged], Tags=[{"Key": "kubernetes.io/cluster/blue", "Value": "owned"}])
+    (tagged,) = aws.asg("blue-ng", size=1, tags={"kubernetes.io/cluster/blue": "owned"})
+    plain_node, tagged_node = aws.nodes_for(k8s, [untagged, tagged])
+    env, _queue = aws.lambda_env("blue")
+
+    proc = status(env, "--json")
+
+    assert proc.returncode == 0, proc.stderr
+    (warning,) = json.loads(proc.stdout)["lifecycle_warnings"]
+    assert warning.startswith(f"cluster blue: nodes {plain_node}: group plain-ng carries none of the tags")
+    assert tagged_node not in warning and "lifecycle-access-denied" in warning
+    assert f"warning: {warning}" in status(env).stdout.splitlines()

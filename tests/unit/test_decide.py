@@ -9,8 +9,10 @@ from drain_orchestrator.events import Interruption, parse_event
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.ownership import Reason
 from drain_orchestrator.settings import Settings
+from drain_orchestrator.workflow_settings import WorkflowSettings
 from testbed import samples
 
+WS = WorkflowSettings()
 A, B, C, D = "i-000000000000000a1", "i-000000000000000b2", "i-000000000000000c3", "i-000000000000000d4"
 
 
@@ -45,7 +47,7 @@ def test_one_describe_for_all_instances_and_asg_tags_once_per_group_only_when_ne
     event = parse_event(samples.health_event([A, B, C, D]))
     assert isinstance(event, Interruption)
 
-    result = decide_event(event, Settings.from_env({"CLUSTER_NAMES": "blue"}), source)
+    result = decide_event(event, Settings.from_env({"CLUSTER_NAMES": "blue"}), source, now=event.event_time, ws=WS)
 
     assert source.describe_calls == [[A, B, C, D]]
     assert source.asg_calls == ["blue-nodes"]
@@ -57,3 +59,48 @@ def test_one_describe_for_all_instances_and_asg_tags_once_per_group_only_when_ne
     ]
     assert result[0].facts is not None and result[0].facts.asg_tags is None  # never fetched for A
     assert [Assessment.from_dict(a.to_dict()) for a in result] == result
+
+
+class LifecycleFacts(Facts):
+    def __init__(self, instances: dict[str, InstanceFacts], groups: dict[str, tuple[str, str]]) -> None:
+        super().__init__(instances, {})
+        self.groups = groups
+        self.group_calls: list[list[str]] = []
+
+    def group_memberships(self, instance_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        self.group_calls.append(list(instance_ids))
+        return {i: self.groups[i] for i in instance_ids if i in self.groups}
+
+
+def _terminate(iid: str) -> Interruption:
+    raw = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="blue-nodes", hook="drain", token=None)
+    event = parse_event(raw)
+    assert isinstance(event, Interruption)
+    return event
+
+
+def test_a_lifecycle_event_is_acted_on_only_while_its_action_waits_in_its_group() -> None:
+    owned = {"eks:cluster-name": "blue"}
+    settings = Settings.from_env({"CLUSTER_NAMES": "blue", "LIFECYCLE_HOOK_NAMES": "drain"})
+    cases = {
+        A: (("blue-nodes", "Terminating:Wait"), Reason.OWNED_INSTANCE_TAG, "drain"),
+        B: (("blue-nodes", "Terminating:Proceed"), Reason.ACTION_NOT_PENDING, "skip"),  # completed already
+        C: (("green-nodes", "Terminating:Wait"), Reason.GROUP_MISMATCH, "skip"),  # the event names another group
+        D: (None, Reason.ACTION_NOT_PENDING, "skip"),  # in no group any more
+    }
+    for iid, (group, reason, action) in cases.items():
+        source = LifecycleFacts({iid: _facts(iid, owned, "blue-nodes")}, {iid: group} if group else {})
+        event = _terminate(iid)
+        (result,) = decide_event(event, settings, source, now=event.event_time + 86_400, ws=WS)
+        assert (result.decision.reason, result.decision.action) == (reason, action), iid
+        assert source.group_calls == [[iid]]
+        assert result.facts is not None and result.facts.in_group is (group is not None)
+        assert Assessment.from_dict(result.to_dict()) == result  # the checkpoint keeps what Auto Scaling said
+
+
+def test_an_instance_unknown_to_ec2_is_never_asked_of_auto_scaling() -> None:
+    source = LifecycleFacts({}, {})
+    event = _terminate(A)
+    settings = Settings.from_env({"CLUSTER_NAMES": "blue", "LIFECYCLE_HOOK_NAMES": "drain"})
+    (result,) = decide_event(event, settings, source, now=event.event_time, ws=WS)
+    assert result.decision.reason is Reason.UNKNOWN_INSTANCE and source.group_calls == []

@@ -20,6 +20,7 @@ from drain_orchestrator.ownership import Reason
 from drain_orchestrator.settings import Settings
 from drain_orchestrator.workflow.event_flow import Decided, Parsed, _without_tags
 from drain_orchestrator.workflow.results import Checkpointed, StepSerDes
+from drain_orchestrator.workflow_settings import WorkflowSettings
 from testbed import samples
 
 SAMPLES = [samples.load(n) for n in samples.names()]
@@ -171,6 +172,10 @@ class InMemoryFacts:
     def asg_tags(self, asg_name: str) -> dict[str, str]:
         return {"kubernetes.io/cluster/blue": "owned"} if asg_name == "blue-nodes" else {}
 
+    def group_memberships(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """Every known instance waits in its lifecycle action's terminate state of group blue-nodes."""
+        return {i: ("blue-nodes", "Terminating:Wait") for i in ids}
+
     @staticmethod
     def _facts(iid: str) -> InstanceFacts | None:
         digit = int(iid[-1], 16)
@@ -236,7 +241,7 @@ def _through_the_pipeline(raw: object) -> None:
     assert stored_event is not None
     event = Interruption.from_dict(stored_event)
     assert event == parsed
-    assessments = decide_event(event, SETTINGS, InMemoryFacts())
+    assessments = decide_event(event, SETTINGS, InMemoryFacts(), now=event.event_time, ws=WorkflowSettings())
     assert [a.decision.instance_id for a in assessments] == list(event.instance_ids)
     for a in assessments:
         d = a.decision

@@ -59,11 +59,19 @@ def test_json_carries_every_cluster_read_state() -> None:
     assert doc == {
         "version": "9.8.7",
         "clusters": [
-            {"cluster": "green", "reachable": False, "error": "boom", "retained_error": None, "surges_error": None}
+            {
+                "cluster": "green",
+                "reachable": False,
+                "error": "boom",
+                "retained_error": None,
+                "surges_error": None,
+                "grants_error": None,
+            }
         ],
         "drains": [],
         "retained_instances": [],
         "surges_left_behind": [],
+        "lifecycle_warnings": [],
     }
 
 

@@ -15,6 +15,7 @@ def test_defaults_are_a_node_going_away() -> None:
     assert s.force_delete_on_deadline
     assert s.lifecycle_result_on_failure == "CONTINUE" and s.launch_timeout_result == "ABANDON"
     assert s.deadline_asg_terminate is None and s.deadline_state_change == 60
+    assert s.min_drain_seconds == 30  # a drain's first half minute is always kubectl's (no deadline policy)
     assert not s.dry_run
 
 
@@ -78,6 +79,9 @@ def test_taint_effect_defaults_to_noschedule() -> None:
         ("POWERTOOLS_LOG_LEVEL", "junk", "expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
         ("LOG_LEVEL", "10", "expected one of DEBUG"),
         ("SURGE_BLOCKED_PODS", "sometimes", "expected never, annotated"),
+        ("MIN_DRAIN_SECONDS", "5", "between 10 and 3600"),
+        ("MIN_DRAIN_SECONDS", "3601", "between 10 and 3600"),
+        ("MIN_DRAIN_SECONDS", "half a minute", "digits 0-9"),
     ],
 )
 def test_bad_values_name_the_variable(variable: str, value: str, expected: str) -> None:

@@ -1,13 +1,27 @@
-"""Auto Scaling adapter: ASG tags, lifecycle hook description, heartbeat and completion; retained instances."""
+"""Auto Scaling adapter: ASG tags, lifecycle hook description, the instances' lifecycle states, heartbeat and
+completion (typed answers, below); retained instances.
+
+What heartbeats and completions answer, and how each answer is told apart (the one home of this rule):
+- done: the call went through ("recorded" / "completed");
+- ``already-done``: the action no longer waits (completed by someone, timed out, or replaced). AWS answers
+  ValidationError with no code of its own; its message "No active Lifecycle Action found with token …" /
+  "… with instance ID …" is the only signal, so that one prefix, here only, is read;
+- ``group-gone``: any other ValidationError while DescribeAutoScalingGroups no longer knows the group (deleted mid-
+  drain: its instances terminate without their hooks). Told by asking AWS, not by the message;
+- access denied (AccessDenied, UnauthorizedOperation), throttled, unavailable: raised as AwsError with its
+  failure kind (FORBIDDEN, THROTTLED, UNAVAILABLE) by aws/errors.py, from the error code;
+- any other ValidationError: raised as AwsError kind INVALID.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from drain_orchestrator.aws.errors import translated
+from drain_orchestrator.aws.errors import AwsError, translated
 from drain_orchestrator.deadlines import hook_global_timeout
 
 if TYPE_CHECKING:
@@ -19,6 +33,8 @@ LifecycleResult = Literal["CONTINUE", "ABANDON"]
 # AWS has no distinct error code for it, so this one message prefix is the documented signal.
 _NOT_ACTIVE = "No active Lifecycle Action found"
 SERVICE = "autoscaling"
+# DescribeAutoScalingInstances takes at most 50 instance ids per call
+_INSTANCES_PER_CALL = 50
 # An instance whose terminate hook was abandoned or timed out, kept by the group's instance lifecycle policy
 # (RetentionTriggers.TerminateHookAbandon = retain) until someone terminates it.
 RETAINED = "Terminating:Retained"
@@ -112,6 +128,51 @@ def describe_hook(autoscaling: AutoScalingClient, asg_name: str, hook_name: str)
     return None
 
 
+@dataclass(frozen=True)
+class GroupMembership:
+    """One instance as DescribeAutoScalingInstances reports it: its group and lifecycle state."""
+
+    instance_id: str
+    group: str
+    lifecycle_state: str
+
+
+@translated(SERVICE)
+def group_memberships(autoscaling: AutoScalingClient, instance_ids: Sequence[str]) -> dict[str, GroupMembership]:
+    """The group and LifecycleState (e.g. ``Terminating:Wait``) of each instance Auto Scaling knows; an instance in
+    no group is absent from the answer (AWS lists only the instances it has)."""
+    wanted = list(dict.fromkeys(instance_ids))
+    found: dict[str, GroupMembership] = {}
+    paginator = autoscaling.get_paginator("describe_auto_scaling_instances")
+    for start in range(0, len(wanted), _INSTANCES_PER_CALL):
+        chunk = wanted[start : start + _INSTANCES_PER_CALL]
+        for page in paginator.paginate(InstanceIds=chunk):
+            for inst in page.get("AutoScalingInstances", []):
+                iid = inst.get("InstanceId", "")
+                if iid in chunk:
+                    group, state = inst.get("AutoScalingGroupName", ""), inst.get("LifecycleState", "")
+                    found[iid] = GroupMembership(iid, group, state)
+    return found
+
+
+@translated(SERVICE)
+def group_exists(autoscaling: AutoScalingClient, asg_name: str) -> bool:
+    groups = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name]).get("AutoScalingGroups", [])
+    return any(g.get("AutoScalingGroupName") == asg_name for g in groups)
+
+
+@translated(SERVICE)
+def hook_names(autoscaling: AutoScalingClient, asg_name: str) -> list[str]:
+    """The names of the group's lifecycle hooks (none when the group is gone)."""
+    try:
+        hooks = autoscaling.describe_lifecycle_hooks(AutoScalingGroupName=asg_name).get("LifecycleHooks", [])
+    except ClientError as exc:
+        if _code(exc) == "ValidationError":
+            return []
+        raise
+    return [h["LifecycleHookName"] for h in hooks if "LifecycleHookName" in h]
+
+
 @translated(SERVICE)
 def complete_lifecycle_action(
     autoscaling: AutoScalingClient,
@@ -121,8 +182,9 @@ def complete_lifecycle_action(
     *,
     token: str | None = None,
     instance_id: str | None = None,
-) -> Literal["completed", "already-done"]:
-    """CompleteLifecycleAction by token (preferred) or instance id; an inactive action counts as done."""
+) -> Literal["completed", "already-done", "group-gone"]:
+    """CompleteLifecycleAction by token (preferred) or instance id; an inactive action counts as done, a deleted
+    group as gone (module docstring)."""
     params: dict[str, Any] = {
         "AutoScalingGroupName": asg_name,
         "LifecycleHookName": hook_name,
@@ -132,9 +194,10 @@ def complete_lifecycle_action(
     try:
         autoscaling.complete_lifecycle_action(**params)
     except ClientError as exc:
-        if _not_active(exc):
-            return "already-done"
-        raise
+        answer = _settled(autoscaling, asg_name, exc)
+        if answer is None:
+            raise
+        return answer
     return "completed"
 
 
@@ -146,8 +209,9 @@ def record_heartbeat(
     *,
     token: str | None = None,
     instance_id: str | None = None,
-) -> Literal["recorded", "already-done"]:
-    """RecordLifecycleActionHeartbeat; "already-done" means stop heart-beating, the action is over."""
+) -> Literal["recorded", "already-done", "group-gone"]:
+    """RecordLifecycleActionHeartbeat; "already-done" and "group-gone" mean stop heart-beating, the action is
+    over (module docstring)."""
     params: dict[str, Any] = {
         "AutoScalingGroupName": asg_name,
         "LifecycleHookName": hook_name,
@@ -156,9 +220,10 @@ def record_heartbeat(
     try:
         autoscaling.record_lifecycle_action_heartbeat(**params)
     except ClientError as exc:
-        if _not_active(exc):
-            return "already-done"
-        raise
+        answer = _settled(autoscaling, asg_name, exc)
+        if answer is None:
+            raise
+        return answer
     return "recorded"
 
 
@@ -174,6 +239,17 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def _not_active(exc: ClientError) -> bool:
+def _settled(
+    autoscaling: AutoScalingClient, asg_name: str, exc: ClientError
+) -> Literal["already-done", "group-gone"] | None:
+    """A ValidationError that says the action is over (module docstring); None: the error stands."""
+    if _code(exc) != "ValidationError":
+        return None
     message = str(exc.response.get("Error", {}).get("Message", ""))
-    return _code(exc) == "ValidationError" and _NOT_ACTIVE in message
+    if _NOT_ACTIVE in message:
+        return "already-done"
+    try:
+        exists = group_exists(autoscaling, asg_name)
+    except AwsError:  # cannot tell (throttled, not allowed to look): the ValidationError stands
+        return None
+    return None if exists else "group-gone"

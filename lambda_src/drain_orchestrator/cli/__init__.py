@@ -19,6 +19,7 @@ from drain_orchestrator.cli.args import examples_text, json_stdout
 _SUBCOMMANDS = {
     "explain": ("drain_orchestrator.cli.explain", "add_explain_parser"),
     "invoke": ("drain_orchestrator.cli.invoke", "add_invoke_parser"),
+    "replay": ("drain_orchestrator.cli.replay", "add_replay_parser"),
     "drain": ("drain_orchestrator.cli.drain", "add_drain_parser"),
     "status": ("drain_orchestrator.cli.status", "add_status_parser"),
     "versions": ("drain_orchestrator.cli.versions", "add_versions_parser"),

@@ -1,7 +1,11 @@
-"""`drain-orchestrator explain EVENT_FILE`: what the product would decide for an event, changing nothing.
+"""`drain-orchestrator explain EVENT_FILE`: what the product would decide for an event now, changing nothing.
 
 Reads the same environment variables as the Lambda (CLUSTER_NAMES, OWNERSHIP_TAG, ACTION_*; AWS endpoints from
-AWS_ENDPOINT_URL). Only read-only calls: DescribeInstances, DescribeTags, DescribeCluster, GET/LIST nodes.
+AWS_ENDPOINT_URL). Only read-only calls: DescribeInstances, DescribeTags, DescribeAutoScalingInstances,
+DescribeLifecycleHooks, DescribeCluster, GET/LIST nodes. Besides each decision it shows the event's age and what
+an event that old means (corroborate.py), what EC2 and Auto Scaling say of each instance now, the drain's clock as
+the Lambda would set it (deadlines.drain_clock), and a warning when the function's IAM policy would not let it
+answer an owned instance's lifecycle hook (lifecycle_grant.py).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,15 +22,17 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from drain_orchestrator.aws.autoscaling import describe_hook
 from drain_orchestrator.aws.clients import autoscaling_client, ec2_client
-from drain_orchestrator.deadlines import drain_deadline
+from drain_orchestrator.corroborate import age_effect
+from drain_orchestrator.deadlines import ActionLife, Clock, drain_clock, drain_deadline
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locate_node
 from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
 from drain_orchestrator.failures import ApiError
 from drain_orchestrator.kinds import DeadlineRule, rule_of
+from drain_orchestrator.lifecycle_grant import denial_warning
 from drain_orchestrator.ownership import decide_ignored
 from drain_orchestrator.restamp import restamp
 from drain_orchestrator.settings import Settings, SettingsError
-from drain_orchestrator.timefmt import deadline_fields
+from drain_orchestrator.timefmt import deadline_fields, iso_utc
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
 EXIT_OK = 0
@@ -77,7 +84,12 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 def explain(
-    event: Interruption | Ignored, settings: Settings, *, kubeconfig: str | None = None, nodes: bool = True
+    event: Interruption | Ignored,
+    settings: Settings,
+    *,
+    kubeconfig: str | None = None,
+    nodes: bool = True,
+    now: float | None = None,
 ) -> dict[str, Any]:
     if isinstance(event, Ignored):
         return {
@@ -90,27 +102,59 @@ def explain(
             },
             "decisions": [d.to_dict() for d in decide_ignored(event)],
         }
+    ws = WorkflowSettings.from_env(os.environ)
+    at = time.time() if now is None else now
     autoscaling = autoscaling_client()
-    assessments = decide_event(event, settings, BotoFacts(ec2_client(), autoscaling))
-    decisions = [_with_node(a, event, kubeconfig) if nodes else a.decision.to_dict() for a in assessments]
+    source = BotoFacts(ec2_client(), autoscaling)
+    assessments = decide_event(event, settings, source, now=at, ws=ws)
+    decisions = []
+    for a in assessments:
+        shown = _with_node(a, event, kubeconfig) if nodes else a.decision.to_dict()
+        decisions.append({**shown, **_facts_now(a, event, settings, source)})
+    clock = _drain_clock(event, autoscaling, ws, at)
     return {
         "event": {
             "kind": event.kind,
             "instance_ids": list(event.instance_ids),
-            **deadline_fields(_drain_deadline(event, autoscaling)),
+            **deadline_fields(clock.deadline, at),
+            "respectful_until": iso_utc(clock.respect_until),
+            "age": age_effect(event, at, ws),
         },
         "decisions": decisions,
     }
 
 
-def _drain_deadline(event: Interruption, autoscaling: Any) -> float | None:
-    """The deadline the Lambda would use (same rule, same settings, the hook's own timeouts when it has one; a
-    launch's clock starts when the Lambda first looks for the node, here taken as the event's time)."""
-    lifetime = None
+def _drain_clock(event: Interruption, autoscaling: Any, ws: WorkflowSettings, now: float) -> Clock:
+    """The clock the Lambda's plan would set if its drain started now (same rule, same settings, the hook's own
+    timeouts when it has one; a launch's clock starts when the Lambda first looks for the node, here the event's
+    time)."""
+    if rule_of(event.kind).deadline is DeadlineRule.LAUNCH:
+        deadline = drain_deadline(event, ws)
+        return Clock(deadline, deadline, now + ws.min_drain_seconds)
+    action = None
     if event.lifecycle is not None and rule_of(event.kind).deadline is DeadlineRule.HOOK:
         hook = describe_hook(autoscaling, event.lifecycle.asg_name, event.lifecycle.hook_name)
-        lifetime = hook.global_timeout if hook is not None else None
-    return drain_deadline(event, WorkflowSettings.from_env(os.environ), lifetime)
+        if hook is not None:
+            action = ActionLife.seen(hook.heartbeat_timeout, hook.global_timeout, event.event_time, now)
+    return drain_clock(event, ws, now, action)
+
+
+def _facts_now(assessment: Assessment, event: Interruption, settings: Settings, source: BotoFacts) -> dict[str, Any]:
+    """What EC2 and Auto Scaling say of the instance now, and whether IAM would let the function answer its hook."""
+    facts = assessment.facts
+    if facts is None:
+        return {}
+    out: dict[str, Any] = {"ec2_state": facts.state}
+    if facts.in_group is not None:
+        out["group"], out["lifecycle_state"] = facts.group, facts.lifecycle_state
+    lifecycle = event.lifecycle
+    if lifecycle is not None and assessment.decision.owned and settings.owns_hook(lifecycle.hook_name):
+        group = facts.group or lifecycle.asg_name
+        tags = facts.asg_tags if facts.asg_tags is not None and group == facts.asg_name else source.asg_tags(group)
+        warning = denial_warning(group, tags, settings)
+        if warning is not None:
+            out["warning"] = warning
+    return out
 
 
 _connectors: dict[str, Any] = {}

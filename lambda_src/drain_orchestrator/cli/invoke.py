@@ -51,16 +51,23 @@ def add_invoke_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run_invoke, json=True)  # stdout: the result document alone
 
 
-def run_invoke(args: argparse.Namespace) -> int:
+def local_runner_missing() -> str | None:
+    """Why the handler cannot run here (None: it can): the local runner is a development dependency."""
     try:
-        from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner  # noqa: PLC0415
+        import aws_durable_execution_sdk_python_testing.runner  # noqa: F401, PLC0415
     except ImportError:
-        print(
-            "drain-orchestrator invoke: needs the durable local runner (aws-durable-execution-sdk-python-testing): "
-            "install the command line with its extra `invoke`, e.g. "
-            "uv tool install 'drain_orchestrator-X.Y.Z-py3-none-any.whl[invoke]' (in a checkout: make setup)",
-            file=sys.stderr,
+        return (
+            "needs the durable local runner (aws-durable-execution-sdk-python-testing): install the command line "
+            "with its extra `invoke`, e.g. uv tool install 'drain_orchestrator-X.Y.Z-py3-none-any.whl[invoke]' "
+            "(in a checkout: make setup)"
         )
+    return None
+
+
+def run_invoke(args: argparse.Namespace) -> int:
+    missing = local_runner_missing()
+    if missing is not None:
+        print(f"drain-orchestrator invoke: {missing}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         with sys.stdin if args.event_file == "-" else open(args.event_file, encoding="utf-8") as f:
@@ -73,27 +80,36 @@ def run_invoke(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if args.dry_run:
         os.environ["DRY_RUN"] = "true"
-    config_problem = _configuration_problem()
+    config_problem = configuration_problem()
     if config_problem:
         print(f"drain-orchestrator invoke: {config_problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    out = run_handler(event, timeout=args.timeout, skip_waits=args.skip_waits)
+    emit_json(out)
+    return EXIT_OK if out["status"] == "SUCCEEDED" else EXIT_FAILED
+
+
+def run_handler(event: Any, *, timeout: int, skip_waits: bool) -> dict[str, Any]:
+    """The Lambda handler on ``event`` through the durable local runner: {"status", "result"?, "error"?}. Needs the
+    development dependency (checked by the caller) and valid settings (configuration_problem)."""
+    from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner  # noqa: PLC0415
+
     from drain_orchestrator.handler import handler  # noqa: PLC0415
     from drain_orchestrator.workflow import runtime  # noqa: PLC0415
 
     runtime.reset_config()
-    with DurableFunctionTestRunner(handler=handler, skip_time=args.skip_waits) as runner:
-        result = runner.run(input=json.dumps(event), execution_timeout=args.timeout)
+    with DurableFunctionTestRunner(handler=handler, skip_time=skip_waits) as runner:
+        result = runner.run(input=json.dumps(event), execution_timeout=timeout)
     status = getattr(result.status, "name", str(result.status))
     out: dict[str, Any] = {"status": status}
     if result.result:
         out["result"] = json.loads(result.result)
     if result.error:
         out["error"] = {"type": result.error.type, "message": result.error.message}
-    emit_json(out)
-    return EXIT_OK if status == "SUCCEEDED" else EXIT_FAILED
+    return out
 
 
-def _configuration_problem() -> str | None:
+def configuration_problem() -> str | None:
     """Settings and AWS client configuration, checked before the run: the user gets one line naming what is
     wrong instead of a failed execution (the Lambda itself reports these through its settings step)."""
     from drain_orchestrator.settings import Settings, SettingsError  # noqa: PLC0415

@@ -82,12 +82,32 @@ def run_status(args: argparse.Namespace) -> int:
             except Exception as exc:
                 read.retained_error = _one_line(exc)
                 print(f"warning: cluster {name}: retained instances unknown: {read.retained_error}", file=sys.stderr)
+        if autoscaling is not None and read.reachable and named:
+            _lifecycle_warnings(report, read, kube, autoscaling)
         report.clusters.append(read)
     if args.json:
         emit_json(report.to_json())
     else:
         print(render_report(report))
     return 1 if report.unreadable else 0
+
+
+def _lifecycle_warnings(report: StatusReport, read: ClusterRead, kube: Any, autoscaling: Any) -> None:
+    """Groups whose hooks IAM would not let the function answer (cli/status_grants.py); needs CLUSTER_NAMES (and
+    OWNERSHIP_TAG) as the function has them: without them, nothing to judge ownership by."""
+    from drain_orchestrator.aws.clients import ec2_client  # noqa: PLC0415
+    from drain_orchestrator.cli.status_grants import lifecycle_warnings  # noqa: PLC0415
+    from drain_orchestrator.settings import Settings, SettingsError  # noqa: PLC0415
+
+    try:
+        settings = Settings.from_env(os.environ)
+    except SettingsError:
+        return
+    try:
+        report.lifecycle_warnings.extend(lifecycle_warnings(kube, read.cluster, ec2_client(), autoscaling, settings))
+    except Exception as exc:
+        read.grants_error = _one_line(exc)
+        print(f"warning: cluster {read.cluster}: lifecycle permissions unknown: {read.grants_error}", file=sys.stderr)
 
 
 def _one_line(exc: Exception) -> str:

@@ -56,6 +56,7 @@ class ClusterRead:
     error: str | None = None
     retained_error: str | None = None  # the Auto Scaling lookup failed: retained instances unknown
     surges_error: str | None = None  # the Deployment / HPA lookup failed: surges left behind unknown
+    grants_error: str | None = None  # the lifecycle permissions of the nodes' groups could not be judged
 
 
 @dataclass
@@ -87,6 +88,8 @@ class StatusReport:
     drains: list[NodeStatus]
     retained: list[Retained]
     left_surges: list[LeftSurge] = field(default_factory=list)
+    # groups whose lifecycle hooks IAM would not let the function answer (cli/status_grants.py)
+    lifecycle_warnings: list[str] = field(default_factory=list)
 
     @property
     def unreadable(self) -> list[ClusterRead]:
@@ -99,6 +102,7 @@ class StatusReport:
             "drains": [{**asdict(s), "holds": s.holds} for s in self.drains],
             "retained_instances": [asdict(r) for r in self.retained],
             "surges_left_behind": [asdict(s) for s in self.left_surges],
+            "lifecycle_warnings": list(self.lifecycle_warnings),
         }
 
 
@@ -138,6 +142,7 @@ def render_report(report: StatusReport) -> str:
                 [(s.cluster, s.deployment, s.node, f"+{s.count} ({s.via})", s.why) for s in report.left_surges],
             )
         )
+    out += [f"warning: {w}" for w in report.lifecycle_warnings]
     out += [
         f"warning: cluster {c.cluster}: surges left behind unknown: {c.surges_error}"
         for c in report.clusters

@@ -28,9 +28,10 @@ from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger
 from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
+from drain_orchestrator.ownership import Reason
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
-from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_step
+from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_now_step
 from drain_orchestrator.workflow.gate_defs import PodIps
 from drain_orchestrator.workflow.gates import Gates
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
@@ -57,11 +58,19 @@ StartNote = tuple[str, float]  # what the drain's DrainStarted Event says it doe
 
 def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> InstanceOutcome:
     ws = runtime.wsettings()
-    plan: DrainPlan = ctx.step(plan_step(event), name="plan", config=step_config(DrainPlan))
+    iid = assessment.decision.instance_id
+    plan: DrainPlan = ctx.step(plan_now_step(event, iid), name="plan-now", config=step_config(DrainPlan))
     job = DrainJob(event, assessment.decision, plan, run_id)
     pace = Pace(
-        ctx, event, job.decision.instance_id, now=plan.now, interval=plan.heartbeat_interval, dry_run=ws.dry_run
+        ctx,
+        event,
+        iid,
+        now=plan.now,
+        interval=plan.heartbeat_interval,
+        dry_run=ws.dry_run,
+        heartbeat_timeout=plan.heartbeat_timeout,
     )
+    pace.proved(plan)
     summary = InstanceOutcome(
         job.decision.instance_id,
         job.decision.cluster,
@@ -69,9 +78,13 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         job.decision.reason.value,
         job.decision.action,
     )
+    if plan.proof == "already-done":  # the action stopped waiting since the decision: nothing to drain it for
+        summary.decision, summary.action = Reason.ACTION_NOT_PENDING.value, "skip"
+        return summary
+    job = _unkept(job, pace)
     pace.beat_if_due("start")
 
-    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, plan.deadline)
+    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, job.plan.deadline)
     if loc.fault is not None:
         return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=plan.now, error=loc.fault)
     decision = loc.decision
@@ -89,7 +102,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
             ctx.wait(Duration.from_seconds(int(start_at - pace.now)), name="until-window")
             pace.now = start_at
 
-    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, plan.deadline)
+    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, job.plan.deadline)
     started_at = cordoned.now
     summary.cordoned = cordoned.cordoned
     if cordoned.fault is not None:
@@ -138,9 +151,11 @@ def _drain_passes(
     report: DrainReport | None = None
     n = ok_passes = faults = 0
     watch = HeldWatch(ws.held_notify_seconds)
-    holds = HoldPace(ws)
+    holds = HoldPace(ws, respect_until=job.plan.respect_until)
     approval: Approval | None = None
     while True:
+        job = _unkept(job, pace)
+        deadline = min(deadline, job.plan.deadline)
         chosen = approval.look(ctx, pace, n) if approval is not None else None
         if chosen is not None:
             summary.approval = chosen.to_dict()
@@ -203,6 +218,14 @@ def _drain_passes(
         n += 1
 
 
+def _unkept(job: DrainJob, pace: Pace) -> DrainJob:
+    """The job once its lifecycle action can no longer be kept (IAM denies its heartbeats, or its group is gone):
+    its steps beat no more, and its deadline is the action's remaining life (Pace.bound)."""
+    if not pace.unkept:
+        return job
+    return replace(job, plan=replace(job.plan, deadline=pace.bound(job.plan.deadline), heartbeat_interval=None))
+
+
 def _announce_start(ctx: DurableContext, job: DrainJob, start: StartNote) -> None:
     ctx.step(start_event_step(job, *start), name="announce-event", config=step_config(EventWritten))
 
@@ -232,6 +255,8 @@ def _verdict(
     if job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle:
         outcome = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure)
         summary.lifecycle = complete_lifecycle(pace, job, outcome, result.value)
+        if summary.lifecycle.get("outcome") == "denied":  # IAM will not let this function answer the hook
+            summary.result = Result.LIFECYCLE_ACCESS_DENIED
     if summary.cordoned and job.decision.action == "drain" and not runtime.wsettings().dry_run:
         _restore_surges(job, pace, report, summary)
     summary.heartbeats = pace.beats

@@ -14,7 +14,7 @@ from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator import deadlines, pacing
 from drain_orchestrator.decide import Assessment
-from drain_orchestrator.failures import ApiError
+from drain_orchestrator.failures import ApiError, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.observability import logger, metric
@@ -27,31 +27,75 @@ from drain_orchestrator.workflow.step_guard import fault_of
 
 
 @durable_step
-def plan_step(step_ctx: StepContext, event: Interruption) -> DrainPlan:
-    """Deadline and heartbeat pace. The hook's timeouts are read from AWS; if that fails the drain goes on with
-    the event's own deadline and a heartbeat pace safe for any hook (never a reason to stop)."""
+def plan_now_step(step_ctx: StepContext, event: Interruption, instance_id: str) -> DrainPlan:
+    """The drain's clock from what is true now (deadlines.drain_clock: a respectful minimum first, a lifecycle
+    drain bounded by its action's own expiry). For a lifecycle action, also the hook's timeouts and one
+    heartbeat: it proves the action still waits for this instance (AWS answers that it has no active action
+    otherwise), restarts the hook's heartbeat timeout, and says at once when IAM will not let the function answer
+    the hook. A hook that cannot be read or a heartbeat that fails for a while never stops the drain: the event's
+    bound and a pace safe for any hook, and the flow's heartbeats go on. (Executions of earlier releases ran a
+    "plan" step instead: the event's deadline, no respectful minimum, no proof.)"""
     from drain_orchestrator.aws.autoscaling import describe_hook  # noqa: PLC0415
 
     ws = runtime.wsettings()
-    lifetime: int | None = None
-    interval: int | None = None
-    if event.lifecycle is not None:
+    now = time.time()
+    ref = event.lifecycle
+    action: deadlines.ActionLife | None = None
+    interval = timeout = None
+    proof: str | None = None
+    last_beat: float | None = None
+    if ref is not None:
         interval = deadlines.heartbeat_interval(None)
         try:
-            hook = describe_hook(runtime.autoscaling(), event.lifecycle.asg_name, event.lifecycle.hook_name)
+            hook = describe_hook(runtime.autoscaling(), ref.asg_name, ref.hook_name)
         except ApiError as exc:
             fault_of("plan", exc)
             hook = None
         if hook is not None:
-            lifetime = hook.global_timeout
-            interval = deadlines.heartbeat_interval(hook.heartbeat_timeout)
-    deadline = deadlines.drain_deadline(event, ws, lifetime)
+            timeout, interval = hook.heartbeat_timeout, deadlines.heartbeat_interval(hook.heartbeat_timeout)
+            action = deadlines.ActionLife.seen(hook.heartbeat_timeout, hook.global_timeout, event.event_time, now)
+        if not ws.dry_run:
+            proof, last_beat = _prove(event, instance_id)
+    clock = deadlines.drain_clock(event, ws, now, action)
+    if proof == "already-done":  # answered since the decision (by someone else, or timed out): not acted on
+        metric("EventsIgnored", reason=Reason.ACTION_NOT_PENDING.value, kind=event.kind)
+    logger.info(
+        "drain planned",
+        extra={
+            "deadline": clock.deadline,
+            "respect_until": clock.respect_until,
+            "action_expiry": clock.expiry,
+            "event_age_seconds": round(now - event.event_time, 1),
+            "lifecycle_proof": proof,
+        },
+    )
     return DrainPlan(
-        deadline=deadline,
-        completion_deadline=deadlines.completion_deadline(deadline, event, lifetime),
+        deadline=clock.deadline,
+        completion_deadline=clock.completion_deadline,
         heartbeat_interval=interval,
         now=time.time(),
+        respect_until=clock.respect_until,
+        heartbeat_timeout=timeout,
+        expiry=clock.expiry,
+        proof=proof,
+        last_beat=last_beat,
     )
+
+
+def _prove(event: Interruption, instance_id: str) -> tuple[str, float | None]:
+    """One heartbeat for the event's action: (outcome, when recorded)."""
+    from drain_orchestrator.workflow.heartbeat import beat, denied  # noqa: PLC0415
+
+    assert event.lifecycle is not None
+    try:
+        outcome = beat(event.lifecycle, instance_id)
+    except ApiError as exc:
+        if exc.kind is FailureKind.FORBIDDEN:
+            denied(event, exc)
+            return "denied", None
+        fault_of("heartbeat", exc)
+        return "failed", None
+    return outcome, time.time() if outcome == "recorded" else None
 
 
 @durable_step
@@ -178,8 +222,12 @@ def pass_step(
                     logger.warning("drain claim lost: another execution took it over", extra={"node": job.node})
                     return PassOutcome(now=time.time(), last_beat=hb.last_beat, hook_done=hb.hook_done, claim_lost=True)
                 deadline = min(deadline, claim.earliest)
-            budget = deadlines.pass_budget(time.time(), deadline, ws)
+            now = time.time()
+            respect_until = job.plan.respect_until
+            budget = deadlines.pass_budget(now, deadline, ws, respect_until)
             opts = replace(job.drain_options(), deadline=deadline)
+            if deadlines.in_respect_window(respect_until, now):  # kubectl's drain: no deadline policy yet
+                opts = replace(opts, deadline=None, force_delete_on_deadline=opts.force_now)
             hold = HoldCheck(linger=pacing.HELD_LINGER_SECONDS, quick=after_held)
             rep = drain_node(runtime.kube(job.cluster), job.node, opts, timeout=budget, hold=hold, seen_ips=seen)
         except NodeGone:

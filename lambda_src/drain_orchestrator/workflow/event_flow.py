@@ -131,7 +131,9 @@ def outcome(event: Interruption, results: list[InstanceOutcome], others: list[De
 
 
 def _failure_line(summary: InstanceOutcome) -> str:
-    error = summary.error or (summary.lifecycle or {}).get("error") or {}
+    error = summary.error or (summary.lifecycle or {}).get("error")
+    if not error:  # a failure by its result alone (lifecycle-access-denied)
+        return f"{summary.instance_id}: {summary.result}"
     return f"{summary.instance_id}: {error.get('step')} {error.get('kind')}: {error.get('message')}"
 
 
@@ -228,7 +230,8 @@ def parse_step(step_ctx: StepContext, raw_event: Any) -> Parsed:
 @durable_step
 @faults_as("decide", Decided)
 def decide_step(step_ctx: StepContext, event: Interruption) -> Decided:
-    assessments = decide_event(event, runtime.settings(), BotoFacts(runtime.ec2(), runtime.autoscaling()))
+    facts = BotoFacts(runtime.ec2(), runtime.autoscaling())
+    assessments = decide_event(event, runtime.settings(), facts, now=time.time(), ws=runtime.wsettings())
     # not ours (or nothing to do) is a decision, never an error or a retry loop: one metric and one line per
     # reason, however many instances share it
     by_reason: dict[str, list[Assessment]] = {}

@@ -7,12 +7,14 @@
   instance from the ones configured by ARN (registered by hand: nobody else will).
 - `volumes_step`: the node's VolumeAttachments that are not deleted yet, except those of pods the drain leaves on
   the node on purpose (DaemonSet pods kept, mirror pods, drain policy ``skip``).
-- `out_of_service_step`: the non-graceful-shutdown taint on a terminated instance's Node.
+- `out_of_service_ec2_step`: the non-graceful-shutdown taint on a terminated instance's Node, once EC2 reports it
+  stopped or terminated.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
@@ -97,9 +99,7 @@ def volumes_step(step_ctx: StepContext, job: DrainJob) -> VolumesCheck:
     return VolumesCheck(now=time.time(), attached=found.holding, ignored=found.ignored)
 
 
-@durable_step
-@faults_as("out-of-service", Tainted)
-def out_of_service_step(step_ctx: StepContext, job: DrainJob) -> Tainted:
+def _taint(job: DrainJob) -> Tainted:
     """Non-graceful node shutdown: with this taint the pod GC deletes the node's pods at once and the attach/detach
     controller detaches their volumes without waiting for the kubelet (which is gone with the instance)."""
     from drain_orchestrator.kube.errors import NodeGone  # noqa: PLC0415
@@ -113,6 +113,26 @@ def out_of_service_step(step_ctx: StepContext, job: DrainJob) -> Tainted:
         metric("NodesTaintedOutOfService", cluster=job.cluster, kind=job.event.kind)
         logger.info("out-of-service taint added", extra={"node": job.node})
     return Tainted(now=time.time(), tainted=True)
+
+
+@durable_step
+@faults_as("out-of-service", Tainted)
+def out_of_service_ec2_step(step_ctx: StepContext, job: DrainJob) -> Tainted:
+    """The out-of-service taint, only once EC2 itself reports the instance stopped or terminated: force-detaching
+    the volumes of a node whose kubelet still runs corrupts data, so the event's word is not enough."""
+    from drain_orchestrator.aws.ec2 import describe_instances  # noqa: PLC0415
+    from drain_orchestrator.corroborate import out_of_service_allowed  # noqa: PLC0415
+
+    iid = job.decision.instance_id
+    facts = describe_instances(runtime.ec2(), [iid]).get(iid)
+    state = None if facts is None else facts.state
+    if not out_of_service_allowed(state):
+        logger.warning(
+            "no out-of-service taint: EC2 does not report the instance stopped or terminated",
+            extra={"node": job.node, "ec2_state": state},
+        )
+        return Tainted(now=time.time(), ec2_state=state)
+    return replace(_taint(job), ec2_state=state)
 
 
 def describe(gates: dict[str, Any] | None) -> str:

@@ -1,6 +1,7 @@
 """Gates between the drain and the verdict: the instance goes only once nothing outside Kubernetes still needs it.
 
-    [state-change "terminated", OUT_OF_SERVICE_TAINT] out-of-service taint on the leftover Node
+    [state-change "terminated", OUT_OF_SERVICE_TAINT] out-of-service taint on the leftover Node, once EC2 reports
+    the instance stopped or terminated
     -> [load-balancer gate] the node's pod IPs (ip-mode targets): the first drain pass's LIST, or a LIST of their
        own before the drain in an execution that waits on another's drain
     -> drain passes (drain_flow)
@@ -29,7 +30,7 @@ from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.outcome import InstanceOutcome, Result, succeeded
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.gate_defs import GATES, Check, Gate, PodIps, Run, State, configured
-from drain_orchestrator.workflow.gate_steps import out_of_service_step
+from drain_orchestrator.workflow.gate_steps import out_of_service_ec2_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, gate_held, held_step
 from drain_orchestrator.workflow.job import Drained, DrainJob
 from drain_orchestrator.workflow.pace import Pace, step_config
@@ -82,7 +83,9 @@ class Gates:
         lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
         self.on = [g for g in GATES if configured(g, ws, lifecycle)]
         if ws.out_of_service_taint and job.event.kind == "state-change" and job.event.state == "terminated":
-            tainted: Tainted = ctx.step(out_of_service_step(job), name="out-of-service", config=step_config(Tainted))
+            tainted: Tainted = ctx.step(
+                out_of_service_ec2_step(job), name="out-of-service-ec2", config=step_config(Tainted)
+            )
             pace.absorb(tainted)
             summary.out_of_service = tainted.tainted
         self.ips = PodIps()
@@ -92,7 +95,7 @@ class Gates:
         """The drain's end as the gates leave it: unchanged when it did not succeed or no gate is on; else
         ``gate-held`` with the reason when a gate still holds at the deadline."""
         result, report, _ = drained
-        if not succeeded(result) or not self.on:
+        if not succeeded(result) or not self.on or self.pace.unkept:  # an action no one can answer is held by nothing
             return drained
         runs = [(g, run) for g, run in self.runs if g.after(result)]
         gates, reason = _hold(self.ctx, self.job, self.pace, runs)

@@ -21,8 +21,10 @@ from drain_orchestrator.workflow_settings import WorkflowSettings
 
 
 class HoldPace:
-    def __init__(self, ws: WorkflowSettings) -> None:
+    def __init__(self, ws: WorkflowSettings, respect_until: float | None = None) -> None:
         self.ws = ws
+        # the end of the drain's respectful minimum: the deadline policy may act from then, so a held wait ends there
+        self.respect_until = respect_until
         self.held_passes = 0  # passes ended held since the last progress
         self.after_held = False  # the last pass ended held: the next one ends at its first look
         self.rollout_checks = 0  # waits cut short because a surge waited for a rollout
@@ -37,6 +39,8 @@ class HoldPace:
         if not out.held:
             return None
         due = [out.wake_at] if out.wake_at is not None else []
+        if self.respect_until is not None:
+            due.append(self.respect_until)
         if watch.since is not None and not watch.said:
             due.append(watch.since + watch.notify_after)
         want = pacing.held_recheck(self.held_passes, now, self.ws, due)

@@ -8,11 +8,12 @@ from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.decide import Assessment
+from drain_orchestrator.failures import ApiError, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.ownership import Decision
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.heartbeat import HeartbeatKeeper, beat
+from drain_orchestrator.workflow.heartbeat import BACKOFF, HeartbeatKeeper, action_key, beat, denied
 from drain_orchestrator.workflow.results import BeatOutcome, Completion, ReadyCheck
 from drain_orchestrator.workflow.step_guard import fault_of, faults_as
 
@@ -20,11 +21,20 @@ from drain_orchestrator.workflow.step_guard import fault_of, faults_as
 @durable_step
 @faults_as("heartbeat", BeatOutcome, outcome="failed")
 def heartbeat_step(step_ctx: StepContext, event: Interruption, instance_id: str) -> BeatOutcome:
+    """One heartbeat; IAM's refusal is its own outcome ("denied"), never retried (lifecycle-access-denied)."""
     ref = event.lifecycle
     assert ref is not None
     if runtime.wsettings().dry_run:
         return BeatOutcome("dry-run", time.time())
-    outcome = beat(ref, instance_id)
+    try:
+        outcome = beat(ref, instance_id)
+    except ApiError as exc:
+        if exc.kind is not FailureKind.FORBIDDEN:
+            BACKOFF.failure(action_key(ref, instance_id))  # the keepers of later steps wait for the flow's retry
+            raise
+        denied(event, exc)
+        return BeatOutcome("denied", time.time())
+    BACKOFF.success(action_key(ref, instance_id))
     logger.info("lifecycle heartbeat", extra={"outcome": outcome})
     return BeatOutcome(outcome, time.time())
 
@@ -47,6 +57,11 @@ def complete_step(step_ctx: StepContext, event: Interruption, decision: Decision
             token=ref.token,
             instance_id=decision.instance_id,
         )
+    except ApiError as exc:
+        if exc.kind is not FailureKind.FORBIDDEN:
+            return Completion("failed", result, time.time(), fault_of("complete-lifecycle", exc))
+        denied(event, exc)
+        return Completion("denied", result, time.time())
     except Exception as exc:
         return Completion("failed", result, time.time(), fault_of("complete-lifecycle", exc))
     if outcome == "completed":

@@ -15,13 +15,19 @@ from aws_durable_execution_sdk_python.retries import RetryPresets
 from drain_orchestrator import deadlines
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.lifecycle_steps import complete_step, heartbeat_step
-from drain_orchestrator.workflow.results import BeatOutcome, Checkpointed, Completion, StepFault, StepSerDes
+from drain_orchestrator.workflow.results import (
+    BeatOutcome,
+    Checkpointed,
+    Completion,
+    DrainPlan,
+    StepFault,
+    StepSerDes,
+)
 
 if TYPE_CHECKING:
     from drain_orchestrator.workflow.job import DrainJob
-
-RETRY_FAILED_BEAT_SECONDS = 5
 
 
 R = TypeVar("R", bound=Checkpointed)
@@ -42,6 +48,7 @@ class Pace:
         now: float,
         interval: int | None,
         dry_run: bool,
+        heartbeat_timeout: int | None = None,
     ) -> None:
         self.ctx, self.event, self.instance_id = ctx, event, instance_id
         self.now = now
@@ -49,8 +56,42 @@ class Pace:
         # the action's heartbeat clock started when the hook fired, not when this execution began
         self.last_beat: float | None = event.event_time if self.interval else None
         self.beat_retry_at: float | None = None
+        self.beat_failures = 0  # failed heartbeats in a row: their retries back off (deadlines.beat_retry_delay)
         self.hook_done = False
+        self.heartbeat_timeout = heartbeat_timeout
+        # the action can no longer be kept: IAM denies its heartbeats, or its group was deleted (when seen)
+        self.hook_denied = False
+        self.group_gone_at: float | None = None
         self.beats = 0
+
+    def proved(self, plan: DrainPlan) -> None:
+        """What the plan's heartbeat said about the lifecycle action ("plan-now" step)."""
+        self.absorb(plan)
+        self.answered(plan.proof, plan.now)
+
+    def answered(self, outcome: str | None, now: float) -> None:
+        if outcome == "already-done":
+            self.hook_done = True  # completed by someone else or timed out: nothing left to keep alive
+        elif outcome == "denied":
+            self.hook_denied = True
+        elif outcome == "group-gone" and self.group_gone_at is None:
+            self.group_gone_at = now
+
+    @property
+    def unkept(self) -> bool:
+        """The lifecycle action can no longer be kept alive: IAM denies its heartbeats, or its group is gone."""
+        return self.hook_denied or self.group_gone_at is not None
+
+    def bound(self, deadline: float) -> float:
+        """The drain's deadline once the action can no longer be kept (deadlines.bounded_by_action)."""
+        if not self.unkept:
+            return deadline
+        lapses = None
+        if self.hook_denied:
+            timeout = self.heartbeat_timeout or deadlines.MIN_HEARTBEAT_TIMEOUT
+            lapses = (self.last_beat or self.event.event_time) + timeout
+        ws = runtime.wsettings()
+        return deadlines.bounded_by_action(deadline, ws, lapses=lapses, gone_at=self.group_gone_at)
 
     def absorb(self, result: Any) -> None:
         self.now = max(self.now, result.now)
@@ -60,7 +101,7 @@ class Pace:
         self.hook_done = self.hook_done or bool(getattr(result, "hook_done", False))
 
     def next_beat(self) -> float | None:
-        if self.interval is None or self.hook_done or self.last_beat is None:
+        if self.interval is None or self.hook_done or self.unkept or self.last_beat is None:
             return None
         due = self.last_beat + self.interval
         return max(due, self.beat_retry_at) if self.beat_retry_at is not None else due
@@ -84,11 +125,14 @@ class Pace:
         self.now = max(self.now, res.now)
         self.beats += 1
         if res.fault is not None:
-            self.beat_retry_at = res.now + RETRY_FAILED_BEAT_SECONDS
-        elif res.outcome == "already-done":
-            self.hook_done = True  # completed by someone else or timed out: nothing left to keep alive
+            lapses = (self.last_beat or self.event.event_time) + (self.heartbeat_timeout or 3 * (self.interval or 0))
+            delay = deadlines.beat_retry_delay(self.beat_failures, self.interval, res.now, lapses)
+            self.beat_retry_at = res.now + delay
+            self.beat_failures += 1
+        elif res.outcome == "recorded":
+            self.last_beat, self.beat_retry_at, self.beat_failures = res.now, None, 0
         else:
-            self.last_beat, self.beat_retry_at = res.now, None
+            self.answered(res.outcome, res.now)
 
     def retrying(self, name: str, make: Any, cls: type[R], until: float) -> R:
         """Run ``make(last_beat)`` as a step until it succeeds, its failure kind gives up, or ``until`` passes,
@@ -110,7 +154,12 @@ class Pace:
 
 
 def complete_lifecycle(pace: Pace, job: DrainJob, result: str, why: str) -> dict[str, Any]:
-    """CompleteLifecycleAction, retried until the job's completion deadline; the outcome as summary data."""
+    """CompleteLifecycleAction, retried until the job's completion deadline; the outcome as summary data. Not
+    tried once IAM denied the action's heartbeats or its group is gone: the answer is known."""
+    if pace.hook_denied:
+        return {"outcome": "denied", "result": None}
+    if pace.group_gone_at is not None:
+        return {"outcome": "group-gone", "result": None}
     done = pace.retrying(
         "complete-lifecycle",
         lambda _lb: complete_step(job.event, job.decision, result, why),

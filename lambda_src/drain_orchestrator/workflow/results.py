@@ -69,12 +69,21 @@ class RunSettings(Checkpointed):
 
 @dataclass(frozen=True)
 class DrainPlan(Checkpointed):
-    """The drain's clock: its deadline, how long completing the hook is worth retrying, the heartbeat pace."""
+    """The drain's clock: its deadline, how long completing the hook is worth retrying, the heartbeat pace.
+    The fields after ``now`` are written by the "plan-now" step (deadlines.drain_clock); a "plan" checkpoint has
+    their defaults, which mean what that step decided: no respectful minimum, nothing proved."""
 
     deadline: float
     completion_deadline: float
     heartbeat_interval: int | None
     now: float
+    respect_until: float | None = None  # until then no grace is clipped and nothing force-deleted
+    heartbeat_timeout: int | None = None  # the hook's (DescribeLifecycleHooks), when read
+    expiry: float | None = None  # the lifecycle action's own expiry, when known
+    # the heartbeat that proved the lifecycle action waits: recorded | already-done | group-gone | denied | failed;
+    # None: not tried (no action, a dry run)
+    proof: str | None = None
+    last_beat: float | None = None  # when that heartbeat was recorded
 
 
 @dataclass(frozen=True)
@@ -146,7 +155,9 @@ class ClaimSettled(Checkpointed):
 @dataclass(frozen=True)
 class BeatOutcome(Checkpointed):
     _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
-    outcome: str  # recorded | already-done | dry-run | failed
+    # recorded | already-done | dry-run | failed; from "plan-now" on also group-gone (the group was deleted) and denied
+    # (IAM refused it: never retried)
+    outcome: str
     now: float
     fault: StepFault | None = None
 
@@ -154,7 +165,8 @@ class BeatOutcome(Checkpointed):
 @dataclass(frozen=True)
 class Completion(Checkpointed):
     _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
-    outcome: str  # completed | already-done | not-applicable | dry-run | failed
+    # completed | already-done | not-applicable | dry-run | failed; from "plan-now" on also group-gone and denied
+    outcome: str
     result: str | None
     now: float
     fault: StepFault | None = None
@@ -194,6 +206,7 @@ class Tainted(Checkpointed):
     now: float
     tainted: bool = False
     fault: StepFault | None = None
+    ec2_state: str | None = None  # EC2's state just before ("out-of-service-ec2"): the taint needs stopped/terminated
 
 
 @dataclass(frozen=True)
