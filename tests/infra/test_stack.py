@@ -356,6 +356,8 @@ def test_least_privilege_actions(single: Synthesized) -> None:
 
 DESCRIBE_ONLY = {
     "ec2:DescribeInstances",
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
     "autoscaling:DescribeLifecycleHooks",
     "autoscaling:DescribeTags",
     "elasticloadbalancing:DescribeTargetGroups",
@@ -378,7 +380,7 @@ def test_no_managed_durable_policy_and_no_star_resource_beyond_the_describe_call
 
 
 def test_durable_execution_and_log_grants_name_this_function_and_its_log_group(single: Synthesized) -> None:
-    function = logical_id(single, "AWS::Lambda::Function", "Function")
+    function = logical_id(single, "AWS::Lambda::Function", "DrainOrchestratorFunction")
     durable = next(s for s in statements(single) if "lambda:CheckpointDurableExecution" in s["Action"])
     assert sorted(durable["Action"]) == ["lambda:CheckpointDurableExecution", "lambda:GetDurableExecutionState"]
     # durable execution ARNs are <function ARN>:<version>/durable-execution/...: every version of this function
@@ -563,7 +565,7 @@ def test_alarms_go_to_the_alarm_topic(single: Synthesized) -> None:
 
 def test_failures_that_would_stay_silent_each_have_an_alarm(single: Synthesized) -> None:
     found = {name: next(a for k, a in alarms(single).items() if name in k) for name in LOUD}
-    function = {"Ref": logical_id(single, "AWS::Lambda::Function", "Function")}
+    function = {"Ref": logical_id(single, "AWS::Lambda::Function", "DrainOrchestratorFunction")}
     own = [{"Name": "service", "Value": "drain-orchestrator"}]
 
     steps = found["StepsFailing"]  # 15 minutes of failing steps, whatever the step
