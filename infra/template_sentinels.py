@@ -232,10 +232,10 @@ def check_same(base: dict[str, Any], other: dict[str, Any]) -> None:
 
 
 def _without_metadata(template: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        section: {k: {p: v for p, v in body.items() if p != "Metadata"} for k, body in template.get(section, {}).items()}
-        for section in SECTIONS
-    }
+    def bare(body: Mapping[str, Any]) -> dict[str, Any]:
+        return {p: v for p, v in body.items() if p != "Metadata"}
+
+    return {section: {k: bare(body) for k, body in template.get(section, {}).items()} for section in SECTIONS}
 
 
 def _differences(a: Any, b: Any, where: str = "") -> list[str]:

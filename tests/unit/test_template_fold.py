@@ -1,6 +1,6 @@
-"""infra/template_sentinels.py and template_fold.py on small templates: sentinels become references, a value derived from a
-sentinel is refused,
-and a folded variant resolves back to itself (tests/infra/template_resolve.py)."""
+"""infra/template_sentinels.py and template_fold.py on small templates: sentinels become references, a value derived
+from a sentinel is refused, a folded variant resolves back to itself (tests/infra/template_resolve.py), and so does
+a value two parameters change, folded with their synth together."""
 
 from __future__ import annotations
 
@@ -141,12 +141,15 @@ def tag_synth(cluster: str, key: str, value: str) -> dict[str, Any]:
     """What the construct writes for OWNERSHIP_TAG key or key=value (an empty key: none): the variable, and a
     statement whose condition key is the tag's key and whose value is the tag's value or the cluster's name."""
     arn = {"Fn::GetAtt": ["Fn", "Arn"]}  # any intrinsic: the policy's text then a substitution with variables
-    statements: list[dict[str, Any]] = [{"Sid": "Cluster", "Action": "autoscaling:CompleteLifecycleAction", "Resource": arn,
-                                         "Condition": {"StringEquals": {"aws:ResourceTag/eks:cluster-name": [cluster]}}}]  # fmt: skip
+    action = "autoscaling:CompleteLifecycleAction"
+    by_cluster_tag = {"StringEquals": {"aws:ResourceTag/eks:cluster-name": [cluster]}}
+    statements: list[dict[str, Any]] = [
+        {"Sid": "Cluster", "Action": action, "Resource": arn, "Condition": by_cluster_tag}
+    ]
     variables = {"CLUSTER_NAMES": cluster}
     if key:
         variables["OWNERSHIP_TAG"] = f"{key}={value}" if value else key
-        statements.append({"Sid": "Tag", "Action": "autoscaling:CompleteLifecycleAction", "Resource": arn,
+        statements.append({"Sid": "Tag", "Action": action, "Resource": arn,
                            "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": [value or cluster]}}})  # fmt: skip
     return {
         "Resources": {
