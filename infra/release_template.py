@@ -103,6 +103,33 @@ def _actions() -> tuple[Param, ...]:
     return tuple(out)
 
 
+def _ownership_tag() -> tuple[Param, ...]:
+    """OWNERSHIP_TAG, key or key=value, as two parameters: the construct's IAM condition key is the tag's key and its
+    value the tag's value or the cluster's name, which CloudFormation cannot cut out of one parameter. Both empty by
+    default (no rule): each folded from a synth with it empty, and the two together (COMBINATIONS). No quote or
+    backslash: the values go into the IAM policy's JSON text as they are."""
+    key_description = "Extra ownership rule: a tag key on instances or Auto Scaling groups (OWNERSHIP_TAG); empty: none"
+    value_description = (
+        "The value that tag must have (OWNERSHIP_TAG key=value); empty: the tag's value names the cluster"
+    )
+    return tuple(
+        Param(
+            name,
+            description,
+            "",
+            pattern=r'^[^=,"\\]*$',
+            max_length=length,
+            sentinel=sentinel,
+            alternate=sentinel.replace("zz", "qq"),
+            variants=("",),
+        )
+        for name, description, length, sentinel in (
+            (OWNERSHIP_TAG_KEY, key_description, 40, "zzownerzz:zz/zzkeyzz"),
+            (OWNERSHIP_TAG_VALUE, value_description, 23, "zzvaluezz:zz/zz"),
+        )
+    )
+
+
 PARAMETERS: tuple[Param, ...] = (
     Param(
         "ClusterName",
@@ -122,30 +149,7 @@ PARAMETERS: tuple[Param, ...] = (
         sentinel="zzhookzz/zznamezz",
         alternate="qqhookqq/qqnameqq",
     ),
-    # OWNERSHIP_TAG is key or key=value; two parameters, because the construct's IAM condition key is the tag's key
-    # and its value the tag's value or the cluster's name, which CloudFormation cannot cut out of one parameter.
-    # No quote or backslash: the values go into the IAM policy's JSON text as they are.
-    Param(
-        OWNERSHIP_TAG_KEY,
-        "Extra ownership rule: a tag key on instances or Auto Scaling groups (OWNERSHIP_TAG, docs/ownership.md); "
-        "empty: none",
-        "",
-        pattern=r'^[^=,"\\]*$',
-        max_length=40,
-        sentinel="zzownerzz:zz/zzkeyzz",
-        alternate="qqownerqq:qq/qqkeyqq",
-        variants=("",),
-    ),
-    Param(
-        OWNERSHIP_TAG_VALUE,
-        "The value that tag must have (OWNERSHIP_TAG key=value); empty: the tag's value names the cluster",
-        "",
-        pattern=r'^[^=,"\\]*$',
-        max_length=23,
-        sentinel="zzvaluezz:zz/zz",
-        alternate="qqvalueqq:qq/qq",
-        variants=("",),
-    ),
+    *_ownership_tag(),
     Param(
         "AlarmEmail",
         "E-mail address subscribed to the alarm topic (confirm the subscription mail); empty: none",
