@@ -8,11 +8,12 @@ CDK app in another language.
   zip, uploaded once with `aws s3 cp`).
 - One served cluster per stack (`ClusterName`): the construct names the cluster in IAM condition keys, access
   entries, alarms and the RBAC resource, which a list parameter cannot reach; several clusters are several stacks.
-- Each parameter enters through template_fold.py: the stack is synthesized with sentinel values (substituted by
-  references), once more with other sentinels (which must substitute to the same template: nothing derived from a
-  value) and once per other value of each choice (folded into conditions). cdk-nag runs on every one of those
-  synths, as it does on `cdk synth`. tests/infra/test_template_equals_stack.py checks the result: the
-  template resolved for several assignments equals the CDK app's synth with the same settings.
+- Each parameter enters through template_sentinels.py and template_fold.py: the stack is synthesized with sentinel
+  values (substituted by references; no part of one may be left: nothing cut from a value), once more with other
+  sentinels (which must substitute to the same template: nothing derived from a value), once per other value of
+  each choice (folded into conditions) and once per combination of values two parameters change together. cdk-nag
+  runs on every one of those synths, as it does on `cdk synth`. tests/infra/test_template_equals_stack.py checks
+  the result: the template resolved for several assignments equals the CDK app's synth with the same settings.
 
     python -m infra.release_template VERSION OUT.json   # (make release runs it: build/release.py)
 """
@@ -20,6 +21,7 @@ CDK app in another language.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -28,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import KindActions, OrchestratorConfig
-from .template_fold import Variant, check_same, fold, substitute
+from .template_fold import Variant, fold
+from .template_sentinels import check_same, check_whole, substitute
 from .validation import LOG_LEVELS, LOG_RETENTION_DAYS
 
 CODE_BUCKET = "CodeBucket"
@@ -41,6 +44,16 @@ ACTIONS = {  # parameter -> KindActions field
     "ActionStateChange": "state_change",
     "ActionScheduledChange": "scheduled_change",
 }
+OWNERSHIP_TAG_KEY = "OwnershipTagKey"
+OWNERSHIP_TAG_VALUE = "OwnershipTagValue"
+# What a string sentinel must hold wherever its parameter's pattern admits it: the characters the construct splits
+# values on (key=value, lists, tag-key and ARN parts), so that a value it cuts from the sentinel leaves a part of it
+# behind, which template_sentinels.check_whole refuses.
+SPLIT_CHARACTERS = "=,/:"
+# Values of several parameters synthesized together: the ownership tag's key and value both change the one IAM
+# policy document (an empty key removes the statement, an empty value lists the cluster), which only a synth of both
+# empty (the defaults) can say. Each is a dict of parameter -> value.
+COMBINATIONS: tuple[dict[str, str], ...] = ({OWNERSHIP_TAG_KEY: "", OWNERSHIP_TAG_VALUE: ""},)
 
 
 @dataclass(frozen=True)
@@ -90,6 +103,33 @@ def _actions() -> tuple[Param, ...]:
     return tuple(out)
 
 
+def _ownership_tag() -> tuple[Param, ...]:
+    """OWNERSHIP_TAG, key or key=value, as two parameters: the construct's IAM condition key is the tag's key and its
+    value the tag's value or the cluster's name, which CloudFormation cannot cut out of one parameter. Both empty by
+    default (no rule): each folded from a synth with it empty, and the two together (COMBINATIONS). No quote or
+    backslash: the values go into the IAM policy's JSON text as they are."""
+    key_description = "Extra ownership rule: a tag key on instances or Auto Scaling groups (OWNERSHIP_TAG); empty: none"
+    value_description = (
+        "The value that tag must have (OWNERSHIP_TAG key=value); empty: the tag's value names the cluster"
+    )
+    return tuple(
+        Param(
+            name,
+            description,
+            "",
+            pattern=r'^[^=,"\\]*$',
+            max_length=length,
+            sentinel=sentinel,
+            alternate=sentinel.replace("zz", "qq"),
+            variants=("",),
+        )
+        for name, description, length, sentinel in (
+            (OWNERSHIP_TAG_KEY, key_description, 40, "zzownerzz:zz/zzkeyzz"),
+            (OWNERSHIP_TAG_VALUE, value_description, 23, "zzvaluezz:zz/zz"),
+        )
+    )
+
+
 PARAMETERS: tuple[Param, ...] = (
     Param(
         "ClusterName",
@@ -106,26 +146,17 @@ PARAMETERS: tuple[Param, ...] = (
         "drain-orchestrator",
         pattern=r"^[A-Za-z0-9\-_/]{1,40}$",
         max_length=40,
-        sentinel="zzhookzz",
-        alternate="qqhookqq",
+        sentinel="zzhookzz/zznamezz",
+        alternate="qqhookqq/qqnameqq",
     ),
-    Param(
-        "OwnershipTag",
-        "Extra ownership rule, a tag key or key=value (OWNERSHIP_TAG, docs/ownership.md); empty: none",
-        "",
-        pattern=r"^([^=,]{1,63}(=[^=,]+)?)?$",
-        max_length=64,
-        sentinel="zzownerzz",
-        alternate="qqownerqq",
-        variants=("",),
-    ),
+    *_ownership_tag(),
     Param(
         "AlarmEmail",
         "E-mail address subscribed to the alarm topic (confirm the subscription mail); empty: none",
         "",
         pattern=r"^([^@\s,]+@[^@\s,]+\.[^@\s,]+)?$",
-        sentinel="zzalarm@zzexample.zz",
-        alternate="qqalarm@qqexample.qq",
+        sentinel="zz=zzalarm/zz:zz@zzexample.zz",
+        alternate="qq=qqalarm/qq:qq@qqexample.qq",
         variants=("",),
     ),
     *_actions(),
@@ -179,7 +210,7 @@ def config_for(values: Mapping[str, str | int]) -> OrchestratorConfig:
     return OrchestratorConfig(
         clusters=(str(values["ClusterName"]),),
         created_hook_name=str(values["LifecycleHookName"]),
-        ownership_tag=str(values["OwnershipTag"]) or None,
+        ownership_tag=ownership_tag(values),
         alarm_email=str(values["AlarmEmail"]) or None,
         actions=KindActions(**{field: str(values[name]) for name, field in ACTIONS.items()}),
         drain_settings={"DRY_RUN": "true"} if values["DryRun"] == "true" else {},
@@ -190,6 +221,45 @@ def config_for(values: Mapping[str, str | int]) -> OrchestratorConfig:
         timeout_seconds=int(values["TimeoutSeconds"]),
         log_retention_days=int(values["LogRetentionDays"]),
     )
+
+
+def ownership_tag(values: Mapping[str, str | int]) -> str | None:
+    """OWNERSHIP_TAG from its two parameters: key, key=value, or none for an empty key (a value without a key: the
+    template's rule refuses it, see RULES)."""
+    key, value = str(values[OWNERSHIP_TAG_KEY]), str(values[OWNERSHIP_TAG_VALUE])
+    if not key:
+        return None
+    return f"{key}={value}" if value else key
+
+
+RULES = {
+    "OwnershipTagValueNeedsKey": {
+        "RuleCondition": {"Fn::Equals": [{"Ref": OWNERSHIP_TAG_KEY}, ""]},
+        "Assertions": [
+            {
+                "Assert": {"Fn::Equals": [{"Ref": OWNERSHIP_TAG_VALUE}, ""]},
+                "AssertDescription": "OwnershipTagValue needs an OwnershipTagKey (the tag that must have that value)",
+            }
+        ],
+    }
+}
+
+
+def check_sentinels(parameters: tuple[Param, ...] = PARAMETERS) -> None:
+    """Each string sentinel (and alternate) is a value of its parameter and holds the split characters its pattern
+    admits; its runs of letters and digits begin with zz (qq), so they are found nowhere else."""
+    for p in parameters:
+        for sentinel, mark in ((p.sentinel, "zz"), (p.alternate, "qq")):
+            if not isinstance(sentinel, str):
+                continue
+            pattern = re.compile(p.pattern or ".*")
+            if not pattern.fullmatch(sentinel) or (p.max_length and len(sentinel) > p.max_length):
+                raise ValueError(f"{p.name}: the sentinel {sentinel!r} is not one of its values")
+            lacking = [c for c in SPLIT_CHARACTERS if c not in sentinel and pattern.fullmatch(f"{sentinel}{c}{mark}")]
+            if lacking:
+                raise ValueError(f"{p.name}: the sentinel {sentinel!r} lacks {lacking}, which its values may hold")
+            if any(not run.startswith(mark) for run in re.findall(r"[A-Za-z0-9]+", sentinel)):
+                raise ValueError(f"{p.name}: every part of the sentinel {sentinel!r} begins with {mark}")
 
 
 def synthesize(values: Mapping[str, str | int], outdir: Path) -> dict[str, Any]:
@@ -233,17 +303,23 @@ def condition_name(parameter: str, value: str) -> str:
 def build(version: str, work: Path) -> dict[str, Any]:
     """The release template: the base synth with its sentinels substituted, each choice's variants folded in, the
     parameters and their conditions declared."""
+    check_sentinels()
     sentinels = {p.name: p.sentinel for p in PARAMETERS if p.sentinel is not None}
     alternates = {p.name: p.alternate for p in PARAMETERS if p.alternate is not None}
     base = base_values()
     synths = iter(range(1000))
 
     def synth(values: Mapping[str, str | int], sentinels: Mapping[str, str | int] = sentinels) -> dict[str, Any]:
-        return substitute(synthesize(values, work / f"synth-{next(synths)}"), sentinels)
+        substituted = substitute(synthesize(values, work / f"synth-{next(synths)}"), sentinels)
+        check_whole(substituted, sentinels)
+        return substituted
 
     substituted = synth(base)
     check_same(substituted, synth({**base, **alternates}, alternates))
     variants = [Variant(p.name, v, synth({**base, p.name: v})) for p in PARAMETERS for v in p.variants]
+    for values in COMBINATIONS:
+        (first, value), *rest = values.items()
+        variants.append(Variant(first, value, synth({**base, **values}), together=dict(rest)))
     equalities = {(p.name, v): condition_name(p.name, v) for p in PARAMETERS for v in p.variants}
     folded = fold(substituted, variants, equalities)
     template = _clean(folded.template)
@@ -255,6 +331,7 @@ def build(version: str, work: Path) -> dict[str, Any]:
     template["Parameters"][CODE_KEY]["Default"] = f"drain-orchestrator-lambda-{version}.zip"  # build/release.py's name
     conditions = {name: {"Fn::Equals": [{"Ref": p}, v]} for (p, v), name in equalities.items()}
     template["Conditions"] = {**conditions, **folded.conditions}
+    template["Rules"] = RULES
     template["Description"] = f"EKS Drain Orchestrator {version}: drains EKS nodes before EC2 instances go away"
     template["Metadata"] = {
         "AWS::CloudFormation::Interface": {
@@ -270,8 +347,16 @@ def build(version: str, work: Path) -> dict[str, Any]:
 # What the function's configuration depends on: a new value must publish a new version, which the alias then routes
 # to. Lambda takes at most 256 characters of a version's description, and CloudFormation has no hash: the values go
 # in as they are, free text bounded by MaxLength, each choice as its first letter. CodeBucket stays out: new code
-# comes under a new key (the release names its zip by version).
-VERSION_TEXT = (CODE_KEY, "ClusterName", "LifecycleHookName", "OwnershipTag")
+# comes under a new key (the release names its zip by version). The ownership tag goes in as OWNERSHIP_TAG spells it
+# (key or key=value: a key holds no "=", so no two tags read the same).
+VERSION_TEXT = (CODE_KEY, "ClusterName", "LifecycleHookName", OWNERSHIP_TAG_KEY, OWNERSHIP_TAG_VALUE)
+OWNERSHIP_TAG_TEXT = {
+    "Fn::If": [
+        condition_name(OWNERSHIP_TAG_VALUE, ""),
+        {"Ref": OWNERSHIP_TAG_KEY},
+        {"Fn::Join": ["=", [{"Ref": OWNERSHIP_TAG_KEY}, {"Ref": OWNERSHIP_TAG_VALUE}]]},
+    ]
+}
 VERSION_CHOICES = (*ACTIONS, "DryRun", "LogLevel")
 VERSION_NUMBERS = ("MemorySize", "TimeoutSeconds")
 VERSION_DESCRIPTION_LIMIT = 256
@@ -286,7 +371,8 @@ def _version_follows_parameters(template: dict[str, Any]) -> None:
     if len(versions) != 1:
         raise ValueError(f"expected the drain function's one version resource, found {len(versions)}")
     letters = {"Fn::Join": ["", [_first_letter(BY_NAME[name]) for name in VERSION_CHOICES]]}
-    parts = [*({"Ref": name} for name in VERSION_TEXT), letters, *({"Ref": name} for name in VERSION_NUMBERS)]
+    texts = [{"Ref": name} for name in VERSION_TEXT if name not in (OWNERSHIP_TAG_KEY, OWNERSHIP_TAG_VALUE)]
+    parts = [*texts, OWNERSHIP_TAG_TEXT, letters, *({"Ref": name} for name in VERSION_NUMBERS)]
     versions[0]["Properties"]["Description"] = {"Fn::Join": ["/", parts]}
 
 

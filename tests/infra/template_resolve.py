@@ -1,10 +1,11 @@
 """What CloudFormation makes of a template for one assignment of its parameters, as far as the template alone says:
-conditions evaluated, resources and outputs without their condition dropped, ``Fn::If`` chosen, ``AWS::NoValue``
-removed, ``Ref`` of a parameter and ``Fn::Sub`` over parameters replaced by the values, ``Fn::Join`` of values
-joined. What only the deployment knows (``Fn::GetAtt``, a resource's ``Ref``, pseudo parameters) stays as written,
-so the result compares with a template synthesized for those values directly.
+rules checked (values they refuse raise ValueError), conditions evaluated, resources and outputs without their
+condition dropped, ``Fn::If`` chosen, ``AWS::NoValue`` removed, ``Ref`` of a parameter and ``Fn::Sub`` over
+parameters replaced by the values, ``Fn::Join`` of values joined. What only the deployment knows (``Fn::GetAtt``, a
+resource's ``Ref``, pseudo parameters) stays as written, so the result compares with a template synthesized for
+those values directly.
 
-``Fn::Sub`` over a JSON document (infra/template_fold.py writes an IAM policy whose condition key names the cluster
+``Fn::Sub`` over a JSON document (infra/template_sentinels.py writes an IAM policy whose condition key names the cluster
 that way) is parsed back into the document, its variables put back where they stood.
 """
 
@@ -33,6 +34,11 @@ class Resolver:
         self.values = {p: values.get(p, body.get("Default")) for p, body in parameters.items()} | dict(pseudo or {})
         self.conditions = dict(template.get("Conditions", {}))
         self._evaluated: dict[str, bool] = {}
+        for name, rule in template.get("Rules", {}).items():  # CloudFormation refuses the values before any change
+            if "RuleCondition" not in rule or self._truth(rule["RuleCondition"]):
+                for assertion in rule["Assertions"]:
+                    if not self._truth(assertion["Assert"]):
+                        raise ValueError(f"rule {name}: {assertion.get('AssertDescription', 'refused')}")
 
     def condition(self, name: str) -> bool:
         if name not in self._evaluated:

@@ -21,7 +21,8 @@ pytestmark = [pytest.mark.timeout(900)]
 
 def test_self_contained_with_the_code_from_the_bucket_parameters(released: dict[str, Any]) -> None:
     text = json.dumps(released)
-    assert "BootstrapVersion" not in text and "Rules" not in released and "cdk-hnb659fds" not in text
+    assert "BootstrapVersion" not in text and "cdk-hnb659fds" not in text
+    assert set(released["Rules"]) == {"OwnershipTagValueNeedsKey"}  # the template's own, no bootstrap rule
     assert "zz" not in text  # no sentinel left
     assert released["Parameters"]["CodeKey"]["Default"] == f"drain-orchestrator-lambda-{__version__}.zip"
     assert "Default" not in released["Parameters"]["ClusterName"]  # required
@@ -52,7 +53,8 @@ BASE = {"ClusterName": "prod", "CodeBucket": "my-artifacts"}
         {"CodeKey": "drain-orchestrator-lambda-9.9.9.zip"},
         {"ClusterName": "prod2"},
         {"LifecycleHookName": "node-drainer"},
-        {"OwnershipTag": "team=platform"},
+        {"OwnershipTagKey": "team"},
+        {"OwnershipTagKey": "team", "OwnershipTagValue": "platform"},
         *({name: value} for name in release_template.ACTIONS for value in ("drain", "cordon")),
         {"DryRun": "true"},
         *({"LogLevel": level} for level in ("DEBUG", "WARNING", "ERROR")),
@@ -66,11 +68,24 @@ def test_a_parameter_change_publishes_a_new_version(released: dict[str, Any], ch
     value of every parameter the function's configuration depends on."""
     before = _version_description(released, BASE)
     after = _version_description(released, {**BASE, **change})
-    (name,) = change
-    if str(change[name]) == str(released["Parameters"][name].get("Default")):
+    if all(str(value) == str(released["Parameters"][name].get("Default")) for name, value in change.items()):
         assert after == before
     else:
         assert after != before, change
+
+
+def test_the_ownership_tag_reads_in_the_version_as_the_function_reads_it(released: dict[str, Any]) -> None:
+    """OWNERSHIP_TAG key or key=value: a key alone and the same key with a value are different versions."""
+    key_only = _version_description(released, {**BASE, "OwnershipTagKey": "team"})
+    with_value = _version_description(released, {**BASE, "OwnershipTagKey": "team", "OwnershipTagValue": "platform"})
+    assert "/team/" in key_only and "/team=platform/" in with_value
+
+
+def test_a_value_without_a_key_is_refused(released: dict[str, Any]) -> None:
+    """Not silently no ownership rule: CloudFormation refuses the values before it changes anything."""
+    with pytest.raises(ValueError, match="OwnershipTagValue needs an OwnershipTagKey"):
+        resolve(released, {**BASE, "OwnershipTagValue": "platform"})
+    resolve(released, {**BASE, "OwnershipTagKey": "team", "OwnershipTagValue": "platform"})
 
 
 def test_the_version_description_fits_lambdas_limit(released: dict[str, Any]) -> None:
@@ -80,7 +95,7 @@ def test_the_version_description_fits_lambdas_limit(released: dict[str, Any]) ->
         declared = released["Parameters"][name]
         allowed = declared.get("AllowedValues")
         longest[name] = max(allowed, key=len) if allowed else "x" * declared["MaxLength"]
-    longest |= {"MemorySize": 10240, "TimeoutSeconds": 900, "OwnershipTag": "k" * 40 + "=" + "v" * 23}
+    longest |= {"MemorySize": 10240, "TimeoutSeconds": 900}
     description = _version_description(released, longest)
     assert len(description) <= release_template.VERSION_DESCRIPTION_LIMIT, description
     assert _version_description(released, BASE) == (
@@ -103,3 +118,16 @@ def test_actions_offer_drain_and_cordon(released: dict[str, Any]) -> None:
     """`ignore` (no rule for a kind) is the construct's alone: the template could not be the stack (docs/deploy.md)."""
     for name in release_template.ACTIONS:
         assert sorted(released["Parameters"][name]["AllowedValues"]) == ["cordon", "drain"]
+
+
+def test_sentinels_hold_the_characters_values_are_split_on() -> None:
+    """A sentinel without "=" could not show that the construct partitions the ownership tag at it: refused."""
+    release_template.check_sentinels(release_template.PARAMETERS)
+    single_tag = release_template.Param(
+        "OwnershipTag", "key or key=value", "", pattern=r"^([^=,]{1,63}(=[^=,]+)?)?$", sentinel="zzownerzz"
+    )
+    with pytest.raises(ValueError, match=r"OwnershipTag: the sentinel 'zzownerzz' lacks \['=', '/', ':'\]"):
+        release_template.check_sentinels((single_tag,))
+    unmarked = release_template.Param("Hook", "hook", "h", pattern=r"^[a-z/]+$", sentinel="zzhookzz/name")
+    with pytest.raises(ValueError, match="every part of the sentinel 'zzhookzz/name' begins with zz"):
+        release_template.check_sentinels((unmarked,))

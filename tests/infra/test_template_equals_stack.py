@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from infra.template_fold import replace_refs
+from infra.template_sentinels import replace_refs
 
 from infra import release_template
 
@@ -32,7 +32,6 @@ pytestmark = [pytest.mark.long_running, pytest.mark.timeout(900)]
 CLUSTER = "blue-prod"
 CONTEXT_KEY = {
     "LifecycleHookName": "createdHookName",
-    "OwnershipTag": "ownershipTag",
     "AlarmEmail": "alarmEmail",
     "ActionSpotInterruption": "actionSpotInterruption",
     "ActionCapacityReservationInterruption": "actionCapacityReservationInterruption",
@@ -49,7 +48,11 @@ CONTEXT_KEY = {
 ASSIGNMENTS: dict[str, dict[str, str | int]] = {
     "defaults": {},
     "alarm-email": {"AlarmEmail": "oncall@example.com"},
-    "strings": {"LifecycleHookName": "node-drainer", "OwnershipTag": "example.com/team=platform"},
+    "strings": {
+        "LifecycleHookName": "node-drainer",
+        "OwnershipTagKey": "example.com/team",
+        "OwnershipTagValue": "platform",
+    },
     "numbers": {"MemorySize": 1024, "TimeoutSeconds": 900, "LogRetentionDays": 90},
     **{
         f"{p.name}-{value}": {p.name: value}
@@ -67,7 +70,7 @@ ASSIGNMENTS: dict[str, dict[str, str | int]] = {
         "LogLevel": "DEBUG",
         "TimeoutSeconds": 300,
     },
-    "config-map": {"CreateAccessEntries": "false", "ActionScheduledChange": "cordon", "OwnershipTag": "team"},
+    "config-map": {"CreateAccessEntries": "false", "ActionScheduledChange": "cordon", "OwnershipTagKey": "team"},
     "edges": {
         "ClusterName": "Prod-2_b",
         "AlarmEmail": "Ops+Drains@Example.org",
@@ -84,6 +87,9 @@ def context_of(values: Mapping[str, str | int]) -> dict[str, Any]:
     for name, value in values.items():
         if name in CONTEXT_KEY and value != "":
             context[CONTEXT_KEY[name]] = str(value)
+    if values.get("OwnershipTagKey"):  # one context key, key or key=value
+        value = values.get("OwnershipTagValue")
+        context["ownershipTag"] = f"{values['OwnershipTagKey']}={value}" if value else values["OwnershipTagKey"]
     if values.get("DryRun") == "true":
         context["drainSettings"] = json.dumps({"DRY_RUN": "true"})
     if values.get("CreateAccessEntries") == "false" and values.get("ApplyRbac", "true") == "true":

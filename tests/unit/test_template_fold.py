@@ -1,5 +1,6 @@
-"""infra/template_fold.py on small templates: sentinels become references, a value derived from a sentinel is refused,
-and a folded variant resolves back to itself (tests/infra/template_resolve.py)."""
+"""infra/template_sentinels.py and template_fold.py on small templates: sentinels become references, a value derived
+from a sentinel is refused, a folded variant resolves back to itself (tests/infra/template_resolve.py), and so does
+a value two parameters change, folded with their synth together."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import copy
 from typing import Any
 
 import pytest
-from infra.template_fold import FoldError, Variant, check_same, fold, substitute
+from infra.template_fold import Variant, fold
+from infra.template_sentinels import FoldError, check_same, check_whole, substitute
 
 from tests.infra.template_resolve import resolve
 
@@ -127,3 +129,78 @@ def test_two_parameters_changing_one_value_are_refused() -> None:
     b["Resources"]["Fn"]["Properties"]["Timeout"] = 900
     with pytest.raises(FoldError, match="changed by both A and B"):
         fold(base, [Variant("A", "x", a), Variant("B", "y", b)], {("A", "x"): "AIsX", ("B", "y"): "BIsY"})
+
+
+# --- a value two parameters change: the ownership tag's key and value -------------------------------------------
+
+TAG_SENTINELS: dict[str, str | int] = {"ClusterName": "zzclusterzz", "Key": "zzkeyzz:zz/zz", "Value": "zzvaluezz"}
+TAG_CONDITIONS = {("Key", ""): "KeyIsEmpty", ("Value", ""): "ValueIsEmpty"}
+
+
+def tag_synth(cluster: str, key: str, value: str) -> dict[str, Any]:
+    """What the construct writes for OWNERSHIP_TAG key or key=value (an empty key: none): the variable, and a
+    statement whose condition key is the tag's key and whose value is the tag's value or the cluster's name."""
+    arn = {"Fn::GetAtt": ["Fn", "Arn"]}  # any intrinsic: the policy's text then a substitution with variables
+    action = "autoscaling:CompleteLifecycleAction"
+    by_cluster_tag = {"StringEquals": {"aws:ResourceTag/eks:cluster-name": [cluster]}}
+    statements: list[dict[str, Any]] = [
+        {"Sid": "Cluster", "Action": action, "Resource": arn, "Condition": by_cluster_tag}
+    ]
+    variables = {"CLUSTER_NAMES": cluster}
+    if key:
+        variables["OWNERSHIP_TAG"] = f"{key}={value}" if value else key
+        statements.append({"Sid": "Tag", "Action": action, "Resource": arn,
+                           "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": [value or cluster]}}})  # fmt: skip
+    return {
+        "Resources": {
+            "Fn": {"Type": "AWS::Lambda::Function", "Properties": {"Environment": {"Variables": variables}}},
+            "Policy": {"Type": "AWS::IAM::Policy", "Properties": {"PolicyDocument": {"Statement": statements}}},
+        }
+    }
+
+
+def tag_variants(*, together: bool) -> list[Variant]:
+    s = {name: str(v) for name, v in TAG_SENTINELS.items()}
+    variants = [
+        Variant("Key", "", substitute(tag_synth(s["ClusterName"], "", s["Value"]), TAG_SENTINELS)),
+        Variant("Value", "", substitute(tag_synth(s["ClusterName"], s["Key"], ""), TAG_SENTINELS)),
+    ]
+    if together:
+        both = substitute(tag_synth(s["ClusterName"], "", ""), TAG_SENTINELS)
+        variants.append(Variant("Key", "", both, together={"Value": ""}))
+    return variants
+
+
+def test_two_parameters_changing_one_value_fold_exactly_with_their_synth_together() -> None:
+    base = substitute(tag_synth("zzclusterzz", "zzkeyzz:zz/zz", "zzvaluezz"), TAG_SENTINELS)
+    folded = fold(base, tag_variants(together=True), TAG_CONDITIONS)
+    template = {
+        "Parameters": {"ClusterName": {}, "Key": {"Default": ""}, "Value": {"Default": ""}},
+        "Conditions": {
+            "KeyIsEmpty": {"Fn::Equals": [{"Ref": "Key"}, ""]},
+            "ValueIsEmpty": {"Fn::Equals": [{"Ref": "Value"}, ""]},
+            **folded.conditions,
+        },
+        **folded.template,
+    }
+    for key, value in [("team", "platform"), ("team", ""), ("", "platform"), ("", "")]:
+        resolved = resolve(template, {"ClusterName": "prod", "Key": key, "Value": value})
+        assert resolved["Resources"] == tag_synth("prod", key, value)["Resources"], (key, value)
+
+
+def test_two_parameters_changing_one_value_without_their_synth_together_are_refused() -> None:
+    base = substitute(tag_synth("zzclusterzz", "zzkeyzz:zz/zz", "zzvaluezz"), TAG_SENTINELS)
+    with pytest.raises(FoldError, match="changed by both Key and Value, never synthesized together"):
+        fold(base, tag_variants(together=False), TAG_CONDITIONS)
+
+
+def test_a_value_cut_from_a_sentinel_is_refused() -> None:
+    """The construct partitions OWNERSHIP_TAG at "=": from one sentinel holding "=", the parts it makes are left in
+    the template (what a single OwnershipTag parameter would have shipped), not a reference."""
+    one: dict[str, str | int] = {"ClusterName": "zzclusterzz", "OwnershipTag": "zzkeyzz=zzvaluezz"}
+    key, _, value = str(one["OwnershipTag"]).partition("=")
+    check_whole(substitute(tag_synth("zzclusterzz", "zzkeyzz:zz/zz", "zzvaluezz"), TAG_SENTINELS), TAG_SENTINELS)
+    cut = substitute(tag_synth("zzclusterzz", key, value), one)
+    with pytest.raises(FoldError, match=r"Resources\.Policy\.Properties\.PolicyDocument.*'zzkeyzz' of OwnershipTag"):
+        check_whole(cut, one)
+    check_whole(substitute(synth("zzclusterzz", 777, derived=True), SENTINELS), SENTINELS)  # not cut: check_same's
