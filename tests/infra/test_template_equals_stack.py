@@ -183,7 +183,8 @@ def test_the_template_resolves_to_the_apps_synth_in_an_environment(
     app_as_template_ids(app, released, values)
     code = [r["Properties"]["Code"] for r in app["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
     assert all(c["S3Bucket"] == "cdk-hnb659fds-assets-123456789012-eu-west-1" for c in code)  # synthesized for it
-    app = resolve({**app, "Parameters": {}}, {}, ENVIRONMENT)
+    # the app's only rule is CDK's check of the bootstrap stack's version, which holds wherever cdk deploy runs
+    app = resolve({**app, "Parameters": {}, "Rules": {}}, {}, ENVIRONMENT)
     assert differences(normalised(deployed["Resources"]), normalised(app["Resources"])) == []
     assert differences(_scalars_as_text(deployed["Outputs"]), _scalars_as_text(app["Outputs"])) == []
 
