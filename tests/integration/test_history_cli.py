@@ -81,7 +81,7 @@ def test_history_shows_each_step_of_a_held_drain_with_its_reason(
     assert timeline["verdict"] == "drained" and timeline["execution"]["status"] == "SUCCEEDED"
     steps = timeline["steps"]
     names = [s["name"] for s in steps]
-    order = ["settings", "parse", "decide", "plan", "locate", "cordon", "drain-pass-0", "recheck-0"]
+    order = ["settings", "parse", "decide", "plan-now", "locate", "cordon", "drain-pass-0", "recheck-0"]
     assert names[0] == names[-1] == "execution" and [n for n in names if n in order] == order, names
     assert names.index("drain-pass-0") < names.index("complete-lifecycle") < names.index("report"), names
     by_name = _steps(timeline)

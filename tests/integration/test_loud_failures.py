@@ -36,6 +36,7 @@ def test_steps_failing_on_a_cluster_without_rbac_count_the_series_the_steps_fail
     k8s.deployment("web", 1, nodes=[node], grace=1)
     k8s.wait_pods_ready("app=web", 1)
     lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20")
+    aws.stop_instance(iid)  # what the event says, so the drain goes ahead
     with without_any_rights(testbed):  # a new cluster, `rbac apply` forgotten
         run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
     assert run.status == "FAILED"  # after its verdict, so the event reaches the dead-letter queue
@@ -86,6 +87,7 @@ def test_a_pod_forced_at_the_deadline_is_reported_with_what_held_it(
     k8s.wait_pdb("web-a", disruptions_allowed=1)
     k8s.wait_pdb("web-b", disruptions_allowed=1)
     lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="20", FORCE_DELETE_ON_DEADLINE="true")
+    aws.stop_instance(iid)
     run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid))
     (inst,) = run.result["instances"]
     key = f"{k8s.ns}/{pod.metadata.name}"

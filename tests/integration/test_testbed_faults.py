@@ -155,4 +155,5 @@ def test_a_lifecycle_action_left_alone_times_out_and_says_so(aws: AwsSeed, k8s: 
     action = k8s.wait_for(
         lambda: next((a for a in aws.lifecycle_actions() if a["state"] != "ACTIVE"), None), timeout=30
     )
-    assert (action["state"], action["completed_by"], action["result"]) == ("TIMED_OUT", "timeout", None)
+    # the hook's DefaultResult applies (ABANDON unless the hook says otherwise)
+    assert (action["state"], action["completed_by"], action["result"]) == ("TIMED_OUT", "timeout", "ABANDON")
