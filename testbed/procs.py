@@ -83,10 +83,29 @@ class State:
         return cls(**d)
 
 
+# a process just started shows an empty command line until its exec is done (a moment, longer on a loaded host)
+EXEC_WAIT_S = 5.0
+
+
+def _cmdline(pid: int) -> bytes | None:
+    """The command line of ``pid``; None when there is no such process or it has ended (a zombie's is empty)."""
+    deadline = time.monotonic() + EXEC_WAIT_S
+    while True:
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if raw:
+                return raw
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
+            return None
+        if state in ("Z", "X") or time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
+
+
 def pid_alive(proc: Proc) -> bool:
-    try:
-        raw = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+    raw = _cmdline(proc.pid)
+    if raw is None:
         return False
     cmdline = raw.decode(errors="replace").split("\0")
     if cmdline and cmdline[-1] == "":

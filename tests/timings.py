@@ -1,0 +1,217 @@
+"""Where a test run's time and CPU go, printed at the end of every run (so CI logs show a file that got slower) and
+written in full to a JSON file.
+
+Per test: wall time from the start of its setup to the end of its teardown, the CPU of the pytest process that ran
+it (with the children it waited for: a CDK synth, a kubectl) and the CPU of the bed processes that process owns
+(its own bed, or its own AWS emulator beside a shared control plane). A shared control plane's CPU cannot be told
+apart by test: it is reported once for the session. Per run: wall, how busy the machine's cores were (all
+processes, from /proc/stat) and how much of that was this run's, the load average at the start and at the end, and
+for each worker when its last test ended (the tail a badly ordered run leaves).
+
+With pytest-xdist each worker measures its own tests and sends the figures with the test's report; the controller
+adds them up. Options: ``--timings-json PATH`` (default ``.local/test-times.json``), ``--timings-files N`` (rows of
+the table, default 25; 0 for none).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from collections import defaultdict
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PROPERTY = "timings"
+_TICK = os.sysconf("SC_CLK_TCK")
+
+# the processes (by pid) whose CPU counts as this pytest process's bed; set by the bed fixtures
+_bed_pids: list[Callable[[], Iterable[int]]] = []
+
+
+def watch_bed(pids: Callable[[], Iterable[int]]) -> None:
+    """Count the CPU of these processes (read again at every test: a restarted component has a new pid) as this
+    pytest process's bed."""
+    _bed_pids.append(pids)
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of a process and of the children it has waited for (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    # after the command: state is field 3, utime 14, stime 15, cutime 16, cstime 17 (1-based, proc(5))
+    return sum(int(x) for x in fields[11:15]) / _TICK
+
+
+def _own_cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _bed_cpu() -> dict[int, float]:
+    return {pid: process_cpu(pid) for source in _bed_pids for pid in source()}
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
+    values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    total = sum(values[:8])  # guest time is already counted in user
+    return (total - idle) / _TICK, total / _TICK
+
+
+@dataclass
+class _Started:
+    wall: float
+    at: float
+    own: float
+    bed: dict[int, float]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("timings", "wall time and CPU by test and by file")
+    group.addoption("--timings-json", default=str(REPO / ".local" / "test-times.json"), help="full report (JSON)")
+    group.addoption("--timings-files", type=int, default=25, help="files shown in the summary table (0: none)")
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None]:
+    item.stash[_started_key] = _Started(time.monotonic(), time.time(), _own_cpu(), _bed_cpu())
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None]:
+    started = item.stash.get(_started_key, None)
+    if call.when == "teardown" and started is not None:
+        bed_now = _bed_cpu()
+        figures = {
+            "wall": round(time.monotonic() - started.wall, 3),
+            "start": round(started.at, 3),
+            "cpu_pytest": round(_own_cpu() - started.own, 3),
+            "cpu_bed": round(sum(max(0.0, cpu - started.bed.get(pid, 0.0)) for pid, cpu in bed_now.items()), 3),
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        }
+        item.user_properties.append((PROPERTY, figures))
+    yield
+
+
+_started_key = pytest.StashKey[_Started]()
+
+
+@dataclass
+class _FileTotals:
+    tests: int = 0
+    wall: float = 0.0
+    cpu_pytest: float = 0.0
+    cpu_bed: float = 0.0
+    workers: set[str] = field(default_factory=set)
+
+
+class Collector:
+    """On the controller (or the only process): the figures of every test, the machine's at the start."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.tests: dict[str, dict[str, Any]] = {}
+        self.t0 = time.monotonic()
+        self.at0 = time.time()
+        self.machine0 = machine_cpu()
+        self.load0 = os.getloadavg()
+        self.session_cpu: dict[str, float] = {}
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == PROPERTY:
+                self.tests[report.nodeid] = dict(value)
+
+    def add_session_cpu(self, name: str, seconds: float) -> None:
+        """CPU that belongs to the run but to no test (a control plane the workers share)."""
+        self.session_cpu[name] = self.session_cpu.get(name, 0.0) + seconds
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.tests:
+            return
+        wall = time.monotonic() - self.t0
+        busy1, total1 = machine_cpu()
+        busy = busy1 - self.machine0[0]
+        capacity = total1 - self.machine0[1]
+        cores = os.cpu_count() or 1
+        files: dict[str, _FileTotals] = defaultdict(_FileTotals)
+        workers: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # busy seconds, end (since start)
+        for nodeid, t in self.tests.items():
+            f = files[nodeid.split("::", 1)[0]]
+            f.tests += 1
+            f.wall += t["wall"]
+            f.cpu_pytest += t["cpu_pytest"]
+            f.cpu_bed += t["cpu_bed"]
+            f.workers.add(t["worker"])
+            w = workers[t["worker"]]
+            w[0] += t["wall"]
+            w[1] = max(w[1], t["start"] + t["wall"] - self.at0)
+        ours = sum(f.cpu_pytest + f.cpu_bed for f in files.values()) + sum(self.session_cpu.values())
+        tr = terminalreporter
+        rows = self.config.getoption("--timings-files")
+        if rows:
+            tr.write_sep("=", f"wall time and CPU by file (the {min(rows, len(files))} longest of {len(files)})")
+            tr.write_line(f"{'file':<58} {'tests':>5} {'wall s':>8} {'cpu s':>7} {'bed cpu s':>9}  workers")
+            for name, f in sorted(files.items(), key=lambda kv: -kv[1].wall)[:rows]:
+                tr.write_line(
+                    f"{name:<58} {f.tests:>5} {f.wall:>8.1f} {f.cpu_pytest:>7.1f} {f.cpu_bed:>9.1f}  "
+                    + ",".join(sorted(f.workers))
+                )
+        tr.write_sep("-", "run")
+        tr.write_line(
+            f"wall {wall:.0f} s; {len(self.tests)} tests, {sum(f.wall for f in files.values()):.0f} s of test time "
+            f"on {len(workers)} worker(s)"
+        )
+        tr.write_line(
+            f"machine: {busy / wall:.2f} of {cores} cores busy on average ({busy / capacity:.0%}); this run's "
+            f"processes {ours / wall:.2f} cores, others {max(0.0, busy - ours) / wall:.2f}; load average "
+            f"{self.load0[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+        )
+        if self.session_cpu:
+            tr.write_line(
+                "CPU of no single test: " + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(self.session_cpu.items()))
+            )
+        if len(workers) > 1:
+            tr.write_line(
+                "workers (test time / last test ended, s): "
+                + ", ".join(f"{w} {b:.0f}/{e:.0f}" for w, (b, e) in sorted(workers.items()))
+            )
+        out = Path(self.config.getoption("--timings-json"))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(
+            json.dumps(
+                {
+                    "wall": round(wall, 1),
+                    "machine_busy_cores": round(busy / wall, 2),
+                    "run_cores": round(ours / wall, 2),
+                    "cores": cores,
+                    "load_start": self.load0[0],
+                    "load_end": os.getloadavg()[0],
+                    "session_cpu": self.session_cpu,
+                    "tests": self.tests,
+                },
+                indent=1,
+            )
+        )
+        tr.write_line(f"all tests' figures: {out}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, or a run without workers
+        config.pluginmanager.register(Collector(config), "timings-collector")
