@@ -51,10 +51,28 @@ def process_cpu(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / _TICK
 
 
-def _own_cpu() -> float:
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                kids = [int(x) for x in children.read_text().split()]
+            except OSError:
+                continue
+            found.extend(kids)
+            todo.extend(kids)
+    return found
+
+
+def _tree_cpu() -> float:
+    """CPU seconds of this process, of the children it has waited for and of every live descendant (with the
+    children they waited for): its difference over a test is the CPU that test's process tree spent, whenever a
+    child is reaped (a bed component stopped by a later test, a CDK synth waited for at once)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    live = sum(process_cpu(pid) for pid in _descendants(os.getpid()))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + live
 
 
 def _bed_cpu() -> dict[int, float]:
@@ -73,7 +91,7 @@ def machine_cpu() -> tuple[float, float]:
 class _Started:
     wall: float
     at: float
-    own: float
+    tree: float
     bed: dict[int, float]
 
 
@@ -85,7 +103,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None]:
-    item.stash[_started_key] = _Started(time.monotonic(), time.time(), _own_cpu(), _bed_cpu())
+    item.stash[_started_key] = _Started(time.monotonic(), time.time(), _tree_cpu(), _bed_cpu())
     yield
 
 
@@ -94,11 +112,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     started = item.stash.get(_started_key, None)
     if call.when == "teardown" and started is not None:
         bed_now = _bed_cpu()
+        tree = _tree_cpu() - started.tree
+        # a bed process gone by now (stopped, reaped) counts with the rest of the tree
+        bed = sum(cpu - started.bed.get(pid, 0.0) for pid, cpu in bed_now.items() if cpu)
         figures = {
             "wall": round(time.monotonic() - started.wall, 3),
             "start": round(started.at, 3),
-            "cpu_pytest": round(_own_cpu() - started.own, 3),
-            "cpu_bed": round(sum(max(0.0, cpu - started.bed.get(pid, 0.0)) for pid, cpu in bed_now.items()), 3),
+            "cpu_pytest": round(max(0.0, tree - bed), 3),
+            "cpu_bed": round(bed, 3),
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
         }
         item.user_properties.append((PROPERTY, figures))
@@ -215,3 +236,26 @@ class Collector:
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller, or a run without workers
         config.pluginmanager.register(Collector(config), "timings-collector")
+
+
+def update_durations(measured: Path, durations: Path) -> int:
+    """Merge a run's measured walls (``--timings-json``) into the durations file the scheduler reads
+    (tests/scheduling.py); tests the run did not measure keep their entry. Returns how many were written."""
+    tests = json.loads(measured.read_text())["tests"]
+    try:
+        known: dict[str, float] = json.loads(durations.read_text())
+    except FileNotFoundError:
+        known = {}
+    known.update({nodeid: round(t["wall"], 1) for nodeid, t in tests.items()})
+    durations.write_text(json.dumps(dict(sorted(known.items())), indent=0) + "\n")
+    return len(tests)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.timings", description=update_durations.__doc__)
+    parser.add_argument("measured", type=Path, nargs="?", default=REPO / ".local" / "test-times.json")
+    parser.add_argument("--durations", type=Path, default=REPO / "tests" / "durations.json")
+    args = parser.parse_args()
+    print(f"{update_durations(args.measured, args.durations)} tests' walls written to {args.durations}")
