@@ -91,7 +91,8 @@ test-infra: setup-python setup-node
 PYTEST_WORKERS ?= 6
 QUICK_WORKERS ?= 2
 test:
-	@PYTEST_WORKERS=$(PYTEST_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" MAKE="$(MAKE)" bash build/run-tests.sh
+	@PYTEST_WORKERS=$(PYTEST_WORKERS) QUICK_WORKERS=$(QUICK_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" MAKE="$(MAKE)" \
+	  bash build/run-tests.sh
 
 # the inner loop: lint, types, unit and infra tests; no bed, no Go
 test-quick: setup-python setup-node lint

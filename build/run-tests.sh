@@ -11,6 +11,10 @@ cd "$(dirname "$0")/.."
 mkdir -p .local
 MAKE="${MAKE:-make}"
 WORKERS="${PYTEST_WORKERS:-6}"
+QUICK_WORKERS="${QUICK_WORKERS:-2}"
+# both pytest runs take their tests' slots from one directory: they share the cores (tests/admission.py)
+export DRAIN_TEST_SLOTS="$PWD/.local/test-slots" DRAIN_TEST_SLOTS_COUNT=$(( WORKERS + QUICK_WORKERS ))
+rm -rf "$DRAIN_TEST_SLOTS"
 read -r -a EXTRA <<< "${PYTEST_ARGS:-}"
 say() { printf '[make test] %s\n' "$*"; }
 t0=$(date +%s)
@@ -23,7 +27,8 @@ if ! "$MAKE" --no-print-directory setup-python setup-node; then
   say "set-up failed"; kill "$bins" 2>/dev/null; exit 2
 fi
 say "set-up done after $(since); lint and the tests without a bed start (output: .local/test-quick.log)"
-"$MAKE" --no-print-directory test-quick PYTEST_ARGS="${PYTEST_ARGS:-}" > .local/test-quick.log 2>&1 &
+"$MAKE" --no-print-directory test-quick QUICK_WORKERS="$QUICK_WORKERS" PYTEST_ARGS="${PYTEST_ARGS:-}" \
+  > .local/test-quick.log 2>&1 &
 quick=$!
 
 if ! wait "$bins"; then

@@ -2,11 +2,10 @@
 written in full to a JSON file.
 
 Per test: wall time from the start of its setup to the end of its teardown, the CPU of the pytest process that ran
-it (with the children it waited for: a CDK synth, a kubectl) and the CPU of the bed processes that process owns
-(its own bed, or its own AWS emulator beside a shared control plane). A shared control plane's CPU cannot be told
-apart by test: it is reported once for the session. Per run: wall, how busy the machine's cores were (all
-processes, from /proc/stat) and how much of that was this run's, the load average at the start and at the end, and
-for each worker when its last test ended (the tail a badly ordered run leaves).
+it and of its other children (a CDK synth, a Lambda runtime), the CPU of its worker's bed, and how long it queued
+for a slot before it started (tests/admission.py). Per run: wall, how busy the machine's cores were (all processes,
+from /proc/stat) and how much of that was this run's, the load average at the start and at the end, and for each
+worker when its last test ended (the tail a badly ordered run leaves).
 
 With pytest-xdist each worker measures its own tests and sends the figures with the test's report; the controller
 adds them up. Options: ``--timings-json PATH`` (default ``.local/test-times.json``), ``--timings-files N`` (rows of
@@ -21,11 +20,13 @@ import resource
 import time
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.admission import queued_key
 
 REPO = Path(__file__).resolve().parents[1]
 PROPERTY = "timings"
@@ -121,6 +122,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             "cpu_pytest": round(max(0.0, tree - bed), 3),
             "cpu_bed": round(bed, 3),
             "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+            "queued": round(item.stash.get(queued_key, 0.0), 3),
         }
         item.user_properties.append((PROPERTY, figures))
     yield
@@ -135,7 +137,7 @@ class _FileTotals:
     wall: float = 0.0
     cpu_pytest: float = 0.0
     cpu_bed: float = 0.0
-    workers: set[str] = field(default_factory=set)
+    queued: float = 0.0
 
 
 class Collector:
@@ -148,7 +150,6 @@ class Collector:
         self.at0 = time.time()
         self.machine0 = machine_cpu()
         self.load0 = os.getloadavg()
-        self.session_cpu: dict[str, float] = {}
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -157,10 +158,6 @@ class Collector:
         for name, value in report.user_properties:
             if name == PROPERTY:
                 self.tests[report.nodeid] = dict(value)
-
-    def add_session_cpu(self, name: str, seconds: float) -> None:
-        """CPU that belongs to the run but to no test (a control plane the workers share)."""
-        self.session_cpu[name] = self.session_cpu.get(name, 0.0) + seconds
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -179,35 +176,31 @@ class Collector:
             f.wall += t["wall"]
             f.cpu_pytest += t["cpu_pytest"]
             f.cpu_bed += t["cpu_bed"]
-            f.workers.add(t["worker"])
+            f.queued += t.get("queued", 0.0)
             w = workers[t["worker"]]
             w[0] += t["wall"]
             w[1] = max(w[1], t["start"] + t["wall"] - self.at0)
-        ours = sum(f.cpu_pytest + f.cpu_bed for f in files.values()) + sum(self.session_cpu.values())
+        ours = sum(f.cpu_pytest + f.cpu_bed for f in files.values())
         tr = terminalreporter
         rows = self.config.getoption("--timings-files")
         if rows:
             tr.write_sep("=", f"wall time and CPU by file (the {min(rows, len(files))} longest of {len(files)})")
-            tr.write_line(f"{'file':<58} {'tests':>5} {'wall s':>8} {'cpu s':>7} {'bed cpu s':>9}  workers")
+            tr.write_line(f"{'file':<58} {'tests':>5} {'wall s':>8} {'cpu s':>7} {'bed cpu s':>9} {'queued s':>8}")
             for name, f in sorted(files.items(), key=lambda kv: -kv[1].wall)[:rows]:
                 tr.write_line(
-                    f"{name:<58} {f.tests:>5} {f.wall:>8.1f} {f.cpu_pytest:>7.1f} {f.cpu_bed:>9.1f}  "
-                    + ",".join(sorted(f.workers))
+                    f"{name:<58} {f.tests:>5} {f.wall:>8.1f} {f.cpu_pytest:>7.1f} {f.cpu_bed:>9.1f} {f.queued:>8.1f}"
                 )
         tr.write_sep("-", "run")
         tr.write_line(
             f"wall {wall:.0f} s; {len(self.tests)} tests, {sum(f.wall for f in files.values()):.0f} s of test time "
-            f"on {len(workers)} worker(s)"
+            f"on {len(workers)} worker(s), {sum(f.queued for f in files.values()):.0f} s queued for a slot "
+            "(tests/admission.py)"
         )
         tr.write_line(
             f"machine: {busy / wall:.2f} of {cores} cores busy on average ({busy / capacity:.0%}); this run's "
             f"processes {ours / wall:.2f} cores, others {max(0.0, busy - ours) / wall:.2f}; load average "
             f"{self.load0[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
         )
-        if self.session_cpu:
-            tr.write_line(
-                "CPU of no single test: " + ", ".join(f"{k} {v:.0f} s" for k, v in sorted(self.session_cpu.items()))
-            )
         if len(workers) > 1:
             tr.write_line(
                 "workers (test time / last test ended, s): "
@@ -224,7 +217,6 @@ class Collector:
                     "cores": cores,
                     "load_start": self.load0[0],
                     "load_end": os.getloadavg()[0],
-                    "session_cpu": self.session_cpu,
                     "tests": self.tests,
                 },
                 indent=1,

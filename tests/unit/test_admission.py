@@ -1,0 +1,51 @@
+"""The test slots of `make test` (tests/admission.py): as many tests as cores start at once, one more only after
+the machine was seen idle enough."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from tests.admission import ADMIT_IDLE, Slots
+
+
+def test_as_many_tests_as_cores_start_at_once_whatever_the_load(tmp_path: Path) -> None:
+    busy = Slots(tmp_path, count=4, cores=2, idle_share=lambda _s: 0.0)
+    with busy.held() as first, busy.held() as second:
+        assert first < 1 and second < 1
+
+
+def test_one_more_than_cores_waits_for_idle_cpu_or_a_free_slot(tmp_path: Path) -> None:
+    idle = [0.0]
+    looked = threading.Event()
+
+    def idle_share(_seconds: float) -> float:
+        looked.set()
+        time.sleep(0.01)
+        return idle[0]
+
+    slots = Slots(tmp_path, count=3, cores=1, idle_share=idle_share)
+    waited: list[float] = []
+
+    def third_test() -> None:
+        with slots.held() as seconds:
+            waited.append(seconds)
+
+    with slots.held():
+        worker = threading.Thread(target=third_test)
+        worker.start()
+        assert looked.wait(5)
+        time.sleep(0.5)
+        assert worker.is_alive() and not waited  # the machine is busy: it waits
+        idle[0] = ADMIT_IDLE
+        worker.join(5)
+    assert waited and waited[0] >= 0.5
+
+
+def test_a_freed_slot_is_taken_without_looking_at_the_load(tmp_path: Path) -> None:
+    slots = Slots(tmp_path, count=1, cores=1, idle_share=lambda _s: 0.0)
+    with slots.held():
+        pass
+    with slots.held() as waited:
+        assert waited < 1
