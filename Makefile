@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 # the bed `make env` describes: a pytest session's (DRAIN_TESTBED_DIR) or cluster-up's
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
-.PHONY: help setup setup-python setup-node setup-bins lint test test-quick test-unit test-integration test-infra synth \
+.PHONY: help setup setup-python setup-node setup-bins lint test test-quick test-durations test-unit test-integration test-infra synth \
         test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-hold bench-storm bench-storm-waves bench-fleet bench-nth build-nth clean \
         prune-versions
 
@@ -94,10 +94,16 @@ test:
 	@PYTEST_WORKERS=$(PYTEST_WORKERS) QUICK_WORKERS=$(QUICK_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" MAKE="$(MAKE)" \
 	  bash build/run-tests.sh
 
-# the inner loop: lint, types, unit and infra tests; no bed, no Go
-test-quick: setup-python setup-node lint
-	$(PY) -m pytest tests/unit tests/infra -n $(QUICK_WORKERS) --timings-json .local/test-quick-times.json \
-	  $(PYTEST_ARGS)
+# the inner loop: lint and types beside the unit and infra tests; no bed, no Go
+test-quick: setup-python setup-node
+	@mkdir -p .local; $(MAKE) --no-print-directory lint > .local/lint.log 2>&1 & lint=$$!; \
+	  $(PY) -m pytest tests/unit tests/infra -n $(QUICK_WORKERS) --timings-json .local/test-quick-times.json $(PYTEST_ARGS); \
+	  tests=$$?; wait $$lint; linted=$$?; cat .local/lint.log; \
+	  echo "[make test-quick] tests exit $$tests, lint and types exit $$linted"; [ $$tests = 0 ] && [ $$linted = 0 ]
+
+# the longest-first order of make test (tests/durations.json) from the last run's measured walls
+test-durations: setup-python
+	$(PY) -m tests.timings .local/test-times.json .local/test-quick-times.json
 
 # CI as a new machine runs it: a fresh clone of HEAD (commit first), uv's, npm's and the pinned uv's caches empty, so
 # an install step that only a warm cache hides fails here. BARE=all also empties the Go module and build caches and

@@ -7,6 +7,7 @@
 # The quick part's output is printed when the bed's tests are done (and is in .local/test-quick.log meanwhile).
 # PYTEST_ARGS (-x, --lf, ...) go to both pytest runs. Exit status: non-zero if any part failed.
 set -uo pipefail
+set -m  # each background part in a process group of its own, so an interrupt reaches it through the trap below
 cd "$(dirname "$0")/.."
 mkdir -p .local
 MAKE="${MAKE:-make}"
@@ -22,6 +23,9 @@ since() { echo "$(( $(date +%s) - t0 )) s"; }
 
 bash build/build-bins.sh > .local/build-bins.log 2>&1 &
 bins=$!
+quick="" integration=""
+# interrupted (Ctrl-C, a cancelled CI job): pytest gets SIGINT, so its sessions stop their beds before they end
+trap 'for job in $bins $quick $integration; do kill -INT -- "-$job" 2>/dev/null; done; wait; exit 130' INT TERM
 
 if ! "$MAKE" --no-print-directory setup-python setup-node; then
   say "set-up failed"; kill "$bins" 2>/dev/null; exit 2
@@ -37,13 +41,15 @@ if ! wait "$bins"; then
   wait "$quick"; exit 2
 fi
 say "the bed's binaries are ready after $(since); the bed's tests start on $WORKERS workers"
-.venv/bin/python -m pytest tests/integration -n "$WORKERS" "${EXTRA[@]}"
-integration=$?
-say "the bed's tests ended after $(since) (exit $integration); waiting for test-quick"
+.venv/bin/python -m pytest tests/integration -n "$WORKERS" "${EXTRA[@]}" &
+integration=$!
+wait "$integration"
+integration_status=$?
+say "the bed's tests ended after $(since) (exit $integration_status); waiting for test-quick"
 wait "$quick"
 quick_status=$?
 echo
 say "==================== test-quick (lint, types, unit and infra tests) ===================="
 cat .local/test-quick.log
-say "done after $(since): test-quick exit $quick_status, the bed's tests exit $integration"
-[ "$quick_status" = 0 ] && [ "$integration" = 0 ]
+say "done after $(since): test-quick exit $quick_status, the bed's tests exit $integration_status"
+[ "$quick_status" = 0 ] && [ "$integration_status" = 0 ]

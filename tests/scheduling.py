@@ -2,7 +2,7 @@
 load``).
 
 Each test goes on its own to whichever worker is free, the longest first (by ``tests/durations.json``, the walls a
-run measured; see docs/testbed.md), so the long scenarios start at once and the short tests fill the gaps at the end
+run measured: tests/expected.py), so the long scenarios start at once and the short tests fill the gaps at the end
 instead of a long file starting last and leaving a tail. Files under a path listed in the ini option
 ``longest_first_by_file`` go whole to one worker, in file order, weighed as the sum of their tests: files whose tests
 share module or session fixtures that cost more than the tests (a CDK synth, paid again on every worker the file's
@@ -15,37 +15,13 @@ tests' ids, so the controller never sees the groups.)
 
 from __future__ import annotations
 
-import json
-import statistics
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from xdist.scheduler import LoadScheduling
 
-DURATIONS = Path(__file__).resolve().parent / "durations.json"
-# a test the durations file does not know yet (a new one): the median of its file's known tests, else this
-DEFAULT_SECONDS = 5.0
-
-
-def load_expected(path: Path = DURATIONS) -> Callable[[str], float]:
-    """Expected seconds for a test id: its own, else its file's median, else DEFAULT_SECONDS."""
-    try:
-        known: dict[str, float] = json.loads(path.read_text())
-    except FileNotFoundError:
-        known = {}
-    by_file: dict[str, list[float]] = {}
-    for nodeid, seconds in known.items():
-        by_file.setdefault(nodeid.split("::", 1)[0], []).append(seconds)
-    medians = {f: statistics.median(v) for f, v in by_file.items()}
-
-    def expected(nodeid: str) -> float:
-        if nodeid in known:
-            return known[nodeid]
-        return medians.get(nodeid.split("::", 1)[0], DEFAULT_SECONDS)
-
-    return expected
+from tests.expected import Expected
 
 
 class LongestFirstScheduling(LoadScheduling):
@@ -54,7 +30,8 @@ class LongestFirstScheduling(LoadScheduling):
 
     def __init__(self, config: pytest.Config, log: Any = None, expected: Callable[[str], float] | None = None) -> None:
         super().__init__(config, log)
-        self.expected = expected or load_expected()
+        costs = Expected()
+        self.expected = expected or (lambda nodeid: costs(nodeid).wall)
         self.units: list[list[int]] = []
 
     def schedule(self) -> None:

@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 
 from tests.admission import queued_key
+from tests.procstat import descendants, machine_cpu, process_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 PROPERTY = "timings"
-_TICK = os.sysconf("SC_CLK_TCK")
 
 # the processes (by pid) whose CPU counts as this pytest process's bed; set by the bed fixtures
 _bed_pids: list[Callable[[], Iterable[int]]] = []
@@ -42,50 +42,18 @@ def watch_bed(pids: Callable[[], Iterable[int]]) -> None:
     _bed_pids.append(pids)
 
 
-def process_cpu(pid: int) -> float:
-    """CPU seconds of a process and of the children it has waited for (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    # after the command: state is field 3, utime 14, stime 15, cutime 16, cstime 17 (1-based, proc(5))
-    return sum(int(x) for x in fields[11:15]) / _TICK
-
-
-def _descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for children in Path(f"/proc/{parent}/task").glob("*/children"):
-            try:
-                kids = [int(x) for x in children.read_text().split()]
-            except OSError:
-                continue
-            found.extend(kids)
-            todo.extend(kids)
-    return found
-
-
 def _tree_cpu() -> float:
     """CPU seconds of this process, of the children it has waited for and of every live descendant (with the
     children they waited for): its difference over a test is the CPU that test's process tree spent, whenever a
     child is reaped (a bed component stopped by a later test, a CDK synth waited for at once)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    live = sum(process_cpu(pid) for pid in _descendants(os.getpid()))
+    live = sum(process_cpu(pid) for pid in descendants(os.getpid()))
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + live
 
 
 def _bed_cpu() -> dict[int, float]:
     return {pid: process_cpu(pid) for source in _bed_pids for pid in source()}
-
-
-def machine_cpu() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine since boot, from /proc/stat."""
-    values = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
-    total = sum(values[:8])  # guest time is already counted in user
-    return (total - idle) / _TICK, total / _TICK
 
 
 @dataclass
@@ -231,15 +199,20 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def update_durations(measured: Path, durations: Path) -> int:
-    """Merge a run's measured walls (``--timings-json``) into the durations file the scheduler reads
-    (tests/scheduling.py); tests the run did not measure keep their entry. Returns how many were written."""
+    """Merge a run's measured costs (``--timings-json``) into the file the scheduler and the slots read
+    (tests/expected.py): per test, [wall seconds, CPU seconds]; tests the run did not measure keep their entry.
+    Returns how many were written."""
     tests = json.loads(measured.read_text())["tests"]
     try:
-        known: dict[str, float] = json.loads(durations.read_text())
+        known: dict[str, list[float]] = json.loads(durations.read_text())
     except FileNotFoundError:
         known = {}
-    known.update({nodeid: round(t["wall"], 1) for nodeid, t in tests.items()})
-    durations.write_text(json.dumps(dict(sorted(known.items())), indent=0) + "\n")
+    known.update(
+        {nodeid: [round(t["wall"], 1), round(t["cpu_pytest"] + t["cpu_bed"], 1)] for nodeid, t in tests.items()}
+    )
+    durations.write_text(
+        "{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(known.items())) + "\n}\n"
+    )
     return len(tests)
 
 
@@ -247,7 +220,9 @@ if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m tests.timings", description=update_durations.__doc__)
-    parser.add_argument("measured", type=Path, nargs="?", default=REPO / ".local" / "test-times.json")
+    parser.add_argument("measured", type=Path, nargs="*", default=[REPO / ".local" / "test-times.json"])
     parser.add_argument("--durations", type=Path, default=REPO / "tests" / "durations.json")
     args = parser.parse_args()
-    print(f"{update_durations(args.measured, args.durations)} tests' walls written to {args.durations}")
+    for measured in args.measured:
+        if measured.exists():
+            print(f"{update_durations(measured, args.durations)} tests' walls from {measured} in {args.durations}")
