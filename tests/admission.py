@@ -8,9 +8,10 @@ starts (its fixtures included) its worker takes a slot:
 
 - a test expected to mostly wait or to cost little CPU (tests/expected.py: under ``LIGHT_CORES`` of a core on
   average, or under ``LIGHT_CPU_S`` CPU-seconds in all) takes any free slot at once;
-- another takes one of the first ``cores`` slots at once if one is free, else one more only after a waiting worker
-  (one at a time, so an idle moment admits one test, whose load the next look sees) saw the machine's CPU at least
-  ``ADMIT_IDLE`` idle over ``SAMPLE_S``.
+- a CPU-heavy one, and a worker's first test (it starts the worker's bed and does the imports), waits its turn in
+  order of arrival, then takes one of the first ``cores`` slots, or one more once the machine's CPU was at least
+  ``ADMIT_IDLE`` idle over ``SAMPLE_S`` (the first in line looks, so an idle moment admits one test, whose load the
+  next look sees).
 
 The time a test waited is reported as its ``queued`` seconds (tests/timings.py), outside its wall time and its
 timeout. Slots are lock files in ``DRAIN_TEST_SLOTS`` (build/run-tests.sh gives its two pytest runs one directory, so
@@ -63,10 +64,10 @@ def _try_lock(path: Path) -> IO[str] | None:
 class Slots:
     def __init__(self, directory: Path, count: int, cores: int, idle: Callable[[], float] = idle_share) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
         self.idle = idle
         self.free_for_all = [directory / f"slot-{i}" for i in range(cores)]
         self.on_room = [directory / f"slot-{i}" for i in range(cores, max(cores, count))]
-        self.admission = directory / "admission"
 
     @contextlib.contextmanager
     def held(self, light: bool = False) -> Iterator[float]:
@@ -79,25 +80,42 @@ class Slots:
             slot.close()  # releases the lock
 
     def _take(self, light: bool) -> IO[str]:
-        while True:
-            for path in self.free_for_all + (self.on_room if light else []):
+        if light:  # the slots beyond the cores first: the first ones are the CPU-heavy tests'
+            for path in self.on_room + self.free_for_all:
                 if (slot := _try_lock(path)) is not None:
                     return slot
-            gate = _try_lock(self.admission)
-            if gate is None:  # another worker is looking: wait for its verdict, then look again
-                time.sleep(0.2)
-                continue
-            try:
-                if self.idle() >= ADMIT_IDLE:
-                    for path in self.on_room:
+        # CPU-heavy tests wait their turn in order of arrival: a ticket, held locked while it waits
+        ticket = _try_lock(self.directory / f"wait-{time.time_ns():020d}-{os.getpid()}")
+        assert ticket is not None
+        try:
+            while True:
+                if self._first_in_line(Path(ticket.name)):
+                    for path in self.free_for_all:
                         if (slot := _try_lock(path)) is not None:
                             return slot
-            finally:
-                gate.close()
-            time.sleep(0.2)
+                    if self.idle() >= ADMIT_IDLE:
+                        for path in self.on_room:
+                            if (slot := _try_lock(path)) is not None:
+                                return slot
+                time.sleep(0.2)
+        finally:
+            Path(ticket.name).unlink(missing_ok=True)
+            ticket.close()
+
+    def _first_in_line(self, mine: Path) -> bool:
+        for waiting in sorted(self.directory.glob("wait-*")):
+            if waiting == mine:
+                return True
+            if (stale := _try_lock(waiting)) is not None:  # its worker is gone without taking it back
+                waiting.unlink(missing_ok=True)
+                stale.close()
+                continue
+            return False
+        return False
 
 
 _slots_key = pytest.StashKey[tuple[Slots, Expected] | None]()
+_first_key = pytest.StashKey[bool]()
 
 
 def _slots(config: pytest.Config) -> tuple[Slots, Expected] | None:
@@ -124,6 +142,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None]:
         return
     slots, expected = found
     cost = expected(item.nodeid)
-    with slots.held(light=cost.cores < LIGHT_CORES or cost.cpu < LIGHT_CPU_S) as waited:
+    first = _first_key not in item.config.stash  # it starts the worker's bed and imports: CPU-heavy whatever it is
+    item.config.stash[_first_key] = False
+    light = not first and (cost.cores < LIGHT_CORES or cost.cpu < LIGHT_CPU_S)
+    with slots.held(light=light) as waited:
         item.stash[queued_key] = waited
         yield

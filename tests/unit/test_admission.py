@@ -55,3 +55,23 @@ def test_a_freed_slot_is_taken_without_looking_at_the_machine(tmp_path: Path) ->
         pass
     with slots.held() as waited:
         assert waited < 1
+
+
+def test_cpu_heavy_tests_get_their_slots_in_order_of_arrival(tmp_path: Path) -> None:
+    slots = Slots(tmp_path, count=1, cores=1, idle=lambda: 0.0)
+    order: list[str] = []
+
+    def heavy_test(name: str) -> None:
+        with slots.held():
+            order.append(name)
+
+    with slots.held():
+        first = threading.Thread(target=heavy_test, args=("first",))
+        first.start()
+        time.sleep(0.5)
+        second = threading.Thread(target=heavy_test, args=("second",))
+        second.start()
+        time.sleep(0.5)
+    first.join(5)
+    second.join(5)
+    assert order == ["first", "second"]
