@@ -20,13 +20,14 @@ PYTEST_ARGS ?=
 # the bed `make env` describes: a pytest session's (DRAIN_TESTBED_DIR) or cluster-up's
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
-.PHONY: help setup setup-python setup-node setup-bins lint test test-unit test-integration test-infra synth \
+.PHONY: help setup setup-python setup-node setup-bins lint test test-quick test-durations test-unit test-integration test-infra synth \
         test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-cold-import bench-hold bench-storm bench-storm-waves bench-fleet bench-nth build-nth clean \
         prune-versions
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
-	@echo "make test          lint + type-check + every test (what CI runs)"
+	@echo "make test          lint + type-check + every test (what CI runs; PYTEST_WORKERS=6 workers with a bed each)"
+	@echo "make test-quick    lint + type-check + unit and infra tests, no bed (the inner loop, < 2 min)"
 	@echo "make test-bare     what CI runs, from a fresh clone of HEAD with empty package caches (BARE=all: all caches)"
 	@echo "make setup         venv on Python 3.13 with pinned deps, npm deps, test-bed binaries (idempotent)"
 	@echo "make cluster-up    start the local control plane + AWS emulator (kubeconfig: .local/cluster/kubeconfig)"
@@ -46,7 +47,9 @@ help:
 	@echo "                   BENCH_NTH_FLAGS=--split-cores puts the control plane on CPUs of its own"
 	@echo "make prune-versions FUNCTION=NAME_OR_ARN [YES=1]  the function's versions unused by aliases and executions"
 
-setup: setup-python setup-node setup-bins
+# the three side by side: the Go builds of the bed take minutes on a bare machine, the rest downloads
+setup:
+	@$(MAKE) --no-print-directory -j3 setup-python setup-node setup-bins
 
 $(UV):
 	@test -n "$(PY313)" || { echo "error: Python 3.13 not found (looked for python3.13 on PATH and ~/.pyenv/versions/3.13*)." >&2; \
@@ -82,12 +85,26 @@ test-integration: setup-python setup-bins
 test-infra: setup-python setup-node
 	$(PY) -m pytest tests/infra $(PYTEST_ARGS)
 
-# two pytest workers, whole files each: the fault scenarios mostly wait on wall-clock outages, so the rest of the
-# suite runs beside them; each worker starts its own test bed
-PYTEST_WORKERS ?= 2
-# NTH (the comparison's other side, built once per machine and cached) keeps tests/integration/test_nth_smoke.py real
-test: setup build-nth lint
-	$(PY) -m pytest tests -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+# everything, side by side (build/run-tests.sh): the bed's Go binaries build in the background while the set-up and
+# test-quick run; then the bed's tests on PYTEST_WORKERS workers, each with a bed of its own, the longest tests first
+# (tests/scheduling.py). More workers than cores: the bed's tests mostly wait on the apiserver and on wall-clock
+# outages. aws-node-termination-handler (tests/integration/test_nth_smoke.py) builds in the background once collected.
+PYTEST_WORKERS ?= 6
+QUICK_WORKERS ?= 2
+test:
+	@PYTEST_WORKERS=$(PYTEST_WORKERS) QUICK_WORKERS=$(QUICK_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" MAKE="$(MAKE)" \
+	  bash build/run-tests.sh
+
+# the inner loop: lint and types beside the unit and infra tests; no bed, no Go
+test-quick: setup-python setup-node
+	@mkdir -p .local; $(MAKE) --no-print-directory lint > .local/lint.log 2>&1 & lint=$$!; \
+	  $(PY) -m pytest tests/unit tests/infra -n $(QUICK_WORKERS) --timings-json .local/test-quick-times.json $(PYTEST_ARGS); \
+	  tests=$$?; wait $$lint; linted=$$?; cat .local/lint.log; \
+	  echo "[make test-quick] tests exit $$tests, lint and types exit $$linted"; [ $$tests = 0 ] && [ $$linted = 0 ]
+
+# the longest-first order of make test (tests/durations.json) from the last run's measured walls
+test-durations: setup-python
+	$(PY) -m tests.timings .local/test-times.json .local/test-quick-times.json
 
 # CI as a new machine runs it: a fresh clone of HEAD (commit first), uv's, npm's and the pinned uv's caches empty, so
 # an install step that only a warm cache hides fails here. BARE=all also empties the Go module and build caches and

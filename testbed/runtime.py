@@ -11,13 +11,15 @@ a durable-execution service over HTTP.
   it starts executions, takes the SDK's checkpoints (the function's Lambda client is pointed at it with
   `AWS_ENDPOINT_URL_LAMBDA`) and re-invokes the function through the emulator after waits and failures.
 
-The emulator's runtime API always binds 127.0.0.1:9001, so one runtime runs at a time in a network namespace;
+The emulator's runtime API always binds 127.0.0.1:9001, so one runtime runs at a time in a network namespace:
+runtimes on the host's network take turns through a lock file (pytest workers, other checkouts on the machine);
 versioned_runtime.py runs one per function version, each in a namespace of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -25,6 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -39,6 +42,9 @@ from testbed.binaries import BinDir
 from testbed.procs import free_port, http_ok
 
 RUNTIME_API = ("127.0.0.1", 9001)  # fixed in the emulator
+# held from a runtime's start to its stop: the port is the machine's, whoever runs the emulator
+RUNTIME_API_LOCK = Path(tempfile.gettempdir()) / "drain-orchestrator-lambda-rie-9001.lock"
+RUNTIME_API_WAIT_S = 240.0
 FUNCTION_NAME = "function"  # the emulator serves one function under this name
 API = "/2025-12-01/durable-executions"
 
@@ -147,6 +153,7 @@ class LambdaRuntime:
         self.invoke_port, self.service_port = invoke_port, service_port
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.emulator_started = 0.0
+        self._runtime_api: int | None = None  # the lock's descriptor while this runtime holds 127.0.0.1:9001
 
     @property
     def service(self) -> str:
@@ -158,14 +165,15 @@ class LambdaRuntime:
     ) -> LambdaRuntime:
         """Start the durable-execution service and the emulator on ``roots`` (task root, runtime root) with
         ``env`` (the role's credentials, test settings) over the template's environment."""
-        with socket.socket() as s:
-            if s.connect_ex(RUNTIME_API) == 0:
-                raise RuntimeStartError("127.0.0.1:9001 is taken: another Runtime Interface Emulator is running")
         if function.runtime != f"python{bundle.PYTHON_VERSION}":
             raise RuntimeStartError(f"template runtime {function.runtime}, bundle built for {bundle.PYTHON_VERSION}")
         task, runtime_root = roots
         rt = cls(bed, task.parent, free_port(), free_port())
+        rt._runtime_api = _take_runtime_api()
         try:
+            with socket.socket() as s:
+                if s.connect_ex(RUNTIME_API) == 0:
+                    raise RuntimeStartError("127.0.0.1:9001 is taken by a Runtime Interface Emulator outside the lock")
             rt._start_service()
             rt._start_emulator(bins, function, env, task, runtime_root)
         except BaseException:
@@ -350,6 +358,26 @@ class LambdaRuntime:
                     os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
         self.procs = {}
+        if self._runtime_api is not None:
+            os.close(self._runtime_api)  # the next runtime may bind 127.0.0.1:9001
+            self._runtime_api = None
+
+
+def _take_runtime_api(wait: float = RUNTIME_API_WAIT_S) -> int:
+    """The lock on 127.0.0.1:9001 (see RUNTIME_API_LOCK), waited for while another runtime holds it."""
+    fd = os.open(RUNTIME_API_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise RuntimeStartError(
+                    f"127.0.0.1:9001 stayed held by another Lambda runtime for {wait:.0f} s (lock {RUNTIME_API_LOCK})"
+                ) from None
+            time.sleep(0.2)
 
 
 def _port_open(port: int) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from testbed.bed import Testbed
+from tests.timings import watch_bed
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -27,6 +28,7 @@ def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     if bed is None:
         # a short path: unix socket paths of etcd/kwok must stay under 108 bytes
         bed = Testbed.start(tmp_path_factory.mktemp("bed"))
+        watch_bed(lambda: [p.pid for p in bed.state.procs])
     saved = {k: os.environ.get(k) for k in bed.aws_env()}
     os.environ.update(bed.aws_env())
     try:

@@ -16,6 +16,7 @@ from drain_orchestrator.drain.policy import DO_NOT_DISRUPT, ORDER_ANNOTATION, PO
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.engine.drainer import Drainer, drain_node
 from tests.integration.drain_support import drain, drainer, hold, pods_on, release
+from tests.integration.scenario_support import Background
 
 pytestmark = pytest.mark.integration
 
@@ -196,10 +197,24 @@ def test_the_lambda_lets_a_batch_pod_finish_on_scale_in_and_evicts_it_on_a_spot_
         hold(k8s, name)  # kept in Terminating once evicted, to read when that was
     try:
         lam.configure("blue", DEADLINE_ASG_TERMINATE_SECONDS="20", WAIT_FOR_VOLUME_DETACH="never")
+        evicted: dict[str, float] = {}
+
+        def read_eviction_then_release() -> None:
+            k8s.wait_for(
+                lambda: k8s.core.read_namespaced_pod("batch-spot", k8s.ns).metadata.deletion_timestamp,
+                timeout=120,
+                what="batch-spot evicted",
+            )
+            evicted["at"] = eviction_time(k8s, "batch-spot")
+            release(k8s, "batch-spot")  # read: the Spot drain need not wait out its 2-minute window for the pod
+
+        reader = Background(read_eviction_then_release)
         started = time.time()
         run = lam.run(samples.ec2_event("spot-interruption-terminate.json", instance_id=spot), skip_time=False)
+        reader.outcome(timeout=60)
         assert run.status == "SUCCEEDED", run.error
-        assert eviction_time(k8s, "batch-spot") - started < 15  # at once, not at the 120 s deadline
+        # at once: held like the scale-in's pod, it would go at the 2-minute window's end (a margin for a loaded host)
+        assert evicted["at"] - started < 60
         token = aws.start_lifecycle_action("ng-blue", "drain", scaled_in)
         event = samples.lifecycle_event(
             "asg-terminate.json", instance_id=scaled_in, asg="ng-blue", hook="drain", token=token

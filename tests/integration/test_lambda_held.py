@@ -109,7 +109,8 @@ def test_an_eviction_webhook_that_is_down_is_named_in_the_verdict_the_notificati
 ) -> None:
     iid, node, spare = blue_asg_node(aws, k8s)
     spread(k8s, node, spare, replicas=2)
-    lam.configure("blue", DRAIN_PASS_SECONDS="5", DEADLINE_ASG_TERMINATE_SECONDS="15", HELD_NOTIFY_SECONDS="5")
+    # the held notice needs two passes 5 s apart before the deadline: room for them on a loaded machine too
+    lam.configure("blue", DRAIN_PASS_SECONDS="5", DEADLINE_ASG_TERMINATE_SECONDS="30", HELD_NOTIFY_SECONDS="5")
     with webhook_down(k8s) as hook:
         run = lam.run(terminate_event(aws, iid))
     inst = instance_summary(run)

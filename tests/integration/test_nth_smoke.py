@@ -3,8 +3,9 @@
 NTH runs in queue-processor mode on the bed (in-cluster configuration through a private mount namespace, the
 chart's RBAC, its own SQS queue and access key); in one round both tools drain a fleet of their own and complete
 its hooks, the lower bound (bench/ideal_drain.py) drains a third fleet without a refused eviction, and the
-orchestrator is shown events for another cluster's instance and an unknown one. `make test` builds NTH once
-(`make build-nth`, cached outside the repository); without the binary this test fails naming the command.
+orchestrator is shown events for another cluster's instance and an unknown one. NTH is built once per machine
+(cached outside the repository), in the background from the moment this test is collected (fixture
+``nth_binary``); a failed build fails this test with the build's output.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_small_side_by_side_drains_both_fleets_and_leaves_stray_hooks_alone(
-    testbed: Testbed, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    testbed: Testbed, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, nth_binary: Path
 ) -> None:
     res = bench_nth.bench(
         testbed,

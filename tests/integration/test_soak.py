@@ -8,7 +8,8 @@ import pytest
 from testbed.bed import Testbed
 from testbed.soak import Soak
 
-pytestmark = [pytest.mark.integration, pytest.mark.long_running]
+# a three-minute soak, then the checks: more than the default 300 s on a loaded machine
+pytestmark = [pytest.mark.integration, pytest.mark.long_running, pytest.mark.timeout(600)]
 SEED = 20261201
 
 
