@@ -31,15 +31,20 @@ def _pod(name: str, deleting_at: float | None = None) -> PodVerdict:
     return PodVerdict(pod, Verdict.WAIT if deleting_at is not None else Verdict.EVICT)
 
 
-def test_the_node_view_keeps_the_cordon_on_the_monotonic_clock_and_times_the_late_look() -> None:
+def test_the_node_view_keeps_the_cordon_on_the_monotonic_clock_and_orders_its_lists_after_the_witness() -> None:
     clock = FakeClock(mono=500.0, wall=1_700_000_000.0)
     view = NodeView(NO_CLIENT, "n1", clock, SeenIps())
     view.cordoned_now(started_at=1_700_000_000.0 - 3)  # another drain cordoned it 3 s ago
     assert view.cordoned and view.cordoned_at == 497.0 and view.looked_at == 500.0
-    view.listed(NodePods([{"spec": {}, "status": {"podIPs": [{"ip": "10.0.0.7"}]}}], "41"))
+    view.listed(NodePods([{"spec": {}, "status": {"podIPs": [{"ip": "10.0.0.7"}]}}], "41"), sent_at=499.5)
     assert view.pods_version == "41" and view.seen_ips is not None and view.seen_ips.ips == {"10.0.0.7"}
-    assert view.late_look_wait(OPTIONS) == 2.0  # listed 3 s after the cordon: look again at 5 s
-    assert view.late_look_at(OPTIONS) == 502.0
+    assert not view.listed_since_witness()  # no witness of the cordon yet
+    view.witness_at = 499.8  # the control plane's taint seen after that LIST was sent: it may miss a late pod
+    assert not view.listed_since_witness()
+    view.listed(NodePods([], "42"), sent_at=clock.mono())
+    assert view.listed_since_witness()
+    assert view.late_look_at(OPTIONS) == 502.0  # the late look watches until 5 s after the first cordon
+    assert view.late_look_at(DrainOptions()) is None  # none asked for (the command line, the flow's passes)
     clock.advance(TURN_LISTING_SECONDS)
     assert view.turn_listing() is view.listing  # young enough for the pass after a turn
     clock.advance(1)
