@@ -54,6 +54,53 @@ def test_the_node_view_keeps_the_cordon_on_the_monotonic_clock_and_orders_its_li
     assert fresh.cordoned_at == clock.mono()
 
 
+class TaintSeen:
+    """The node's watch as the view reads it: the taint shows after ``after`` seconds, or never (None)."""
+
+    def __init__(self, clock: FakeClock, after: float | None) -> None:
+        self.clock, self.asked = clock, []
+        self.shows_at = None if after is None else clock.mono() + after
+
+    def tainted(self, taint: tuple[str, str]) -> bool:
+        return self.shows_at is not None and self.clock.mono() >= self.shows_at
+
+    def await_taint(self, taint: tuple[str, str], timeout: float) -> bool:
+        self.asked.append(timeout)
+        if self.shows_at is not None and self.shows_at <= self.clock.mono() + timeout:
+            self.clock.advance(max(0.0, self.shows_at - self.clock.mono()))
+            return True
+        self.clock.advance(timeout)
+        return False
+
+
+def test_the_witness_is_waited_for_until_witness_seconds_after_the_cordon_and_then_stands_for_it() -> None:
+    options = DrainOptions(witness_seconds=2.0)
+    clock = FakeClock(mono=500.0, wall=1_700_000_000.0)
+    seen = NodeView(NO_CLIENT, "n1", clock)
+    seen.cordoned_now(None)
+    seen.presence = TaintSeen(clock, after=0.05)  # type: ignore[assignment]
+    clock.advance(0.5)  # the drain looked drained half a second after the cordon
+    assert seen.await_witness(options, end=1e9) == 500.5 and seen.witnessed  # already there: no wait
+    late = NodeView(NO_CLIENT, "n2", clock)
+    late.cordoned_now(None)
+    late.presence = watch = TaintSeen(clock, after=None)  # type: ignore[assignment]  # no controller taints it
+    clock.advance(0.5)
+    at = late.await_witness(options, end=1e9)
+    assert watch.asked == [1.5] and at == late.cordoned_at + 2.0 and not late.witnessed  # the cap stands for it
+    assert late.await_witness(options, end=1e9) == at and watch.asked == [1.5]  # waited for once per drain
+    bounded = NodeView(NO_CLIENT, "n3", clock)
+    bounded.cordoned_now(None)
+    bounded.presence = watch = TaintSeen(clock, after=None)  # type: ignore[assignment]
+    assert bounded.await_witness(options, end=clock.mono() + 0.3) and watch.asked == [pytest.approx(0.3)]  # end first
+
+
+def test_a_cordon_read_from_its_annotation_counts_from_the_latest_second_it_could_have_been() -> None:
+    clock = FakeClock(mono=500.0, wall=1_700_000_000.5)
+    view = NodeView(NO_CLIENT, "n1", clock)
+    view.cordoned_now(1_700_000_000.0 - 3, whole_second=True)  # "…:57Z": cordoned between 57 and 58
+    assert view.cordoned_at == 500.0 - 3.5 + 1.0
+
+
 def test_the_pods_leaving_are_timed_on_the_monotonic_clock_and_a_watch_is_taken_once() -> None:
     clock = FakeClock(mono=10.0, wall=2_000.0)
     leaving = Leaving()
