@@ -61,7 +61,9 @@ def late_look(ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceO
             return Drained(Result.REFUSED, report)
         if pace.now >= deadline:
             return Drained(Result.DEADLINE_MISSED, report)
-        pace.wait(float(pacing.recheck_delay(n, ws)), f"late-look-wait-{n}", deadline)
+        # paced like a held drain's passes (what bounds its durable operations, pacing.py): a late pod that stays is
+        # one a budget or a drain policy holds
+        pace.wait(float(pacing.held_wait(n, ws)), f"late-look-wait-{n}", deadline)
         n += 1
 
 
