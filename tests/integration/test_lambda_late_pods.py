@@ -94,3 +94,29 @@ def test_a_pod_bound_six_seconds_after_the_cordon_while_a_gate_holds_is_drained_
     assert late.placed_by_scheduler("late-6")
     assert late.after_cordon("late-6", late.bound_at) >= 6.0
     assert late.gone_at["late-6"] <= action["completed_at"]
+
+
+def test_a_late_look_that_fails_is_retried_and_one_that_fails_for_good_leaves_the_verdict_drained(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    from drain_orchestrator.failures import ApiError, FailureKind
+    from drain_orchestrator.workflow import runtime
+
+    faults = iter([FailureKind.UNAVAILABLE, None, FailureKind.INVALID])
+
+    def fault(point: str) -> None:
+        if point == "late-look" and (kind := next(faults, None)) is not None:
+            raise ApiError(kind, "kubernetes", f"list pods on node: {kind.value} (injected)")
+
+    runtime.fault_injection = fault
+    iid, _ = _empty_instance(aws, k8s)
+    once = _terminate(aws, lam, iid)  # unavailable once: retried after its backoff, then the look ran
+    inst, _ = _completed(once, aws)
+    names = [str(getattr(op, "name", "")) for op in once.operations]
+    assert "late-look" in names and "late-look-retry-1" in names and "late_look" not in inst
+    aws.reset()
+    iid, _ = _empty_instance(aws, k8s)
+    for_good = _terminate(aws, lam, iid)  # invalid: no retry can help; the drain did drain
+    inst, _ = _completed(for_good, aws)
+    assert inst["late_look"]["error"]["step"] == "late-look" and inst["late_look"]["error"]["kind"] == "invalid"
+    assert for_good.metric_total("Errors", reason="late-look-failed") == 1

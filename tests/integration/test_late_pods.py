@@ -66,8 +66,8 @@ def test_an_empty_node_is_drained_once_listed_after_the_control_plane_saw_the_co
         report = drain(kube, a, timeout=60, progress=lines)
         took = time.monotonic() - started
     assert report.drained and report.evicted == []
-    # the LIST right after the cordon, and one sent once the node lifecycle controller's taint showed the cordon seen
-    assert len(lists) == 2, lists
+    # the LIST right after the cordon counts when the taint came before it, else one more is sent once it came
+    assert 1 <= len(lists) <= 2, lists
     assert lines.matching("no sign yet") == []
     taints = {(t.key, t.effect) for t in k8s.core.read_node(a).spec.taints or []}
     assert ("node.kubernetes.io/unschedulable", "NoSchedule") in taints

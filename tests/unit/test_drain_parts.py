@@ -57,9 +57,14 @@ def test_the_node_view_keeps_the_cordon_on_the_monotonic_clock_and_orders_its_li
 class TaintSeen:
     """The node's watch as the view reads it: the taint shows after ``after`` seconds, or never (None)."""
 
+    watchable = True
+
     def __init__(self, clock: FakeClock, after: float | None) -> None:
-        self.clock, self.asked = clock, []
+        self.clock, self.asked, self.checks = clock, [], 0
         self.shows_at = None if after is None else clock.mono() + after
+
+    def check(self, *, waiting: bool) -> None:
+        self.checks += 1  # reads what the watch queued: no request, no time
 
     def tainted(self, taint: tuple[str, str]) -> bool:
         return self.shows_at is not None and self.clock.mono() >= self.shows_at

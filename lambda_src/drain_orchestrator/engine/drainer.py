@@ -124,11 +124,12 @@ class Drainer(Evictions, Waits):
             )
             self.say(f"node/{self.node} cordoned" if result.changed else f"node/{self.node} already cordoned")
             view.cordoned_now(result.cordoned_at, whole_second=ANN_STARTED_AT in result.annotations)
-            view.note_witness()  # a node cordoned a while ago may carry it already: the LIST below then counts
             record_seen(self.surge, result.annotations)  # the surge record as the cordon read it
         else:
             view.look(options)
         report.cordoned = True
+        if not options.dry_run:
+            view.note_witness()  # seen before the LIST below (the node's watch, opened here), that LIST counts
 
         # a LIST of its own (a listing of another caller's, or a drain before, may miss a pod bound since), except right
         # after a budget's turn: its own LIST of a moment ago names the pods the turn admits

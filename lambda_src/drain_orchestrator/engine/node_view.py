@@ -87,9 +87,14 @@ class NodeView:
         return self.listing if self.clock.mono() - self.listed_at <= TURN_LISTING_SECONDS else None
 
     def note_witness(self) -> None:
-        """The witness, if the node as this drain last saw it (the cordon's answer, a look) already carries it."""
+        """The witness, if the node as this drain sees it already carries it: the cordon's answer, or what the
+        node's watch queued (opened at the first call, from the cordon's answer: no GET; later looks read it)."""
+        if self.witness_at is not None:
+            return
         presence = self.presence = self.presence or NodePresence(self.kube, self.node)
-        if self.witness_at is None and presence.tainted(UNSCHEDULABLE_TAINT):
+        if presence.watchable:
+            presence.check(waiting=True)
+        if presence.tainted(UNSCHEDULABLE_TAINT):
             self.witness_at, self.witnessed = self.clock.mono(), True
 
     def await_witness(self, options: DrainOptions, end: float) -> float:

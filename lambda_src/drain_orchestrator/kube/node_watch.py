@@ -62,8 +62,11 @@ class NodePresence:
 
     def await_taint(self, taint: tuple[str, str], timeout: float) -> bool:
         """Until the node carries ``taint`` (True) or ``timeout`` seconds pass (False), reading the node's watch
-        (opened from the last view of the node: a taint written since is its first event); NodeGone if it goes."""
+        (opened from the last view of the node: a taint written since is its first event); with no time left, one
+        GET. NodeGone if it goes."""
         end = time.monotonic() + timeout
+        if timeout <= 0 and not self.tainted(taint):
+            self.last = get_node(self.kube, self.node)  # no time to wait: one look at the node as it is now
         while not self.tainted(taint):
             left = end - time.monotonic()
             if left <= 0:

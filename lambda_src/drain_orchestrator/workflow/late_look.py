@@ -77,6 +77,7 @@ def late_look_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None
     ws = runtime.wsettings()
     with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
+            runtime.inject_fault("late-look")
             budget = pacing.pass_budget(time.time(), job.plan.deadline, ws)
             opts = replace(job.drain_options(), settle_seconds=LATE_LOOK_SECONDS)
             hold = HoldCheck(linger=pacing.HELD_LINGER_SECONDS)  # a late pod a budget holds: back to the flow
