@@ -16,6 +16,7 @@ from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
 from testbed.load_balancers import LoadBalancerControllerStandIn, register, target_group
+from tests.integration.drain_support import pods_on
 from tests.integration.lambda_support import LambdaHarness, Run
 from tests.integration.late_pods_support import late_bindings
 
@@ -120,3 +121,24 @@ def test_a_late_look_that_fails_is_retried_and_one_that_fails_for_good_leaves_th
     inst, _ = _completed(for_good, aws)
     assert inst["late_look"]["error"]["step"] == "late-look" and inst["late_look"]["error"]["kind"] == "invalid"
     assert for_good.metric_total("Errors", reason="late-look-failed") == 1
+
+
+def test_pods_bound_half_a_second_three_and_six_seconds_after_the_cordon_while_a_pod_is_going_are_all_drained(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node = _empty_instance(aws, k8s)
+    k8s.bare_pod("slow", node=node, grace=9)  # its grace keeps the flow on the node past the late look's 5 s
+    k8s.wait_for(lambda: len(pods_on(k8s, node)) == 1, timeout=30, what="the slow pod on the node")
+    scheduled = {"late-0-5": 0.5, "late-3": 3.0, "late-6": 6.0}
+    with late_bindings(k8s, node, scheduled=scheduled) as late:
+        run = _terminate(aws, lam, iid)
+        late.wait_gone()
+    _, action = _completed(run, aws)
+    steps = sorted({n for op in run.operations if (n := str(getattr(op, "name", ""))).startswith("drain-pass-")})
+    evicted = [p for step in [*steps, "late-look"] for p in _evicted_by(run, step)]
+    assert sorted(evicted) == sorted(f"{k8s.ns}/{n}" for n in [*scheduled, "slow"])  # each once, none left
+    for name in scheduled:
+        assert late.placed_by_scheduler(name), f"{name} was not bound by the scheduler"
+        assert late.gone_at[name] <= action["completed_at"], (name, late.gone_at[name], action["completed_at"])
+    assert late.after_cordon("late-6", late.bound_at) >= 6.0
+    assert pods_on(k8s, node) == []
