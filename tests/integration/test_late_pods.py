@@ -32,6 +32,15 @@ def named_late(report: Any) -> set[str]:
     return {p for w in report.warnings if w.startswith(LATE_WARNING) for p in w[len(LATE_WARNING) :].split(", ")}
 
 
+def assert_placed_and_drained_as_they_came(late: Any, scheduled: dict[str, float], names: list[str]) -> None:
+    """The scheduler bound each of ``scheduled``, and each of ``names`` left within WOKEN_WITHIN of its creation."""
+    for name in scheduled:
+        assert late.placed_by_scheduler(name), f"{name} was not bound by the scheduler"
+    for name in names:
+        created, gone = late.after_cordon(name, late.created_at), late.after_cordon(name, late.gone_at)
+        assert gone - created < WOKEN_WITHIN, f"{name}: created {created:.1f} s, gone {gone:.1f} s after the cordon"
+
+
 def test_pods_bound_half_a_second_three_and_six_seconds_after_the_cordon_are_drained_while_the_drain_runs(
     testbed: Any, k8s: Any
 ) -> None:
@@ -47,11 +56,7 @@ def test_pods_bound_half_a_second_three_and_six_seconds_after_the_cordon_are_dra
     names = ["late-0-5", "late-3", "late-6", "named-1"]
     assert sorted(report.evicted) == sorted(f"{k8s.ns}/{n}" for n in [*names, "slow"])
     assert named_late(report) == {f"{k8s.ns}/{n}" for n in names}
-    for name in scheduled:
-        assert late.placed_by_scheduler(name), f"{name} was not bound by the scheduler"
-    for name in names:
-        created, gone = late.after_cordon(name, late.created_at), late.after_cordon(name, late.gone_at)
-        assert gone - created < WOKEN_WITHIN, f"{name}: created {created:.1f} s, gone {gone:.1f} s after the cordon"
+    assert_placed_and_drained_as_they_came(late, scheduled, names)
     assert pods_on(k8s, a) == []
 
 
@@ -86,11 +91,7 @@ def test_the_late_look_drains_pods_bound_until_its_end_as_they_come(testbed: Any
     names = ["late-0-5", "late-3", "named-2"]
     assert sorted(report.evicted) == [f"{k8s.ns}/{n}" for n in names]
     assert named_late(report) == {f"{k8s.ns}/{n}" for n in names}
-    for name in scheduled:
-        assert late.placed_by_scheduler(name), f"{name} was not bound by the scheduler"
-    for name in names:
-        created, gone = late.after_cordon(name, late.created_at), late.after_cordon(name, late.gone_at)
-        assert gone - created < WOKEN_WITHIN, f"{name}: created {created:.1f} s, gone {gone:.1f} s after the cordon"
+    assert_placed_and_drained_as_they_came(late, scheduled, names)
     assert late.cordoned_at is not None and done - late.cordoned_at >= LATE_LOOK_SECONDS - 0.5  # watched to its end
     assert pods_on(k8s, a) == []
 

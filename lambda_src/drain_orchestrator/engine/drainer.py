@@ -313,8 +313,7 @@ def look_late(
 ) -> DrainReport:
     """The late look at a node its drain left drained (``options.settle_seconds`` after the cordon: the flow's,
     workflow/late_look.py): a drain, so every pod it finds to remove was bound after the cordon, and is named."""
-    with Drainer(kube, node, options, progress=progress) as drainer:
-        report = drainer.drain(timeout, hold)
+    report = drain_node(kube, node, options, timeout, progress=progress, hold=hold)
     late = sorted(report.removing())
     if late:
         report.warnings = [w for w in report.warnings if not w.startswith(LATE_WARNING)]
