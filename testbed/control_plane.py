@@ -36,8 +36,14 @@ CONTROLLERS = ",".join(
         "garbage-collector-controller",
         "namespace-controller",
         "horizontal-pod-autoscaler-controller",
+        # as on EKS: taints a cordoned node node.kubernetes.io/unschedulable:NoSchedule (the drain's witness that the
+        # control plane has seen its cordon) and a node whose conditions say so not-ready, disk-pressure, ...
+        "node-lifecycle-controller",
     ]
 )
+# kwok renews no Lease and posts its nodes' status every 20-45 s; the node lifecycle controller's default grace (50 s)
+# would mark a node Unknown, and taint it unreachable, whenever the shared machine delays one heartbeat
+NODE_MONITOR_GRACE = "10m"
 
 # Our own pod-delete stage: a terminating pod is removed exactly when its deletion grace period has passed
 # (deletionTimestamp = time of delete + grace), unless it still has finalizers -- which is how a test makes a pod
@@ -189,7 +195,7 @@ def spawn_all(bed: Testbed, bins: BinDir, pk: Pki, say: Callable[[str], None]) -
             f"--service-account-signing-key-file={pk.sa_key}",
             "--service-cluster-ip-range=10.0.0.0/24",
             "--allow-privileged=true",
-            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            "--disable-admission-plugins=ServiceAccount",
             "--endpoint-reconciler-type=none",
             "--profiling=false",
             f"--audit-policy-file={d / 'audit-policy.yaml'}",
@@ -219,6 +225,7 @@ def spawn_all(bed: Testbed, bins: BinDir, pk: Pki, say: Callable[[str], None]) -
             "--concurrent-replicaset-syncs=10",
             # no metrics API on the bed: an HPA only enforces its min/max replicas; resync often for tests
             "--horizontal-pod-autoscaler-sync-period=2s",
+            f"--node-monitor-grace-period={NODE_MONITOR_GRACE}",
             "--v=1",
         ],
     )

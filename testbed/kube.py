@@ -15,6 +15,7 @@ from kubernetes.client.rest import ApiException
 T = TypeVar("T")
 RUN_LABEL = "drain-test/run"
 NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"  # TaintNodesByCondition admission, on every new node until Ready
 
 
 class KubeScenario:
@@ -75,7 +76,7 @@ class KubeScenario:
         self.nodes.extend(created)
         if wait_ready:
             for name in created:
-                self.wait_for(lambda n=name: self.node_ready(n), timeout=60, what=f"node {name} Ready")
+                self.wait_for(lambda n=name: self.node_schedulable(n), timeout=60, what=f"node {name} Ready")
                 # an m5.2xlarge-like node with EKS' usual 110-pod limit (kwok's initializer would say 1M pods);
                 # patched once Ready, because kwok's initializer may still overwrite status until then
                 self.core.patch_node_status(name, {"status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY}})
@@ -84,6 +85,13 @@ class KubeScenario:
     def node_ready(self, name: str) -> bool:
         node = self.core.read_node(name)
         return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+
+    def node_schedulable(self, name: str) -> bool:
+        """Ready, and the node lifecycle controller took back the not-ready taint the apiserver's admission gave the
+        new node (as on EKS: the scheduler places nothing there until then)."""
+        node = self.core.read_node(name)
+        ready = any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+        return ready and not any(t.key == NOT_READY_TAINT for t in node.spec.taints or [])
 
     # ---- pods ---------------------------------------------------------------------------------------------------
     def pods(self, label_selector: str = "", node: str | None = None) -> list[Any]:

@@ -109,6 +109,7 @@ class InstanceOutcome:
     waiters: int | None = None
     drained_by: str | None = None
     gates: dict[str, Any] | None = None
+    late_look: dict[str, Any] | None = None  # {late_pods} it drained, or {error}: workflow/late_look.py
     report: dict[str, Any] | None = None  # drain_flow.summary_of(DrainReport)
     error: dict[str, Any] | None = None  # StepFault.to_dict()
     surge_restored: list[str] | None = None

@@ -31,15 +31,20 @@ def _pod(name: str, deleting_at: float | None = None) -> PodVerdict:
     return PodVerdict(pod, Verdict.WAIT if deleting_at is not None else Verdict.EVICT)
 
 
-def test_the_node_view_keeps_the_cordon_on_the_monotonic_clock_and_times_the_late_look() -> None:
+def test_the_node_view_keeps_the_cordon_on_the_monotonic_clock_and_orders_its_lists_after_the_witness() -> None:
     clock = FakeClock(mono=500.0, wall=1_700_000_000.0)
     view = NodeView(NO_CLIENT, "n1", clock, SeenIps())
     view.cordoned_now(started_at=1_700_000_000.0 - 3)  # another drain cordoned it 3 s ago
     assert view.cordoned and view.cordoned_at == 497.0 and view.looked_at == 500.0
-    view.listed(NodePods([{"spec": {}, "status": {"podIPs": [{"ip": "10.0.0.7"}]}}], "41"))
+    view.listed(NodePods([{"spec": {}, "status": {"podIPs": [{"ip": "10.0.0.7"}]}}], "41"), sent_at=499.5)
     assert view.pods_version == "41" and view.seen_ips is not None and view.seen_ips.ips == {"10.0.0.7"}
-    assert view.late_look_wait(OPTIONS) == 2.0  # listed 3 s after the cordon: look again at 5 s
-    assert view.late_look_at(OPTIONS) == 502.0
+    assert not view.listed_since_witness()  # no witness of the cordon yet
+    view.witness_at = 499.8  # the control plane's taint seen after that LIST was sent: it may miss a late pod
+    assert not view.listed_since_witness()
+    view.listed(NodePods([], "42"), sent_at=clock.mono())
+    assert view.listed_since_witness()
+    assert view.late_look_at(OPTIONS) == 502.0  # the late look watches until 5 s after the first cordon
+    assert view.late_look_at(DrainOptions()) is None  # none asked for (the command line, the flow's passes)
     clock.advance(TURN_LISTING_SECONDS)
     assert view.turn_listing() is view.listing  # young enough for the pass after a turn
     clock.advance(1)
@@ -47,6 +52,58 @@ def test_the_node_view_keeps_the_cordon_on_the_monotonic_clock_and_times_the_lat
     fresh = NodeView(NO_CLIENT, "n1", clock)
     fresh.cordoned_now(None)  # the first cordon: now
     assert fresh.cordoned_at == clock.mono()
+
+
+class TaintSeen:
+    """The node's watch as the view reads it: the taint shows after ``after`` seconds, or never (None)."""
+
+    watchable = True
+
+    def __init__(self, clock: FakeClock, after: float | None) -> None:
+        self.clock, self.asked, self.checks = clock, [], 0
+        self.shows_at = None if after is None else clock.mono() + after
+
+    def check(self, *, waiting: bool) -> None:
+        self.checks += 1  # reads what the watch queued: no request, no time
+
+    def tainted(self, taint: tuple[str, str]) -> bool:
+        return self.shows_at is not None and self.clock.mono() >= self.shows_at
+
+    def await_taint(self, taint: tuple[str, str], timeout: float) -> bool:
+        self.asked.append(timeout)
+        if self.shows_at is not None and self.shows_at <= self.clock.mono() + timeout:
+            self.clock.advance(max(0.0, self.shows_at - self.clock.mono()))
+            return True
+        self.clock.advance(timeout)
+        return False
+
+
+def test_the_witness_is_waited_for_until_witness_seconds_after_the_cordon_and_then_stands_for_it() -> None:
+    options = DrainOptions(witness_seconds=2.0)
+    clock = FakeClock(mono=500.0, wall=1_700_000_000.0)
+    seen = NodeView(NO_CLIENT, "n1", clock)
+    seen.cordoned_now(None)
+    seen.presence = TaintSeen(clock, after=0.05)  # type: ignore[assignment]
+    clock.advance(0.5)  # the drain looked drained half a second after the cordon
+    assert seen.await_witness(options, end=1e9) == 500.5 and seen.witnessed  # already there: no wait
+    late = NodeView(NO_CLIENT, "n2", clock)
+    late.cordoned_now(None)
+    late.presence = watch = TaintSeen(clock, after=None)  # type: ignore[assignment]  # no controller taints it
+    clock.advance(0.5)
+    at = late.await_witness(options, end=1e9)
+    assert watch.asked == [1.5] and at == late.cordoned_at + 2.0 and not late.witnessed  # the cap stands for it
+    assert late.await_witness(options, end=1e9) == at and watch.asked == [1.5]  # waited for once per drain
+    bounded = NodeView(NO_CLIENT, "n3", clock)
+    bounded.cordoned_now(None)
+    bounded.presence = watch = TaintSeen(clock, after=None)  # type: ignore[assignment]
+    assert bounded.await_witness(options, end=clock.mono() + 0.3) and watch.asked == [pytest.approx(0.3)]  # end first
+
+
+def test_a_cordon_read_from_its_annotation_counts_from_the_latest_second_it_could_have_been() -> None:
+    clock = FakeClock(mono=500.0, wall=1_700_000_000.5)
+    view = NodeView(NO_CLIENT, "n1", clock)
+    view.cordoned_now(1_700_000_000.0 - 3, whole_second=True)  # "…:57Z": cordoned between 57 and 58
+    assert view.cordoned_at == 500.0 - 3.5 + 1.0
 
 
 def test_the_pods_leaving_are_timed_on_the_monotonic_clock_and_a_watch_is_taken_once() -> None:

@@ -187,10 +187,14 @@ def test_a_turn_not_come_moves_with_what_the_budget_allows() -> None:
     assert turn_at_level(110.0, 100.0, 5, 2, measured=False) == 110.0
 
 
-def test_grace_of_zero_is_raised_to_one_second() -> None:
-    # asked for (--grace-period 0) or the pod's own terminationGracePeriodSeconds: 0 would drop the pod object
-    # before its containers stop
+def test_a_grace_of_zero_is_raised_to_one_second_where_it_protects() -> None:
+    # asked for (--grace-period 0), or a StatefulSet pod's own 0: the pod object would go before its containers stop,
+    # and a successor of the same name could start beside them
     assert grace_for(30, 0, 0.0, None, 2.0) == 1
-    assert grace_for(0, None, 0.0, None, 2.0) == 1
-    assert grace_for(0, None, 1000.0, 2000.0, 2.0) == 1
+    assert grace_for(0, None, 0.0, None, 2.0, keeps_name=True) == 1
+    assert grace_for(0, None, 1000.0, 2000.0, 2.0, keeps_name=True) == 1
+    assert grace_for(30, None, 1000.0, 1000.5, 2.0) == 1  # clipped to the deadline: the drain's choice
+    # another pod's own 0 is left as it is, as kubectl and Karpenter leave it: its replacement has a name of its own
+    assert grace_for(0, None, 0.0, None, 2.0) is None
+    assert grace_for(0, None, 1000.0, 2000.0, 2.0) is None
     assert grace_for(1, None, 0.0, None, 2.0) is None  # the pod's own 1 s is kept as is

@@ -143,6 +143,7 @@ _SUMMARIES: list[tuple[str, Summary]] = [
     ("locate", _locate),
     ("cordon", _cordon),
     ("drain-pass-", _drain_pass),
+    ("late-look", _drain_pass),  # a drain pass at a drained node: what it evicted was bound after the cordon
     ("gate-targets-", _gate("holding")),
     ("gate-volumes-", _gate("attached")),
     ("complete-lifecycle", _completion),

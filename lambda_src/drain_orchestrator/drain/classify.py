@@ -104,6 +104,12 @@ class PodInfo:
             return c.name
         return None
 
+    @property
+    def keeps_name(self) -> bool:
+        """Its controller creates its successor under the same name (a StatefulSet)."""
+        c = self.controller
+        return c is not None and c.kind == "StatefulSet" and c.api_version == "apps/v1"
+
     def tolerates(self, key: str, effect: str) -> bool:
         for t in self.tolerations:
             if t.effect not in (None, "", effect):

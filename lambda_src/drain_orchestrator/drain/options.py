@@ -9,6 +9,9 @@ from drain_orchestrator.workflow_settings import SURGE_MODES, SurgeMode
 # Taint applied when DaemonSet pods are evicted: DaemonSet pods tolerate `unschedulable`, so without a taint
 # the DaemonSet controller would put them straight back on the node.
 DEFAULT_DRAIN_TAINT_KEY = "drain-orchestrator.io/draining"
+# How long after its cordon a node is watched for late pods before its instance may go: Karpenter's minimum drain
+# time (MinDrainTime), which it also counts from the cordon and spends before volume detach and termination.
+LATE_LOOK_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -36,8 +39,13 @@ class DrainOptions:
     voluntary: the node goes by someone's choice (scale-in, rebalance, maintenance, a manual drain): pods whose
         drain policy is ``wait-for-completion`` or with Karpenter's ``do-not-disrupt`` are let finish first. False
         for Spot interruptions and state changes: they are evicted at once (drain/policy.py).
-    settle_seconds: a node that looks empty sooner than this after its cordon is listed again then, for pods the
-        scheduler bound before it saw the cordon (Karpenter's minimum drain time); bounded by the deadline.
+    witness_seconds: a node that looks drained is listed once more after the control plane was seen to have its
+        cordon (the node lifecycle controller's unschedulable taint), waited for at most this long after the cordon:
+        a pod the scheduler placed before it saw the cordon is in that LIST (engine/node_view.py).
+    settle_seconds: the late look: a drained node's pods are watched until this long after its cordon, and a pod
+        bound meanwhile (a binding already under way when the scheduler saw the cordon) is drained too; bounded by
+        the deadline. 0: none (the command line's drain, the flow's drain passes: the flow looks late right before
+        the instance may go, ``LATE_LOOK_SECONDS``, workflow/late_look.py).
     """
 
     grace_period: int | None = None
@@ -56,7 +64,8 @@ class DrainOptions:
     surge: SurgeMode = "never"
     run_id: str | None = None
     voluntary: bool = True
-    settle_seconds: float = 5.0
+    witness_seconds: float = 2.0
+    settle_seconds: float = 0.0
     # Cordon extras: annotations under drain-orchestrator.io/, an optional taint and the exclude-LB label.
     reason: str | None = None
     event_id: str | None = None
@@ -94,3 +103,5 @@ class DrainOptions:
             raise ValueError(f"surge must be one of {', '.join(SURGE_MODES)}")
         if self.skip_wait_for_delete_timeout < 0:
             raise ValueError("skip_wait_for_delete_timeout must be >= 0")
+        if self.witness_seconds < 0 or self.settle_seconds < 0:
+            raise ValueError("witness_seconds and settle_seconds must be >= 0")

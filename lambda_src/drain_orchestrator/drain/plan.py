@@ -22,7 +22,7 @@ class Tier(IntEnum):
     CRITICAL_DAEMONSET = 3
 
 
-MIN_GRACE_SECONDS = 1  # 0 would force-remove the pod from etcd before the kubelet has stopped it
+MIN_GRACE_SECONDS = 1  # 0 removes the pod object at once, before the kubelet has stopped its containers
 
 
 def tier_of(pod: PodInfo) -> Tier:
@@ -64,16 +64,21 @@ def grace_for(
     now: float,
     deadline: float | None,
     margin: float,
+    *,
+    keeps_name: bool = False,
 ) -> int | None:
     """Grace period to send with the eviction/delete; None leaves the pod's own value untouched.
 
     With a deadline the pod must be gone by ``deadline - margin``: the grace is clipped to the time left. Never
-    below 1 s: with 0 (asked for, or the pod's own) the apiserver removes the pod object at once while its
-    containers may still run, and a StatefulSet's successor of the same name could start beside them.
+    below 1 s where it protects: with 0 the apiserver removes the pod object at once while its containers may still
+    run, so a grace the drain chooses (asked for, clipped to the deadline) is at least 1 s, and so is that of a pod
+    whose name outlives it (``keeps_name``: a StatefulSet's, whose successor of the same name could start beside
+    its containers). A pod's own 0 is otherwise left as it is, as kubectl and Karpenter leave it: its replacement
+    has a name of its own.
     """
     wanted = option_grace if option_grace is not None else pod_grace
-    if wanted is not None and wanted < MIN_GRACE_SECONDS:
-        wanted = MIN_GRACE_SECONDS  # a pod's own 0 too: the apiserver would drop it from etcd at once
+    if wanted is not None and wanted < MIN_GRACE_SECONDS and (option_grace is not None or keeps_name):
+        wanted = MIN_GRACE_SECONDS
     if deadline is None:
         return wanted if wanted != pod_grace else None
     left = math.floor(deadline - margin - now)

@@ -99,6 +99,16 @@ class DrainReport:
         d["active_tier"] = None if tier is None else Tier(tier)
         return cls(**d)
 
+    def removing(self) -> set[str]:
+        """The pods this report sent on their way (evicted, deleted) or still has to remove."""
+        return {*self.evicted, *self.remaining, *(f.pod for f in self.forced)}
+
+    def merged(self, later: DrainReport) -> DrainReport:
+        """A copy of this report with ``later`` folded in (``absorb``)."""
+        out = DrainReport.from_dict(self.to_dict())
+        out.absorb(later)
+        return out
+
     def absorb(self, later: DrainReport) -> None:
         """Fold a later pass into this cumulative report: actions add up, state comes from the later pass."""
         self.cordoned = self.cordoned or later.cordoned

@@ -26,11 +26,11 @@ from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.engine.surge import record_seen, surge_pass
 from drain_orchestrator.engine.verdicts import classify_node
 from drain_orchestrator.engine.waits import Waits
-from drain_orchestrator.kube.cordon import cordon
+from drain_orchestrator.kube.cordon import ANN_STARTED_AT, cordon
 from drain_orchestrator.kube.pods import SeenIps, list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
 
-__all__ = ["Drainer", "drain_node"]
+__all__ = ["Drainer", "drain_node", "look_late"]
 
 
 class Drainer(Evictions, Waits):
@@ -74,10 +74,8 @@ class Drainer(Evictions, Waits):
                 break
             mono = clock.mono()
             if total.drained:
-                late = self.view.late_look_wait(options)
-                if late <= 0 or mono + late >= end:
-                    break  # listed late enough after the cordon (or no time left to look again)
-                clock.sleep(late)
+                if not self._look_again(end):
+                    break  # listed once the control plane had the cordon, and watched to the late look's end
                 before = set(self.view.seen)
                 later = self.drain_pass()
                 total.absorb(later)
@@ -125,18 +123,21 @@ class Drainer(Evictions, Waits):
                 dry_run=options.dry_run,
             )
             self.say(f"node/{self.node} cordoned" if result.changed else f"node/{self.node} already cordoned")
-            view.cordoned_now(result.cordoned_at)
+            view.cordoned_now(result.cordoned_at, whole_second=ANN_STARTED_AT in result.annotations)
             record_seen(self.surge, result.annotations)  # the surge record as the cordon read it
         else:
             view.look(options)
         report.cordoned = True
+        if not options.dry_run:
+            view.note_witness()  # seen before the LIST below (the node's watch, opened here), that LIST counts
 
         # a LIST of its own (a listing of another caller's, or a drain before, may miss a pod bound since), except right
         # after a budget's turn: its own LIST of a moment ago names the pods the turn admits
         turn = view.turn_listing() if self.budgets.turn_came() else None
+        sent_at = clock.mono()
         listed = turn if turn is not None else list_node_pods_at(kube, self.node, options.pod_selector)
         if turn is None:
-            view.listed(listed)
+            view.listed(listed, sent_at)
         pods = [PodInfo.from_dict(p) for p in listed.items]
         for key in self.pods.announce_gone({ident_of(p) for p in pods}):  # 404 or a new pod under the same name
             self.say(f"pod/{key.split('/', 1)[1]} evicted")
@@ -236,6 +237,23 @@ class Drainer(Evictions, Waits):
             node=last.node, dry_run=last.dry_run, cordoned=True, drained=True, skipped=last.skipped, passes=0
         )
 
+    def _look_again(self, end: float) -> bool:
+        """The node looked drained: whether a pass should list it again. Yes until a LIST was sent once the control
+        plane had the cordon (its witness: engine/node_view.py); then, until the late look's end, whenever a pod
+        arrives on the node (watched from that LIST). No when ``end`` leaves no time."""
+        view, clock = self.view, self.clock
+        if clock.mono() >= end:
+            return False
+        view.await_witness(self.options, end)
+        if not view.listed_since_witness():
+            if not view.witnessed:
+                self.say(f"node/{self.node}: no sign yet that the control plane saw the cordon; listed again")
+            return clock.mono() < end
+        until = view.late_look_at(self.options)
+        if until is None or view.pods_version is None:
+            return False
+        return self.watch_for_late_pods(min(until, end))
+
     def _record_verdicts(self, report: DrainReport, verdicts: list[PodVerdict]) -> None:
         warnings: dict[str, list[str]] = {}
         for v in verdicts:
@@ -267,9 +285,9 @@ class Drainer(Evictions, Waits):
     def _name_late_pods(self, total: DrainReport, later: DrainReport, before: set[str]) -> None:
         """Pods bound to the node after it looked empty (the scheduler had not seen the cordon yet): drained like
         the others, and named."""
-        late = sorted({*later.evicted, *later.remaining, *(f.pod for f in later.forced)} - before)
+        late = sorted(later.removing() - before)
         if late:
-            line = f"Warning: bound to the node after the cordon, drained too: {', '.join(late)}"
+            line = LATE_WARNING + ", ".join(late)
             total.warnings.append(line)
             self.say(line)
 
@@ -279,6 +297,28 @@ def only_going(report: DrainReport) -> bool:
     going = {*report.evicted, *report.terminating, *(f.pod for f in report.forced)}
     stuck = report.blocked or report.throttled or report.failed or report.held_by_policy or report.refused
     return bool(report.remaining) and not stuck and set(report.remaining) <= going
+
+
+LATE_WARNING = "Warning: bound to the node after the cordon, drained too: "
+
+
+def look_late(
+    kube: Kube | Any,
+    node: str,
+    options: DrainOptions,
+    timeout: float | None = None,
+    *,
+    progress: Progress | None = None,
+    hold: HoldCheck | None = None,
+) -> DrainReport:
+    """The late look at a node its drain left drained (``options.settle_seconds`` after the cordon: the flow's,
+    workflow/late_look.py): a drain, so every pod it finds to remove was bound after the cordon, and is named."""
+    report = drain_node(kube, node, options, timeout, progress=progress, hold=hold)
+    late = sorted(report.removing())
+    if late:
+        report.warnings = [w for w in report.warnings if not w.startswith(LATE_WARNING)]
+        report.warnings.append(LATE_WARNING + ", ".join(late))
+    return report
 
 
 def drain_node(

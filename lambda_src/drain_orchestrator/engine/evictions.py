@@ -36,6 +36,7 @@ class Evictions(DrainParts):
                 self.clock.wall(),
                 options.deadline,
                 options.deadline_margin,
+                keeps_name=v.pod.keeps_name,
             )
             res = evict_pod(self.kube, v.pod.namespace, v.pod.name, v.pod.uid, grace=grace, dry_run=options.dry_run)
             return replace(res, grace=grace)
@@ -112,6 +113,7 @@ class Evictions(DrainParts):
         if grace is None:  # the pod's own grace fits before the deadline
             own = pod.termination_grace_period
             grace = options.grace_period if options.grace_period is not None else (30 if own is None else own)
+        grace = max(MIN_GRACE_SECONDS, grace)  # a delete past its budget is the drain's choice: never 0
         deleted = delete_pod(self.kube, pod.namespace, pod.name, pod.uid, grace=grace, dry_run=options.dry_run)
         pdbs = ", ".join(self.pods.known(ident_of(pod)).pdbs) or "its PodDisruptionBudget"
         if deleted.outcome is Outcome.EVICTED:
@@ -119,10 +121,10 @@ class Evictions(DrainParts):
             reason = f"{pdbs} still refused eviction {left:.0f}s before the deadline: {res.message}"
             if options.force_now:
                 reason = f"{pdbs} still refused eviction, deleted on an operator's decision (force): {res.message}"
-            report.forced.append(ForcedPod(pod.key, max(1, grace), reason))
+            report.forced.append(ForcedPod(pod.key, grace, reason))
             if not options.dry_run:
-                self.pods.sent(ident_of(pod), max(1, grace))
-            self.say(f"deleting pod {pod.key} (grace {max(1, grace)}s): {reason}")
+                self.pods.sent(ident_of(pod), grace)
+            self.say(f"deleting pod {pod.key} (grace {grace}s): {reason}")
         elif deleted.outcome not in (Outcome.GONE, Outcome.REPLACED):
             report.failed.append(PodReason(pod.key, f"force delete: HTTP {deleted.status}: {deleted.message}"))
         self.pods.forget(ident_of(pod))

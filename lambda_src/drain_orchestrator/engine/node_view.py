@@ -1,6 +1,16 @@
-"""The node as one drain sees it: cordoned since when, still there, its pods as the last LIST showed them
-(``NodeView``), and the pods on their way out that the drain waits for (``Leaving``). Times are monotonic
-(engine/clock.py): the cordon's started-at and the pods' deletionTimestamps are converted as they are read.
+"""The node as one drain sees it: cordoned since when, seen cordoned by the control plane since when, still there, its
+pods as the last LIST showed them (``NodeView``), and the pods on their way out that the drain waits for
+(``Leaving``). Times are monotonic (engine/clock.py): the cordon's started-at and the pods' deletionTimestamps are
+converted as they are read.
+
+A pod may be bound to the node after its cordon: the scheduler places pods from its own cache of the nodes, which
+sees the cordon a moment after it is written, and binds a pod it placed before that a moment later still. So the node
+is called drained only from a LIST sent once the control plane has seen the cordon: the **witness** is the node
+lifecycle controller's ``node.kubernetes.io/unschedulable`` taint on the node (kube/node_watch.py), written as soon
+as its informer sees the cordon (the scheduler's informer reads the same watch), waited for at most
+``witness_seconds`` after the cordon (a cluster without that controller, a slow one). Bindings already under way
+when the scheduler saw it can land later still: the late look (``settle_seconds``) watches the node's pods until that
+long after the cordon; the flow runs it right before the instance may go, after the gates (workflow/late_look.py).
 """
 
 from __future__ import annotations
@@ -10,7 +20,7 @@ from dataclasses import dataclass, field
 from drain_orchestrator.drain.classify import PodVerdict, Verdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.engine.clock import Clock
-from drain_orchestrator.kube.node_watch import NodePresence
+from drain_orchestrator.kube.node_watch import UNSCHEDULABLE_TAINT, NodePresence
 from drain_orchestrator.kube.pods import NodePods, SeenIps
 from drain_orchestrator.kube.rest import Kube
 
@@ -27,11 +37,14 @@ class NodeView:
     def __init__(self, kube: Kube, node: str, clock: Clock, seen_ips: SeenIps | None = None) -> None:
         self.kube, self.node, self.clock = kube, node, clock
         self.cordoned = False
-        self.cordoned_at: float | None = None  # a drained pass only counts once it listed settle_seconds after it
+        self.cordoned_at: float | None = None  # the first cordon's time (the witness and the late look count from it)
+        self.witness_at: float | None = None  # the control plane was seen to have the cordon (or the wait for it ended)
+        self.witnessed = False  # the witness was seen (not the end of the wait for it)
         self.looked_at: float | None = None  # the node was last read (the cordon, or a look: is it still there?)
         self.presence: NodePresence | None = None  # a GET, then a watch of the node while the drain waits
         self.listing: NodePods | None = None  # the last pass's LIST of the node's pods
         self.listed_at: float | None = None
+        self.list_sent_at: float | None = None  # when the last LIST of its own was sent: what it shows is from then on
         self.seen: set[str] = set()  # every pod listed so far ("ns/name"): pods bound after the cordon are named
         self.seen_ips = seen_ips  # the caller's record of the pod IPs each LIST found (None: not wanted)
 
@@ -40,11 +53,14 @@ class NodeView:
         """The resourceVersion of the last LIST: the pods going are watched from there."""
         return None if self.listing is None else self.listing.resource_version
 
-    def cordoned_now(self, started_at: float | None) -> None:
-        """The cordon's write went through; ``started_at``: the epoch the node's first cordon recorded (None: now)."""
+    def cordoned_now(self, started_at: float | None, *, whole_second: bool = False) -> None:
+        """The cordon's write went through; ``started_at``: the epoch the node's first cordon recorded (None: now),
+        ``whole_second`` when read from its annotation, which keeps whole seconds: the cordon came before the next
+        one, and the witness's wait and the late look count from that latest time it could have been."""
         mono = self.clock.mono()
         self.cordoned = True
-        self.cordoned_at = mono if started_at is None else self.clock.mono_at(started_at)
+        at = None if started_at is None else started_at + (1.0 if whole_second else 0.0)
+        self.cordoned_at = mono if at is None else min(mono, self.clock.mono_at(at))
         self.looked_at = mono
 
     def look(self, options: DrainOptions, *, waiting: bool = False) -> None:
@@ -59,8 +75,8 @@ class NodeView:
         self.looked_at = mono
         presence.check(waiting=waiting)  # a view of a moment ago (the cordon's answer) will do
 
-    def listed(self, listing: NodePods) -> None:
-        self.listing, self.listed_at = listing, self.clock.mono()
+    def listed(self, listing: NodePods, sent_at: float) -> None:
+        self.listing, self.listed_at, self.list_sent_at = listing, self.clock.mono(), sent_at
         if self.seen_ips is not None:
             self.seen_ips.note(listing.items)
 
@@ -70,16 +86,38 @@ class NodeView:
             return None
         return self.listing if self.clock.mono() - self.listed_at <= TURN_LISTING_SECONDS else None
 
-    def late_look_wait(self, options: DrainOptions) -> float:
-        """Seconds until a LIST would be ``settle_seconds`` after the cordon (the late look: pods the scheduler bound
-        before it saw the cordon); 0 when the last one already was."""
-        if self.cordoned_at is None or self.listed_at is None:
-            return 0.0
-        return max(0.0, self.cordoned_at + options.settle_seconds - self.listed_at)
+    def note_witness(self) -> None:
+        """The witness, if the node as this drain sees it already carries it: the cordon's answer, or what the
+        node's watch queued (opened at the first call, from the cordon's answer: no GET; later looks read it)."""
+        if self.witness_at is not None:
+            return
+        presence = self.presence = self.presence or NodePresence(self.kube, self.node)
+        if presence.watchable:
+            presence.check(waiting=True)
+        if presence.tainted(UNSCHEDULABLE_TAINT):
+            self.witness_at, self.witnessed = self.clock.mono(), True
+
+    def await_witness(self, options: DrainOptions, end: float) -> float:
+        """When the control plane was seen to have the cordon: its witness, waited for on the node's watch until
+        ``witness_seconds`` after the cordon (and ``end``); when none came by then, that time stands for it."""
+        if self.witness_at is not None:
+            return self.witness_at
+        self.note_witness()
+        if self.witness_at is None:
+            presence = self.presence = self.presence or NodePresence(self.kube, self.node)
+            cordoned = self.cordoned_at if self.cordoned_at is not None else self.clock.mono()
+            until = min(end, cordoned + options.witness_seconds)
+            self.witnessed = presence.await_taint(UNSCHEDULABLE_TAINT, max(0.0, until - self.clock.mono()))
+            self.witness_at = self.clock.mono()
+        return self.witness_at
+
+    def listed_since_witness(self) -> bool:
+        """The last LIST was sent once the control plane had the cordon: a pod bound before then is in it."""
+        return self.witness_at is not None and self.list_sent_at is not None and self.list_sent_at >= self.witness_at
 
     def late_look_at(self, options: DrainOptions) -> float | None:
-        """When a LIST would be the late look, if that is still to come."""
-        if self.cordoned_at is None:
+        """When the late look ends (``settle_seconds`` after the cordon), if that is still to come."""
+        if self.cordoned_at is None or options.settle_seconds <= 0:
             return None
         at = self.cordoned_at + options.settle_seconds
         return at if at > self.clock.mono() else None

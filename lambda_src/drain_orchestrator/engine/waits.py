@@ -50,9 +50,8 @@ class Waits(FirstWave):
         if going and since and leaving.watchable:
             wait = max(0.0, min(end, retry_at) - mono)
             uids = leaving.uids | pods.sent_uids()
-            quiet = self.view.late_look_at(options) if leaving.only_going else None
             gone = wait_for_deletions(
-                self.kube, self.node, since, uids, wait, check=self._look_waiting, check_every=budget, quiet_until=quiet
+                self.kube, self.node, since, uids, wait, check=self._look_waiting, check_every=budget
             )
             if gone is PodsWatched.FORBIDDEN:  # the role cannot watch pods (not upgraded yet): poll instead
                 leaving.watchable = False
@@ -84,6 +83,37 @@ class Waits(FirstWave):
             self.clock.sleep(budget)  # only pods let finish: look every node check (or at a release), not every second
             return
         self.clock.sleep(min(budget, options.poll_max) if budget > 0 else options.poll_min)
+
+    def watch_for_late_pods(self, until: float) -> bool:
+        """The late look: the node's pods watched from the last LIST until ``until``. True: a pass should list again
+        (a pod arrived, the watch ended early, or the role may not watch pods: a LIST at ``until``); False: none
+        arrived (as good as a LIST then)."""
+        view, leaving = self.view, self.leaving
+        wait = until - self.clock.mono()
+        if wait <= 0:
+            return False
+        since = view.pods_version
+        if since and leaving.watchable:
+            check_every = self.options.node_check_seconds
+            got = wait_for_deletions(
+                self.kube,
+                self.node,
+                since,
+                set(),
+                wait,
+                check=self._look_waiting,
+                check_every=check_every,
+                quiet_until=until,
+                clock=self.clock,
+            )
+            if got is PodsWatched.GONE:
+                view.listed_at = self.clock.mono()
+                return False
+            if got is not PodsWatched.FORBIDDEN:
+                return True
+            leaving.watchable = False
+        self.clock.sleep(max(0.0, until - self.clock.mono()))
+        return True
 
     def _wait_for_budgets(self, budgets: set[Key], wait: float, keep_open: float) -> None:
         """Wait on the budgets for this drain's turn; the watch stays open for the rest of the pass (``keep_open``
@@ -132,11 +162,11 @@ def wait_for_deletions(
 ) -> PodsWatched:
     """Block until every pod in ``uids`` has been deleted from ``node`` (watched from the LIST at ``since``), or
     ``timeout`` seconds pass. One request however many pods go and however long they take. ``check`` runs every
-    ``check_every`` seconds meanwhile; what it raises ends it. With ``quiet_until`` (monotonic), once all went it
-    watches on until then: a node just cordoned is looked at again a few seconds after the cordon for pods the
-    scheduler bound late, and a watch that saw none arrive (GONE) stands for a LIST at its end."""
+    ``check_every`` seconds meanwhile; what it raises ends it. With ``quiet_until`` (monotonic), once all went (or
+    with no ``uids``, from the start) it watches on until then: the late look watches a drained node for pods bound
+    after its cordon, and a watch that saw none arrive (GONE) stands for a LIST at its end."""
     left, known = set(uids), set(uids)
-    if not left or timeout <= 0:
+    if (not left and quiet_until is None) or timeout <= 0:
         return PodsWatched.ENDED  # nothing watched: only a LIST says what is on the node
     end = clock.mono() + timeout
     quiet = min(end, quiet_until) if quiet_until is not None else None
@@ -162,7 +192,7 @@ def wait_for_deletions(
                     return PodsWatched.FORBIDDEN
                 # cut (an apiserver restart) or not served yet (429 while a restarted apiserver's cache fills):
                 # the next pass lists again, after a moment so that a refusing apiserver is not asked in a loop
-                if not seen and left:
+                if not seen and (left or quiet is not None):
                     clock.sleep(max(0.0, min(end - clock.mono(), 1.0)))
                 return PodsWatched.ENDED
             assert isinstance(event, dict)

@@ -5,20 +5,27 @@ later look reads what the watch queued, without a request. The watch starts from
 it (the cordon's write, a read: kube/recent.py), so the first look needs no GET either: a deletion since then is
 the watch's first event, seen at the next look. A watch that ends (its timeout, a cut, 410 for a version too old, a
 role without ``watch nodes``) goes back to a GET.
+
+The same watch says when the control plane has seen a cordon: the node lifecycle controller (kube-controller-manager,
+as on EKS) taints every unschedulable node ``node.kubernetes.io/unschedulable:NoSchedule`` as soon as its informer
+sees it, and the scheduler's informer reads the same apiserver watch (``NodePresence.await_taint``).
 """
 
 from __future__ import annotations
 
+import time
 from http import HTTPStatus
 from typing import Any
 
 from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.node_marks import read_node_fresh
+from drain_orchestrator.kube.node_marks import get_node, read_node_fresh
 from drain_orchestrator.kube.recent import NODES, WRITE_BASE_SECONDS
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
 
 WATCH_SECONDS = 300  # the server ends the watch after this long (a drain pass is shorter); a GET then opens another
+UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "NoSchedule")  # the node lifecycle controller's, at a cordon
+GET_EVERY_SECONDS = 0.25  # a role that may not watch nodes looks for a taint with a GET this often
 
 
 class NodePresence:
@@ -26,6 +33,7 @@ class NodePresence:
         self.kube, self.node = kube, node
         self.watchable = True  # False once the watch was refused (403: an older role): GETs only
         self._watch: Watch | None = None
+        self.last: dict[str, Any] | None = None  # the node as the last GET or watch event showed it
 
     @property
     def watching(self) -> bool:
@@ -43,10 +51,56 @@ class NodePresence:
         elif self.watchable and (rv := _version(NODES.get(self.kube, self.node, WRITE_BASE_SECONDS))):
             self._open(rv)
             return
-        node = read_node_fresh(self.kube, self.node)  # NodeGone when it is gone
+        node = self.last = read_node_fresh(self.kube, self.node)  # NodeGone when it is gone
         rv = _version(node)
         if waiting and self.watchable and rv:
             self._open(rv)
+
+    def tainted(self, taint: tuple[str, str]) -> bool:
+        """The node carries ``taint`` (key, effect) as this client last saw it (no request)."""
+        return any(_has(n, taint) for n in (self.last, NODES.get(self.kube, self.node, WRITE_BASE_SECONDS)))
+
+    def await_taint(self, taint: tuple[str, str], timeout: float) -> bool:
+        """Until the node carries ``taint`` (True) or ``timeout`` seconds pass (False), reading the node's watch
+        (opened from the last view of the node: a taint written since is its first event); with no time left, one
+        GET. NodeGone if it goes."""
+        end = time.monotonic() + timeout
+        if timeout <= 0 and not self.tainted(taint):
+            self.last = get_node(self.kube, self.node)  # no time to wait: one look at the node as it is now
+        while not self.tainted(taint):
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            if self._watch is not None:
+                event = self._watch.next(left)
+                if isinstance(event, dict):
+                    if self._take(event):
+                        continue
+                elif event is not None:  # the time ran out: the loop ends
+                    continue
+                if event is None and self._watch.status not in (None, HTTPStatus.OK):
+                    self.watchable = False  # refused (403, 429): GETs from now on
+                self.close()  # ended (a cut, 410): read the node, and watch again from there
+            elif self.watchable:
+                self.check(waiting=True)  # opens the watch, after a GET when no view of the node is at hand
+                if self._watch is not None:
+                    continue
+            time.sleep(min(max(0.0, end - time.monotonic()), GET_EVERY_SECONDS) if not self.watchable else 0.0)
+            self.last = get_node(self.kube, self.node)  # NodeGone when it is gone
+        return True
+
+    def _take(self, event: dict[str, Any]) -> bool:
+        """One watch event: the node's new state kept; False when the watch is over (410). NodeGone: deleted."""
+        kind = event.get("type")
+        if kind == "DELETED":
+            self.close()
+            raise NodeGone(self.node)
+        if kind == "ERROR":  # its version is gone (410)
+            return False
+        obj = event.get("object")
+        if isinstance(obj, dict):
+            self.last = obj
+        return True
 
     def _open(self, rv: str) -> None:
         query = {
@@ -72,16 +126,18 @@ class NodePresence:
                     self.watchable = False
                 return False
             assert isinstance(event, dict)
-            if event.get("type") == "DELETED":
-                self.close()
-                raise NodeGone(self.node)
-            if event.get("type") == "ERROR":  # its version is gone (410)
+            if not self._take(event):
                 return False
 
     def close(self) -> None:
         if self._watch is not None:
             self._watch.close()
             self._watch = None
+
+
+def _has(node: dict[str, Any] | None, taint: tuple[str, str]) -> bool:
+    taints = ((node or {}).get("spec") or {}).get("taints") or []
+    return any((t.get("key"), t.get("effect")) == taint for t in taints if isinstance(t, dict))
 
 
 def _version(node: dict[str, Any] | None) -> str | None:

@@ -11,6 +11,7 @@ from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
 
 CHUNK_SIZE = 500  # kubectl's --chunk-size default
+WATCH_SECONDS = 300  # the longest watch asked for; one that ends hands back to a LIST
 
 
 @dataclass(frozen=True)
@@ -73,12 +74,14 @@ def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None) 
 
 def watch_node_pods(kube: Kube, node: str, since: str, timeout: float) -> Watch:
     """A watch of the pods bound to ``node`` from the LIST at resourceVersion ``since``, which the server ends after
-    ``timeout`` seconds (engine/waits.py waits on it for pods to go)."""
+    ``timeout`` seconds, at most WATCH_SECONDS (a drain without a timeout waits on as many as it needs; engine/waits.py
+    waits on it for pods to go)."""
+    seconds = max(1, math.ceil(min(timeout, WATCH_SECONDS)))
     query = {
         "watch": "1",
         "fieldSelector": f"spec.nodeName={node}",
         "resourceVersion": since,
         "allowWatchBookmarks": "false",
-        "timeoutSeconds": max(1, math.ceil(timeout)),
+        "timeoutSeconds": seconds,
     }
-    return Watch(kube, "/api/v1/pods", query, timeout=timeout + 5)
+    return Watch(kube, "/api/v1/pods", query, timeout=seconds + 5)

@@ -4,6 +4,7 @@
     -> cordon + annotate -> announce (once: metric, "started" notification; NodeCordoned for a cordon only)
     -> drain passes separated by durable waits (heartbeats when due); DrainStarted once the first pass did not drain
     -> gates (gates.py): load-balancer deregistration and volume detach, bounded by the deadline
+    -> drained: the late look (late_look.py): pods bound after the cordon, until LATE_LOOK_SECONDS after it
     -> verdict: complete the lifecycle action (CONTINUE when drained or the node is gone, LIFECYCLE_RESULT_ON_FAILURE
        otherwise), then phase claim, metrics, Kubernetes Event, final notification.
 
@@ -37,6 +38,7 @@ from drain_orchestrator.workflow.gates import Gates
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
 from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.job import Drained, DrainJob
+from drain_orchestrator.workflow.late_look import late_look
 from drain_orchestrator.workflow.one_drain import OneDrain
 from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
 from drain_orchestrator.workflow.report_step import announce_step, report_step, start_event_step
@@ -120,6 +122,8 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     gated = Gates(ctx, job, pace, summary)
     drained = _one_drain(ctx, job, pace, summary, gated.ips, start)
     result, report, error = gated.after(drained)
+    if result is Result.DRAINED:  # before the instance may go: pods bound after the cordon (late_look.py)
+        result, report, error = late_look(ctx, job, pace, summary, Drained(result, report, error))
     return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
 
 
@@ -189,7 +193,7 @@ def _drain_passes(
         else:
             faults = 0
             assert out.report is not None
-            report = out.report if report is None else _merged(report, out.report)
+            report = out.report if report is None else report.merged(out.report)
             if n == 0 and start is not None and not (report.drained or report.refused or ws.dry_run):
                 _announce_start(ctx, job, start)  # before any DrainHeld Event of this pass
             if watch.due(out.report, pace.now) and watch.since is not None:
@@ -228,12 +232,6 @@ def _unkept(job: DrainJob, pace: Pace) -> DrainJob:
 
 def _announce_start(ctx: DurableContext, job: DrainJob, start: StartNote) -> None:
     ctx.step(start_event_step(job, *start), name="announce-event", config=step_config(EventWritten))
-
-
-def _merged(total: DrainReport, later: DrainReport) -> DrainReport:
-    merged = DrainReport.from_dict(total.to_dict())
-    merged.absorb(later)
-    return merged
 
 
 def _verdict(
