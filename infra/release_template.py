@@ -40,6 +40,7 @@ ACTIONS = {  # parameter -> KindActions field
     "ActionRebalance": "rebalance",
     "ActionStateChange": "state_change",
     "ActionScheduledChange": "scheduled_change",
+    "ActionCapacityBlock": "capacity_block",
 }
 
 
