@@ -6,37 +6,25 @@ touched."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 from kubernetes.client.rest import ApiException
 
 from drain_orchestrator.kube.cordon import ANN_DEADLINE, ANN_REASON
+from drain_orchestrator.timefmt import iso_utc
 from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness
+from tests.integration.scenario_support import OWNED, pods_on
 
 pytestmark = pytest.mark.integration
-OWNED = {"kubernetes.io/cluster/blue": "owned"}
 KIND = "capacity-block-expiring"
 RESERVATION = "cr-0123456789abcdef0"
 WARNING = "capacity-block-expiration-warning.json"
 TERMINATION = 1800  # EC2 starts terminating a block's instances 30 minutes before its end
 WARNED = 2400  # the warning comes 40 minutes before the end
-
-
-def _iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
-def _node_pods(k8s: KubeScenario, node: str) -> list[Any]:
-    return [
-        p
-        for p in k8s.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
-        if p.metadata.deletion_timestamp is None
-    ]
 
 
 def test_the_warning_drains_the_reservations_instance_by_the_blocks_end_and_leaves_the_others(
@@ -50,7 +38,7 @@ def test_the_warning_drains_the_reservations_instance_by_the_blocks_end_and_leav
     (spare,) = k8s.add_nodes(1)
     # a pod asking for 10 minutes of grace on the block's node; another on the node outside the block
     k8s.deployment_on("trainer", 1, [inside_node], spare, grace=600)
-    (pod,) = _node_pods(k8s, inside_node)
+    (pod,) = pods_on(k8s, inside_node)
     k8s.deployment("web", 1, nodes=[outside_node])
     k8s.wait_pods_ready("app=web", 1)
     lam.configure("blue")
@@ -74,7 +62,7 @@ def test_the_warning_drains_the_reservations_instance_by_the_blocks_end_and_leav
     marks = k8s.core.read_node(inside_node)
     assert marks.spec.unschedulable is True
     assert marks.metadata.annotations[ANN_REASON] == KIND
-    assert marks.metadata.annotations[ANN_DEADLINE] == _iso(deadline)
+    assert marks.metadata.annotations[ANN_DEADLINE] == iso_utc(deadline)
     try:  # asked to stop with a grace that ends by the block's termination time, not the pod's 10 minutes
         gone = k8s.core.read_namespaced_pod(pod.metadata.name, k8s.ns)
         assert gone.metadata.deletion_timestamp is not None
@@ -85,7 +73,7 @@ def test_the_warning_drains_the_reservations_instance_by_the_blocks_end_and_leav
     other = k8s.core.read_node(outside_node)
     assert not other.spec.unschedulable
     assert ANN_REASON not in (other.metadata.annotations or {})
-    assert len(_node_pods(k8s, outside_node)) == 1
+    assert len(pods_on(k8s, outside_node)) == 1
     assert run.metric_total("EventsReceived", kind=KIND) == 1
     assert run.metric_total("NodesCordoned", cluster="blue", kind=KIND) == 1
     assert run.metric_total("Errors") == 0
