@@ -66,6 +66,7 @@ class KindActions:
     scheduled_change: str = "drain"
     foreign_hook: str = "ignore"  # an owned node whose terminate hook is another's: left to that hook's owner
     capacity_reservation_interruption: str = "drain"  # last: positional use of the fields above keeps working
+    capacity_block: str = "drain"  # both Capacity Block kinds (delivered, expiration warning)
 
     def __post_init__(self) -> None:
         validation.check_actions(self)
@@ -158,6 +159,7 @@ CONTEXT_KEYS = (
     "actionRebalance",
     "actionSpotInterruption",
     "actionCapacityReservationInterruption",
+    "actionCapacityBlock",
     "actionStateChange",
     "actionScheduledChange",
     "vpcId",
@@ -189,6 +191,7 @@ _CONTEXT_KEY = {
     "actions.state_change": "actionStateChange",
     "actions.scheduled_change": "actionScheduledChange",
     "actions.capacity_reservation_interruption": "actionCapacityReservationInterruption",
+    "actions.capacity_block": "actionCapacityBlock",
     "actions.foreign_hook": "actionForeignHook",
     "vpc.vpc_id": "vpcId",
     "vpc.subnet_ids": "subnetIds",
@@ -234,6 +237,7 @@ def _from_context(get: ContextGetter) -> OrchestratorConfig:
                 get, "actionCapacityReservationInterruption", defaults.capacity_reservation_interruption
             ),
             foreign_hook=_str(get, "actionForeignHook", defaults.foreign_hook),
+            capacity_block=_str(get, "actionCapacityBlock", defaults.capacity_block),
         ),
         vpc=_vpc(get),
         alarm_email=_optional_str(get, "alarmEmail"),

@@ -4,8 +4,8 @@ dead letters, dashboard and alarms - as one reusable construct.
 Props: `config` (an `OrchestratorConfig`, validated when built) plus CDK objects an app already has: its VPC,
 subnets and security groups, its own notification or alarm topic, a KMS key. Attributes: `function`, `alias`,
 `notification_topic`, `alarm_topic`, `delivery_dead_letters`, `failed_invocations`, `log_group`, `alarms`,
-`rules`, `security_groups`, `connections` (in a VPC), `rbac` (the RBAC applied with the deploy: infra.rbac_applier)
-and the `metric...()` helpers (infra.metrics).
+`rules` (per event kind; kinds sharing a rule name the same one), `security_groups`, `connections` (in a VPC),
+`rbac` (the RBAC applied with the deploy: infra.rbac_applier) and the `metric...()` helpers (infra.metrics).
 """
 
 from __future__ import annotations
@@ -194,7 +194,8 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
                 ),
             )
             rule.add_target(self._target())
-            self.rules[spec.kind] = rule
+            for kind in spec.kinds:  # a shared rule under each of its kinds
+                self.rules[kind] = rule
         # surges left behind by lost executions are looked for on a schedule, not at every lone drain's verdict
         self.sweep_rule: events.Rule | None = None
         if config.surge_sweep_minutes:
@@ -275,7 +276,11 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
             alarm_topic=self.alarm_topic,
             log_group=self.log_group,
             function=self.function,
-            rules=[*self.rules.values(), *([self.sweep_rule] if self.sweep_rule else []), self.liveness_rule],
+            rules=[
+                *dict.fromkeys(self.rules.values()),  # the Capacity Block kinds share one rule
+                *([self.sweep_rule] if self.sweep_rule else []),
+                self.liveness_rule,
+            ],
         )
         nag.acknowledge(self, config, execution_role.nag_findings(self.function))  # last: every resource exists
 

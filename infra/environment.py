@@ -18,6 +18,7 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
         "ACTION_CAPACITY_RESERVATION_INTERRUPTION": config.actions.capacity_reservation_interruption,
         "ACTION_STATE_CHANGE": config.actions.state_change,
         "ACTION_SCHEDULED_CHANGE": config.actions.scheduled_change,
+        "ACTION_CAPACITY_BLOCK": config.actions.capacity_block,
         "LIFECYCLE_HOOK_NAMES": ",".join(config.served_hook_names),
         "NOTIFICATION_TOPIC_ARN": notification_topic_arn,
         "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,

@@ -20,10 +20,11 @@ SWEEP_EVENT = {"source": "drain-orchestrator", "detail-type": "Surge Sweep"}
 
 @dataclass(frozen=True)
 class RuleSpec:
-    kind: str  # the event kind as the Lambda names it (events.py)
+    kind: str  # the event kind as the Lambda names it (events.py); a shared rule's first
     construct_id: str
     description: str
     pattern: dict[str, Any]
+    kinds: tuple[str, ...] = ()  # every kind the rule carries (rows of KIND_TABLE sharing its construct id)
 
 
 def _lifecycle_detail(config: OrchestratorConfig, *, any_hook: bool = False) -> dict[str, list[str]]:
@@ -45,6 +46,8 @@ class KindRow:
     package), compared column by column in tests/infra/test_event_kinds.py."""
 
     kind: str  # the `kind` dimension's value and the function's name for it
+    # the rule's id: kinds of one source and action setting may share a rule (one pattern, their detail-types), so
+    # the rules stay within the FailedInvocations alarm's 10 metrics (failure_alarms.py)
     construct_id: str
     source: str
     detail_type: str
@@ -123,24 +126,48 @@ KIND_TABLE: tuple[KindRow, ...] = (
         "drain",
         detail=(("service", ("EC2",)), ("eventTypeCategory", ("scheduledChange",))),
     ),
+    KindRow(
+        "capacity-block-delivered",
+        "CapacityBlockRule",
+        "aws.ec2",
+        "Capacity Block Delivered",
+        "EC2 Capacity Block delivered: drain its instances before the block ends",
+        "capacity_block",
+        "drain",
+    ),
+    KindRow(
+        "capacity-block-expiring",
+        "CapacityBlockRule",
+        "aws.ec2",
+        "Capacity Block Expiration Warning",
+        "EC2 Capacity Block expiration warning (instances terminate in 10 minutes)",
+        "capacity_block",
+        "drain",
+    ),
 )
 
 
 def rule_specs(config: OrchestratorConfig) -> list[RuleSpec]:
-    """The rules to create, one per kind of KIND_TABLE. A kind whose action is `ignore` gets no rule: no
-    invocation, no cost."""
+    """The rules to create, one per construct id of KIND_TABLE (one per kind, but the kinds that share a rule). A
+    kind whose action is `ignore` gets no rule: no invocation, no cost."""
     scopes = {
         "terminate": _lifecycle_detail(config, any_hook=config.actions.foreign_hook != "ignore"),
         "launch": _lifecycle_detail(config),
     }
-    specs = []
+    specs: dict[str, RuleSpec] = {}
     for row in KIND_TABLE:
         if row.action is not None and getattr(config.actions, row.action) == "ignore":
             continue
-        pattern: dict[str, Any] = {"source": [row.source], "detail-type": [row.detail_type]}
+        shared = specs.get(row.construct_id)
+        if shared is not None:  # one more detail-type on the rule (same source, same action setting, no detail)
+            pattern = {**shared.pattern, "detail-type": [*shared.pattern["detail-type"], row.detail_type]}
+            label = f"{shared.description}; {row.label}"
+            specs[row.construct_id] = RuleSpec(shared.kind, row.construct_id, label, pattern, (*shared.kinds, row.kind))
+            continue
+        pattern = {"source": [row.source], "detail-type": [row.detail_type]}
         if row.lifecycle is not None:
             pattern = _with_detail(pattern, scopes[row.lifecycle])
         elif row.detail:
             pattern["detail"] = {key: list(values) for key, values in row.detail}
-        specs.append(RuleSpec(row.kind, row.construct_id, row.label, pattern))
-    return specs
+        specs[row.construct_id] = RuleSpec(row.kind, row.construct_id, row.label, pattern, (row.kind,))
+    return list(specs.values())

@@ -69,7 +69,7 @@ EVENT_KINDS = tuple(row.kind for row in KIND_TABLE)
 
 
 def deadline_missed(cluster: str) -> cw.MathExpression:
-    """Missed deadlines in one cluster, whatever the event kind (7 series: within the 10-metric limit)."""
+    """Missed deadlines in one cluster, whatever the event kind (9 series: within the 10-metric limit)."""
     return _over_kinds("DrainDeadlineMissed", "Sum", cluster)
 
 

@@ -43,6 +43,7 @@ ACTIONS = {  # parameter -> KindActions field
     "ActionRebalance": "rebalance",
     "ActionStateChange": "state_change",
     "ActionScheduledChange": "scheduled_change",
+    "ActionCapacityBlock": "capacity_block",
 }
 OWNERSHIP_TAG_KEY = "OwnershipTagKey"
 OWNERSHIP_TAG_VALUE = "OwnershipTagValue"

@@ -67,6 +67,7 @@ WORKFLOW_VARIABLES = (
     "DEADLINE_STATE_CHANGE_SECONDS",
     "DEADLINE_REBALANCE_SECONDS",
     "SCHEDULED_CHANGE_LEAD_SECONDS",
+    "CAPACITY_BLOCK_LEAD_SECONDS",
     "LIFECYCLE_RESULT_ON_FAILURE",
     "LAUNCH_READY_TIMEOUT_SECONDS",
     "LAUNCH_TIMEOUT_RESULT",
@@ -177,7 +178,8 @@ def choice(obj: object, prop: str, allowed: tuple[str, ...], *, label: str = "")
 
 def check_actions(actions: KindActions) -> None:
     choice(actions, "rebalance", ACTIONS_REBALANCE, label="actions.")
-    for prop in ("spot_interruption", "state_change", "scheduled_change", "capacity_reservation_interruption"):
+    kinds = ("spot_interruption", "state_change", "scheduled_change", "capacity_reservation_interruption")
+    for prop in (*kinds, "capacity_block"):
         choice(actions, prop, ACTIONS_DRAIN_FIRST, label="actions.")
     choice(actions, "foreign_hook", ACTIONS_FOREIGN_HOOK, label="actions.")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import email.utils
 import json
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,20 @@ def ec2_event(name: str, *, instance_id: str) -> dict[str, Any]:
     event["detail"]["instance-id"] = instance_id
     event["resources"] = [f"arn:aws:ec2:{event['region']}:{event['account']}:instance/{instance_id}"]
     return event
+
+
+def capacity_block_event(name: str, reservation_id: str, *, sent: float, end: float) -> dict[str, Any]:
+    """A Capacity Block sample (``capacity-block-delivered.json``, ``capacity-block-expiration-warning.json``) for
+    this reservation, sent at ``sent`` for a block ending at ``end`` (epoch seconds)."""
+    event = copy.deepcopy(load(name))
+    event["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(sent))
+    event["resources"] = [f"arn:aws:ec2:{event['region']}:{event['account']}:capacity-reservation/{reservation_id}"]
+    event["detail"].update({"capacity-reservation-id": reservation_id, "end-date": _iso(end)})
+    return event
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def health_event(instance_ids: list[str], *, start: float | None = None) -> dict[str, Any]:

@@ -10,8 +10,9 @@ its own reason; nothing else about the decision changes.
 
 What an old event means follows from how its kind's deadline is set (kinds.DeadlineRule):
 - lifecycle hooks (HOOK, LAUNCH): the action's state decides, never the event's age;
-- interruption warnings, scheduled changes and rebalance recommendations (EVENT, NOTICE, REBALANCE): a moment
-  long past while EC2 still reports the instance running is a claim that did not come true (`stale-event`);
+- interruption warnings, scheduled changes, rebalance recommendations and Capacity Blocks (EVENT, NOTICE, REBALANCE,
+  BLOCK_END): a moment long past while EC2 still reports the instance running is a claim that did not come true
+  (`stale-event`); a Capacity Block's instances are those EC2 says are in the reservation now;
 - state changes (STATE_CHANGE): EC2 must report the event's state or one after it on the same path.
 """
 
@@ -67,6 +68,11 @@ FRESHNESS: dict[DeadlineRule, str] = {
         f"acted on until {STALE_AFTER_SECONDS} s past DEADLINE_REBALANCE_SECONDS; later only if EC2 no longer "
         "reports the instance running (else stale-event)"
     ),
+    DeadlineRule.BLOCK_END: (
+        f"acted on until {STALE_AFTER_SECONDS} s past the block's end-date less 30 minutes (when EC2 terminates its "
+        "instances); later only if EC2 no longer reports the instance running (else stale-event); the instances are "
+        "those EC2 lists in the reservation when the drain starts"
+    ),
     DeadlineRule.STATE_CHANGE: (
         "its age changes nothing: EC2 must report the event's state or a later one (else state-contradicts-event)"
     ),
@@ -106,11 +112,12 @@ def contradiction(facts: InstanceFacts, event: Interruption, now: float, ws: Wor
 
 def moment(event: Interruption, ws: WorkflowSettings) -> float | None:
     """When the event's claim must have come true (None: the kind's claim is not about a moment): an interruption's
-    time, a scheduled change's window end (its start when it names no end), a rebalance's drain budget."""
+    time, a scheduled change's window end (its start when it names no end), a rebalance's drain budget, a Capacity
+    Block's end-date less 30 minutes."""
     match rule_of(event.kind).deadline:
         case DeadlineRule.EVENT:
             return event.window_end if event.window_end is not None else deadlines.drain_deadline(event, ws)
-        case DeadlineRule.NOTICE | DeadlineRule.REBALANCE:
+        case DeadlineRule.NOTICE | DeadlineRule.REBALANCE | DeadlineRule.BLOCK_END:
             return deadlines.drain_deadline(event, ws)
         case _:
             return None

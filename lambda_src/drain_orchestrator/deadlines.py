@@ -39,6 +39,7 @@ __all__ = [
     "decide_deadline",
     "drain_clock",
     "drain_deadline",
+    "drain_start",
     "gate_recheck_delay",
     "heartbeat_interval",
     "held_wait",
@@ -54,6 +55,9 @@ COMPLETION_GRACE_SECONDS = 120  # completing the hook is retried this long past 
 # An interruptible capacity reservation's warning comes two minutes before EC2 terminates the instance; the event's
 # instance-termination-time says when exactly, and this notice stands in when it is missing.
 CAPACITY_RESERVATION_NOTICE_SECONDS = 120
+# EC2 starts terminating a Capacity Block's instances this long before the block's end-date (its Expiration Warning
+# comes 10 minutes earlier still).
+CAPACITY_BLOCK_TERMINATION_SECONDS = 1800
 
 
 def drain_deadline(
@@ -74,6 +78,9 @@ def drain_deadline(
             deadline = notice if event.deadline is None else event.deadline
         case DeadlineRule.REBALANCE:
             deadline = event.event_time + ws.deadline_rebalance
+        case DeadlineRule.BLOCK_END:
+            assert event.block_end is not None  # the parser sets it for every kind with this rule
+            deadline = event.block_end - CAPACITY_BLOCK_TERMINATION_SECONDS
         case DeadlineRule.EVENT | DeadlineRule.HOOK:
             # no deadline in the event: the rebalance budget
             deadline = event.event_time + ws.deadline_rebalance if event.deadline is None else event.deadline
@@ -83,6 +90,13 @@ def drain_deadline(
         if ws.deadline_asg_terminate is not None and rule_of(event.kind).deadline is DeadlineRule.HOOK:
             deadline = min(deadline, event.event_time + ws.deadline_asg_terminate)
     return deadline
+
+
+def drain_start(event: Interruption, ws: WorkflowSettings) -> float | None:
+    """When a kind with a lead (kinds.KindRule.lead) starts: its deadline less the lead, after a durable wait (a
+    Capacity Block's drain starts before EC2 does); None: at once."""
+    lead = rule_of(event.kind).lead
+    return None if lead is None else drain_deadline(event, ws) - getattr(ws, lead)
 
 
 @dataclass(frozen=True)
@@ -153,6 +167,8 @@ def drain_clock(event: Interruption, ws: WorkflowSettings, first_look: float, ac
     start = first_look
     if event.window_start is not None:
         start = max(start, event.window_start - ws.scheduled_change_lead)
+    if (begins := drain_start(event, ws)) is not None:
+        start = max(start, begins)
     respect_until = start + ws.min_drain_seconds
     if event.lifecycle is not None and rule_of(event.kind).deadline is DeadlineRule.HOOK:
         # the hook unread (DescribeLifecycleHooks failed): the event's bound (48 h), as before it was read
@@ -217,9 +233,12 @@ DECIDE_RETRY_MAX_SECONDS = 3600
 
 def decide_deadline(event: Interruption, ws: WorkflowSettings) -> float:
     """How long reading the instances' facts is worth retrying: until the event's own deadline, at most an hour
-    after the event (past that, the dead-letter queue and an operator serve the event better)."""
+    after the event, or after the drain's start for a kind that waits first (past that, the dead-letter queue and an
+    operator serve the event better)."""
     if rule_of(event.kind).deadline is DeadlineRule.LAUNCH and event.deadline is not None:
         until = event.deadline  # a launch's own clock starts after the decision: bounded by its hook's lifetime
     else:
         until = drain_deadline(event, ws)
-    return min(until, event.event_time + DECIDE_RETRY_MAX_SECONDS)
+    begins = drain_start(event, ws)
+    since = event.event_time if begins is None else max(event.event_time, begins)
+    return min(until, since + DECIDE_RETRY_MAX_SECONDS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from drain_orchestrator.aws import autoscaling as asg_api
@@ -42,6 +42,10 @@ class FactsSource(Protocol):
         """(group, LifecycleState) per instance Auto Scaling has in a group; the others are absent."""
         ...
 
+    def reservation_instances(self, reservation_id: str) -> list[str]:
+        """The instances EC2 says are in the capacity reservation now."""
+        ...
+
 
 @dataclass(frozen=True)
 class BotoFacts:
@@ -57,6 +61,9 @@ class BotoFacts:
     def group_memberships(self, instance_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         found = asg_api.group_memberships(self.autoscaling, instance_ids)
         return {i: (m.group, m.lifecycle_state) for i, m in found.items()}
+
+    def reservation_instances(self, reservation_id: str) -> list[str]:
+        return ec2_api.reservation_instances(self.ec2, reservation_id)
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,14 @@ class Assessment:
     def from_dict(cls, data: dict[str, Any]) -> Assessment:
         facts = data.get("facts")
         return cls(Decision.from_dict(data["decision"]), None if facts is None else InstanceFacts.from_dict(facts))
+
+
+def with_reservation_instances(event: Interruption, source: FactsSource) -> Interruption:
+    """A Capacity Block's event with the instances EC2 lists in its reservation now (the event names none); any
+    other event as it is. Shared by explain and the workflow's "reservation-instances" step."""
+    if event.capacity_reservation_id is None:
+        return event
+    return replace(event, instance_ids=tuple(source.reservation_instances(event.capacity_reservation_id)))
 
 
 def decide_event(

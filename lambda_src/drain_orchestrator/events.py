@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from drain_orchestrator.capacity_block_event import CapacityBlockEvent
 from drain_orchestrator.clip import clip
 from drain_orchestrator.interruption import (  # re-exported: callers keep importing them from here
     Ignored,
@@ -39,6 +40,9 @@ CAPACITY_RESERVATION_DETAIL_TYPE = KINDS["capacity-reservation-interruption"].de
 REBALANCE_DETAIL_TYPE = KINDS["rebalance"].detail_type
 STATE_CHANGE_DETAIL_TYPE = KINDS["state-change"].detail_type
 HEALTH_DETAIL_TYPE = KINDS["scheduled-change"].detail_type
+CAPACITY_BLOCK_KINDS: dict[str, Kind] = {  # the model: capacity_block_event.py
+    KINDS[kind].detail_type: kind for kind in ("capacity-block-delivered", "capacity-block-expiring")
+}
 TEST_NOTIFICATION = "autoscaling:TEST_NOTIFICATION"
 
 # Spot warnings come two minutes before the interruption (hibernation starts at once).
@@ -213,6 +217,8 @@ def parse_event(raw: object) -> Interruption | Ignored:
             return _interruption(event, "rebalance", (event.detail.instance_id,), deadline=None)
         if detail_type == STATE_CHANGE_DETAIL_TYPE:
             return _state_change(StateChangeEvent.model_validate(raw))
+        if detail_type in CAPACITY_BLOCK_KINDS:
+            return _capacity_block(CapacityBlockEvent.model_validate(raw), CAPACITY_BLOCK_KINDS[detail_type])
         if detail_type == HEALTH_DETAIL_TYPE:
             if isinstance(detail, Mapping) and (
                 detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange"
@@ -267,6 +273,14 @@ def _capacity_reservation(event: CapacityReservationInterruptionEvent) -> Interr
         (d.instance_id,),
         deadline=None if d.instance_termination_time is None else _epoch(d.instance_termination_time),
         instance_action=None if d.instance_action is None else clip(d.instance_action),
+    )
+
+
+def _capacity_block(event: CapacityBlockEvent, kind: Kind) -> Interruption:
+    """No instance ids: the flow maps the reservation to its instances when it acts."""
+    d = event.detail
+    return _interruption(
+        event, kind, (), deadline=None, capacity_reservation_id=d.capacity_reservation_id, block_end=_epoch(d.end_date)
     )
 
 

@@ -18,6 +18,8 @@ Kind = Literal[
     "rebalance",
     "state-change",
     "scheduled-change",
+    "capacity-block-delivered",
+    "capacity-block-expiring",
 ]
 IgnoreReason = Literal["unsupported", "state-not-draining", "test-notification", "no-instances"]
 
@@ -66,6 +68,10 @@ class Interruption:
     window_start: float | None = None  # scheduled-change
     window_end: float | None = None
     event_type_code: str | None = None  # scheduled-change
+    # capacity-block-*: the reservation the event names (its instances are looked up: the event names none) and its
+    # end-date as the event says (EC2 starts terminating the instances 30 minutes before)
+    capacity_reservation_id: str | None = None
+    block_end: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -24,6 +24,7 @@ class DeadlineRule(StrEnum):
     NOTICE = "notice"  # the event's instance-termination-time, else 2 min after the warning
     STATE_CHANGE = "state-change"  # DEADLINE_STATE_CHANGE_SECONDS after the event
     REBALANCE = "rebalance"  # DEADLINE_REBALANCE_SECONDS after the event
+    BLOCK_END = "block-end"  # a Capacity Block's end-date less 30 min, when EC2 starts terminating its instances
 
 
 Flow = Literal["drain", "launch"]
@@ -41,6 +42,9 @@ class KindRule:
     flow: Flow = "drain"  # drain_flow or launch_flow
     lifecycle: bool = False  # the flow completes the event's lifecycle action (and the gates hold it)
     voluntary: bool = False  # someone chose it: time to let work finish (drain policies, docs/drain.md)
+    # the WorkflowSettings field of the lead: the event's flow waits durably until its deadline less the lead before
+    # it looks for instances (deadlines.drain_start); None: at once
+    lead: str | None = None
 
 
 KINDS: dict[Kind, KindRule] = {
@@ -112,6 +116,27 @@ KINDS: dict[Kind, KindRule] = {
             "ACTION_SCHEDULED_CHANGE",
             "drain",
             DeadlineRule.EVENT,
+            voluntary=True,
+        ),
+        KindRule(
+            "capacity-block-delivered",
+            "aws.ec2",
+            "Capacity Block Delivered",
+            "EC2 Capacity Block delivered: drain its instances before the block ends",
+            "ACTION_CAPACITY_BLOCK",
+            "drain",
+            DeadlineRule.BLOCK_END,
+            voluntary=True,
+            lead="capacity_block_lead",
+        ),
+        KindRule(
+            "capacity-block-expiring",
+            "aws.ec2",
+            "Capacity Block Expiration Warning",
+            "EC2 Capacity Block expiration warning (instances terminate in 10 minutes)",
+            "ACTION_CAPACITY_BLOCK",
+            "drain",
+            DeadlineRule.BLOCK_END,
             voluntary=True,
         ),
     )

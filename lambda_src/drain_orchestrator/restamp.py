@@ -13,8 +13,8 @@ from typing import Any
 
 # AWS Health times (RFC 1123, e.g. "Fri, 28 Mar 2025 22:00:00 GMT") inside `detail`.
 HEALTH_TIME_FIELDS = ("startTime", "endTime", "lastUpdatedTime")
-# ISO 8601 times inside `detail` (a capacity reservation's interruption warning).
-ISO_TIME_FIELDS = ("instance-termination-time",)
+# ISO 8601 times inside `detail` (a capacity reservation's interruption warning, a Capacity Block's end).
+ISO_TIME_FIELDS = ("instance-termination-time", "end-date")
 
 
 class RestampError(ValueError):

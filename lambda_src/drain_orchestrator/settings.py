@@ -84,6 +84,7 @@ class Settings:
     action_capacity_reservation_interruption: KindAction = "drain"
     action_state_change: KindAction = "drain"
     action_scheduled_change: KindAction = "drain"
+    action_capacity_block: KindAction = "drain"  # both Capacity Block kinds (delivered, expiring)
     notification_topic_arn: str | None = None
     # Lifecycle hooks this deployment completes and heartbeats; an event for any other hook is left to its owner.
     lifecycle_hook_names: tuple[str, ...] = (DEFAULT_HOOK_NAME,)
@@ -132,6 +133,7 @@ class Settings:
             ),
             action_state_change=_parse_action(env, "ACTION_STATE_CHANGE", "drain"),
             action_scheduled_change=_parse_action(env, "ACTION_SCHEDULED_CHANGE", "drain"),
+            action_capacity_block=_parse_action(env, "ACTION_CAPACITY_BLOCK", "drain"),
             notification_topic_arn=_parse_topic_arn(env.get("NOTIFICATION_TOPIC_ARN")),
             lifecycle_hook_names=_parse_hook_names(env.get("LIFECYCLE_HOOK_NAMES")),
             action_foreign_hook=_parse_action(env, "ACTION_FOREIGN_HOOK", "ignore"),

@@ -65,6 +65,7 @@ class WorkflowSettings:
     deadline_state_change: int = 60
     deadline_rebalance: int = 7200
     scheduled_change_lead: int = 1800  # start draining this long before a scheduled change's window
+    capacity_block_lead: int = 1800  # a delivered Capacity Block's drain starts this long before EC2's (end - 30 min)
     # lifecycle hooks
     lifecycle_result_on_failure: LifecycleResult = "CONTINUE"
     launch_ready_timeout: int = 900
@@ -111,6 +112,7 @@ class WorkflowSettings:
             scheduled_change_lead=_int(
                 env, "SCHEDULED_CHANGE_LEAD_SECONDS", d.scheduled_change_lead, 0, MAX_LEAD_SECONDS
             ),
+            capacity_block_lead=_int(env, "CAPACITY_BLOCK_LEAD_SECONDS", d.capacity_block_lead, 0, MAX_LEAD_SECONDS),
             lifecycle_result_on_failure=_result(env, "LIFECYCLE_RESULT_ON_FAILURE", d.lifecycle_result_on_failure),
             launch_ready_timeout=_int(env, "LAUNCH_READY_TIMEOUT_SECONDS", d.launch_ready_timeout, 1),
             launch_timeout_result=_result(env, "LAUNCH_TIMEOUT_RESULT", d.launch_timeout_result),

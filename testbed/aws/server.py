@@ -13,6 +13,7 @@ Extensions to moto 5.2.5 (see docs/testbed.md):
 6. CloudFormation: Lambda aliases and CloudWatch alarms as stack resources (cloudformation.py), so the release
    template can be created.
 7. IAM for the roles a test installs policies for, decided like AWS's IAM (iam.py).
+8. EC2: instances in a capacity reservation, and DescribeInstances' ``capacity-reservation-id`` filter (ec2.py).
 Every request the function's role makes is recorded with its resource (calls.py); the token webhook is in
 token_webhook.py.
 """
@@ -26,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from testbed.aws import autoscaling, calls, cloudformation, eks, elbv2, iam, sts, token_webhook
+from testbed.aws import autoscaling, calls, cloudformation, ec2, eks, elbv2, iam, sts, token_webhook
 from testbed.aws.request_counts import REQUESTS
 
 
@@ -59,6 +60,8 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 payload = autoscaling.set_hook_global_timeout(body["asg"], body["hook"], body["seconds"])
             elif path == "/_testbed/iam/policies":
                 payload = iam.IAM.install(body["role_arn"], body["policies"])
+            elif path == "/_testbed/ec2/capacity-reservation":
+                payload = ec2.place(body["instance_id"], body.get("capacity_reservation_id"))
             elif path == "/_testbed/requests":
                 payload = REQUESTS.describe()
             elif path == "/_testbed/health":
@@ -114,6 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     eks.install(a.eks_endpoint, base64.b64encode(a.eks_ca_file.read_bytes()).decode())
     elbv2.install()
     cloudformation.install()
+    ec2.install()
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,

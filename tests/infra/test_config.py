@@ -167,6 +167,7 @@ def test_lambda_environment_matches_the_settings_names() -> None:
         "ACTION_CAPACITY_RESERVATION_INTERRUPTION": "cordon",
         "ACTION_STATE_CHANGE": "cordon",
         "ACTION_SCHEDULED_CHANGE": "cordon",
+        "ACTION_CAPACITY_BLOCK": "drain",
         "LIFECYCLE_HOOK_NAMES": "node-drainer,drain-orchestrator",
         "NOTIFICATION_TOPIC_ARN": "arn:topic",
         "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",

@@ -99,7 +99,7 @@ def test_the_version_description_fits_lambdas_limit(released: dict[str, Any]) ->
     description = _version_description(released, longest)
     assert len(description) <= release_template.VERSION_DESCRIPTION_LIMIT, description
     assert _version_description(released, BASE) == (
-        f"drain-orchestrator-lambda-{__version__}.zip/prod/drain-orchestrator//ddcddfI/512/600"
+        f"drain-orchestrator-lambda-{__version__}.zip/prod/drain-orchestrator//ddcdddfI/512/600"
     )
     version = next(r for r in released["Resources"].values() if r["Type"] == "AWS::Lambda::Version")
     assert version["UpdateReplacePolicy"] == "Retain"  # the previous version stays for its executions

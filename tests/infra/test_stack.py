@@ -111,6 +111,7 @@ def test_function_environment(single: Synthesized) -> None:
         "ACTION_CAPACITY_RESERVATION_INTERRUPTION": "drain",
         "ACTION_STATE_CHANGE": "drain",
         "ACTION_SCHEDULED_CHANGE": "drain",
+        "ACTION_CAPACITY_BLOCK": "drain",
         "LIFECYCLE_HOOK_NAMES": "drain-orchestrator",
         "NOTIFICATION_TOPIC_ARN": {"Ref": topic},
         "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
@@ -172,8 +173,8 @@ def test_alias_is_the_only_invoke_target(single: Synthesized) -> None:
     assert alias["Name"] == "live"
     assert alias["FunctionVersion"]["Fn::GetAtt"][1] == "Version"
     permissions = single.resources("AWS::Lambda::Permission")
-    # seven kinds, the surge sweep, the liveness check
-    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 9
+    # seven kinds, the two Capacity Block kinds' one rule, the surge sweep, the liveness check
+    assert len(permissions) == len(single.resources("AWS::Events::Rule")) == 10
     for permission in permissions.values():
         props = permission["Properties"]
         assert props["FunctionName"] == alias_ref(single)  # never the unqualified function
@@ -243,7 +244,8 @@ def test_rule_targets_alias_with_retry_policy_and_dead_letter_queue(single: Synt
         if p["Properties"]["Queues"] == [{"Ref": logical_id(single, "AWS::SQS::Queue", "DeliveryDeadLetterQueue")}]
     )
     senders = [s for s in policy["Statement"] if s.get("Principal") == {"Service": "events.amazonaws.com"}]
-    assert len(senders) == 9  # the seven kinds' rules, the surge sweep's and the liveness check's schedules
+    # the seven kinds' rules, the Capacity Block kinds' one, the surge sweep's and the liveness check's schedules
+    assert len(senders) == 10
     assert all(s["Condition"]["ArnEquals"]["aws:SourceArn"]["Fn::GetAtt"][1] == "Arn" for s in senders)
 
 
@@ -289,7 +291,7 @@ def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> 
 def test_ignored_kind_gets_no_rule(multi: Synthesized) -> None:
     assert pattern_for(multi, "EC2 Instance Rebalance Recommendation") is None  # actionRebalance=ignore
     # and no surge sweep schedule (surgeSweepMinutes=0); the liveness check's
-    assert len(multi.resources("AWS::Events::Rule")) == 7
+    assert len(multi.resources("AWS::Events::Rule")) == 8
     assert "SURGE_SWEEP_MINUTES" not in multi.drainer("AWS::Lambda::Function")["Environment"]["Variables"]
     assert multi.drainer("AWS::Lambda::Function")["Environment"]["Variables"]["ACTION_REBALANCE"] == "ignore"
 

@@ -38,6 +38,7 @@ CONTEXT_KEY = {
     "ActionRebalance": "actionRebalance",
     "ActionStateChange": "actionStateChange",
     "ActionScheduledChange": "actionScheduledChange",
+    "ActionCapacityBlock": "actionCapacityBlock",
     "CreateAccessEntries": "createAccessEntries",
     "ApplyRbac": "applyRbac",
     "LogLevel": "logLevel",

@@ -97,7 +97,11 @@ def test_mutated_samples_never_raise_anything_unexpected(raw: object) -> None:
         return
     assert isinstance(result, Interruption | Ignored)
     if isinstance(result, Interruption):
-        assert result.instance_ids  # never act on an event that names no instance
+        if result.capacity_reservation_id is None:
+            assert result.instance_ids  # never act on an event that names no instance
+        else:  # a Capacity Block's: its reservation's instances are looked up, by its end-date's clock
+            assert result.capacity_reservation_id.startswith("cr-") and result.block_end is not None
+            assert not result.instance_ids
         assert all(i.startswith("i-") for i in result.instance_ids)
 
 

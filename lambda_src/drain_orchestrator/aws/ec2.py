@@ -31,6 +31,14 @@ def describe_instances(ec2: EC2Client, instance_ids: Sequence[str]) -> dict[str,
     return result
 
 
+@translated("ec2")
+def reservation_instances(ec2: EC2Client, reservation_id: str) -> list[str]:
+    """The ids of the instances EC2 says are in this capacity reservation now (a Capacity Block's), in EC2's order;
+    terminated ones too while EC2 still lists them (about an hour)."""
+    pages = _pages(ec2, Filters=[{"Name": "capacity-reservation-id", "Values": [reservation_id]}])
+    return list(dict.fromkeys(i["InstanceId"] for r in pages for i in r.get("Instances", [])))
+
+
 def _describe_known(ec2: EC2Client, ids: list[str]) -> list[InstanceFacts]:
     """Facts for the ids EC2 knows. EC2 fails a whole InstanceIds call when one id is unknown or malformed (told
     by the error code; the message is never read). The batch is then asked again through an instance-id filter,

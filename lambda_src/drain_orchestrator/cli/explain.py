@@ -23,8 +23,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from drain_orchestrator.aws.autoscaling import describe_hook
 from drain_orchestrator.aws.clients import autoscaling_client, ec2_client
 from drain_orchestrator.corroborate import age_effect
-from drain_orchestrator.deadlines import ActionLife, Clock, drain_clock, drain_deadline
-from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locate_node
+from drain_orchestrator.deadlines import ActionLife, Clock, drain_clock, drain_deadline, drain_start
+from drain_orchestrator.decide import Assessment, BotoFacts, decide_event, locate_node, with_reservation_instances
 from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, parse_event
 from drain_orchestrator.failures import ApiError
 from drain_orchestrator.kinds import DeadlineRule, rule_of
@@ -106,6 +106,7 @@ def explain(
     at = time.time() if now is None else now
     autoscaling = autoscaling_client()
     source = BotoFacts(ec2_client(), autoscaling)
+    event = with_reservation_instances(event, source)  # a Capacity Block's: the instances in it now
     assessments = decide_event(event, settings, source, now=at, ws=ws)
     decisions = []
     for a in assessments:
@@ -119,8 +120,22 @@ def explain(
             **deadline_fields(clock.deadline, at),
             "respectful_until": iso_utc(clock.respect_until),
             "age": age_effect(event, at, ws),
+            **_block(event, ws),
         },
         "decisions": decisions,
+    }
+
+
+def _block(event: Interruption, ws: WorkflowSettings) -> dict[str, Any]:
+    """A Capacity Block's reservation, its end as the event says, and when its drain starts (the Delivered kind
+    waits until then: end - 30 min - CAPACITY_BLOCK_LEAD_SECONDS)."""
+    if event.capacity_reservation_id is None or event.block_end is None:
+        return {}
+    begins = drain_start(event, ws)
+    return {
+        "capacity_reservation_id": event.capacity_reservation_id,
+        "block_end": iso_utc(event.block_end),
+        "drain_starts": "at once" if begins is None else iso_utc(begins),
     }
 
 

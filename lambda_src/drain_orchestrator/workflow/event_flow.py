@@ -20,22 +20,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from aws_durable_execution_sdk_python import BatchResult, DurableContext, StepContext, durable_step
-from aws_durable_execution_sdk_python.config import CompletionConfig, Duration, MapConfig
+from aws_durable_execution_sdk_python.config import CompletionConfig, MapConfig
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.clip import clip
 from drain_orchestrator.decide import Assessment, BotoFacts, decide_event
-from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.outcome import InstanceOutcome
 from drain_orchestrator.ownership import Decision, Reason
 from drain_orchestrator.settings import SettingsError
-from drain_orchestrator.workflow import liveness_flow, runtime, sweep_flow
+from drain_orchestrator.workflow import block_flow, liveness_flow, runtime, sweep_flow
 from drain_orchestrator.workflow.drain_flow import drain_instance
 from drain_orchestrator.workflow.launch_flow import launch_instance
-from drain_orchestrator.workflow.pace import step_config
+from drain_orchestrator.workflow.pace import retried, step_config
 from drain_orchestrator.workflow.results import Checkpointed, RunSettings, StepFault
 from drain_orchestrator.workflow.step_guard import faults_as
 
@@ -83,6 +82,12 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
         return {"event_id": shown_id, "ignored": parsed.ignored, "message": parsed.message, "instances": []}
     event = Interruption.from_dict(parsed.event)
     logger.append_keys(kind=event.kind)
+    if event.capacity_reservation_id is not None:  # a Capacity Block's: its instances once its drain is due
+        event, fault = block_flow.reservation_event(context, event)
+        if fault is not None:
+            raise WorkflowError(f"cannot list the reservation's instances: {fault.kind}: {fault.message}")
+        if not event.instance_ids:
+            return _no_instances(event)
     assessments = [Assessment.from_dict(a) for a in _decide(context, event)]
     acted = [a for a in assessments if _acted_on(a)]
     others = [a.decision for a in assessments if not _acted_on(a)]
@@ -115,6 +120,13 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
             + more
         )
     return outcome(event, results, others)
+
+
+def _no_instances(event: Interruption) -> dict[str, Any]:
+    """A reservation EC2 lists no instance in: nothing to do, said like an ignored event."""
+    message = f"capacity reservation {event.capacity_reservation_id} has no instances"
+    ignored = {"ignored": "no-instances", "message": message}
+    return {"event_id": event.event_id, "kind": event.kind, **ignored, "instances": []}
 
 
 def outcome(event: Interruption, results: list[InstanceOutcome], others: list[Decision]) -> dict[str, Any]:
@@ -162,20 +174,10 @@ def _decide_chunk(context: DurableContext, event: Interruption, name: str) -> li
     """Decide, retrying AWS failures with durable waits for as long as the event's deadline allows; without facts
     no instance can be claimed (it may be another cluster's), so giving up fails the execution."""
     until = deadlines.decide_deadline(event, runtime.wsettings())
-    attempt = 0
-    while True:
-        label = name if attempt == 0 else f"{name}-retry-{attempt}"
-        res: Decided = context.step(decide_step(event), name=label, config=step_config(Decided))
-        if res.fault is None:
-            return res.assessments
-        policy = RETRY_POLICIES[FailureKind(res.fault.kind)]
-        if policy.gives_up_after(attempt) or res.now >= until:
-            raise WorkflowError(f"cannot decide: {res.fault.kind}: {res.fault.message}")
-        context.wait(
-            Duration.from_seconds(deadlines.wait_seconds(res.now, policy.delay(attempt), until, None)),
-            name=f"{name}-backoff-{attempt}",
-        )
-        attempt += 1
+    res = retried(context, lambda: decide_step(event), name, Decided, until)
+    if res.fault is not None:
+        raise WorkflowError(f"cannot decide: {res.fault.kind}: {res.fault.message}")
+    return res.assessments
 
 
 def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, items: Any) -> dict[str, Any]:

@@ -153,6 +153,26 @@ class Pace:
             attempt += 1
 
 
+def retried[T: Checkpointed](ctx: DurableContext, make: Any, name: str, cls: type[T], until: float) -> T:
+    """An event's step (before any instance's flow: no heartbeat to keep) run as ``make()`` until it succeeds, its
+    failure kind gives up, or ``until`` passes, with the kind's backoff as durable waits "<name>-backoff-N" in
+    between. Returns the last result (fault set if it never succeeded)."""
+    attempt = 0
+    while True:
+        label = name if attempt == 0 else f"{name}-retry-{attempt}"
+        res: T = ctx.step(make(), name=label, config=step_config(cls))
+        fault: StepFault | None = getattr(res, "fault", None)
+        if fault is None:
+            return res
+        policy = RETRY_POLICIES[FailureKind(fault.kind)]
+        now: float = getattr(res, "now")  # noqa: B009 - every faulting result carries its time (step_guard)
+        if policy.gives_up_after(attempt) or now >= until:
+            return res
+        seconds = deadlines.wait_seconds(now, policy.delay(attempt), until, None)
+        ctx.wait(Duration.from_seconds(seconds), name=f"{name}-backoff-{attempt}")
+        attempt += 1
+
+
 def complete_lifecycle(pace: Pace, job: DrainJob, result: str, why: str) -> dict[str, Any]:
     """CompleteLifecycleAction, retried until the job's completion deadline; the outcome as summary data. Not
     tried once IAM denied the action's heartbeats or its group is gone: the answer is known."""
