@@ -55,7 +55,9 @@ def deliver(aws: AwsSeed, event: dict[str, Any], seed: int, timeout: int = 600) 
         status, ops, err = "CRASHED", {}, f"{type(exc).__name__}: {exc}"[:300]
     finally:
         aws.release_invocation()
-    return {"status": status, "operations": ops, "error": err, "requeues": requeues, "admitted": admitted}
+    ended = time.time()
+    return {"status": status, "operations": ops, "error": err, "requeues": requeues, "admitted": admitted,
+            "ended": ended}  # fmt: skip
 
 
 def storm_of_warnings(aws: AwsSeed, ids: list[str], timeout: int = 600) -> tuple[float, list[dict[str, Any]]]:
@@ -120,6 +122,7 @@ def bench(bed: Testbed, n: int, pods_per_node: int, max_unavailable: str, ec2: A
             "warm_up_s": warm_s,
             "limits": limits,
             "admitted_s": [r["admitted"] - t0 for r in results if r],
+            "held_s": [r["ended"] - r["admitted"] for r in results if r],
             "requeues": [r.get("requeues", 0) for r in results],
             "cordon_s": [obs.cordoned[nd] - t0 for nd in fleet.nodes if nd in obs.cordoned],
             "drained_s": done,
