@@ -4,7 +4,7 @@ concurrency cap (testbed/aws/throttle.py). A run beyond the cap is throttled and
 asynchronous invocation (1 s, doubling to 5 min, jittered); an EC2 request finding its bucket empty gets
 ``RequestLimitExceeded`` and the handler's own retries deal with it.
 
-    make bench-reclaim                     # = python -m bench.bench_reclaim --nodes 300 --pods-per-node 2
+    make bench-reclaim    # 100 nodes, limits scaled to 100/1,000, then the model (Makefile)
     python -m bench.bench_reclaim --nodes 3 --lambda-concurrency 1 --json out.json
 
 Measures: event → admitted (concurrency), → cordoned, → drained; nodes drained within the warning's 2 minutes;

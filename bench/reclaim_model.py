@@ -5,7 +5,7 @@ jittered backoff for up to 4 sends, then the step's durable retry of 5, 10, 20, 
 gives its concurrency back. Calibrated on one `bench_reclaim --json` run (what a run does once admitted and once its
 EC2 read is answered), and checked by simulating that run's own size and limits.
 
-    python -m bench.fleet_model --reclaim .local/reclaim-300-as-1000.json --nodes 1000 5000
+    python -m bench.fleet_model --reclaim .local/reclaim-100-as-1000.json --nodes 1000 5000
 
 What it assumes: the drain after the cordon takes the calibrated time at any size (on EKS the control plane scales;
 on the 2-core bed it did not); one DescribeInstances a node (the measured run's figure); nothing else of the account
@@ -19,7 +19,7 @@ import heapq
 import json
 import random
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,13 +98,18 @@ def simulate(
                 heapq.heappush(queue, (t + delay, i, "describe", 0, step + 1))
         else:
             running -= 1
-    c, d = list(cordon.values()), list(drained.values())
+    return _row(list(cordon.values()), list(drained.values()), sends, throttled, nodes, requeues, peak)
+
+
+def _row(
+    cordon: list[float], drained: list[float], sends: float, throttled: float, nodes: int, requeues: int, peak: float
+) -> dict[str, float]:
     return {
-        "cordon_p50": statistics.median(c),
-        "cordon_p99": pct(c, 99),
-        "cordon_max": max(c),
-        "drained_max": max(d),
-        "in_time": sum(1 for x in d if x <= SPOT_WARNING_S),
+        "cordon_p50": statistics.median(cordon),
+        "cordon_p99": pct(cordon, 99),
+        "cordon_max": max(cordon),
+        "drained_max": max(drained),
+        "in_time": sum(1 for x in drained if x <= SPOT_WARNING_S),
         "ec2_per_node": sends / nodes,
         "throttled_per_node": throttled / nodes,
         "requeues": requeues,
@@ -123,6 +128,12 @@ def add_reclaim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
     p.add_argument("--bucket", type=float, nargs=2, default=[100, 20], help="DescribeInstances bucket: size refill/s")
     p.add_argument("--concurrency", type=int, nargs="+", default=[1000], help="Lambda concurrency available")
+    p.add_argument(
+        "--drain-seconds",
+        type=float,
+        nargs="+",
+        help="cordoned → drained, an input like a storm's wave time (default: the calibration run's)",
+    )
 
 
 def render(res: dict[str, Any], cal: Calibration, rows: list[tuple[str, dict[str, float]]]) -> str:
@@ -147,18 +158,8 @@ def render(res: dict[str, Any], cal: Calibration, rows: list[tuple[str, dict[str
 def measured_row(res: dict[str, Any]) -> dict[str, float]:
     ec2 = sum(v for k, v in res["aws_calls"].items() if k.startswith("ec2:"))
     throttled = sum(((res["limits"].get("ec2") or {}).get("throttled") or {}).values())
-    c, d = res["cordon_s"], res["drained_s"]
-    return {
-        "cordon_p50": statistics.median(c),
-        "cordon_p99": pct(c, 99),
-        "cordon_max": max(c),
-        "drained_max": max(d),
-        "in_time": sum(1 for x in d if x <= SPOT_WARNING_S),
-        "ec2_per_node": ec2 / res["nodes"],
-        "throttled_per_node": throttled / res["nodes"],
-        "requeues": sum(res["requeues"]),
-        "peak": float((res["limits"].get("lambda") or {}).get("peak", 0)),
-    }
+    peak = float((res["limits"].get("lambda") or {}).get("peak", 0))
+    return _row(res["cordon_s"], res["drained_s"], ec2, throttled, res["nodes"], sum(res["requeues"]), peak)
 
 
 def reclaim_main(a: argparse.Namespace) -> int:
@@ -170,13 +171,12 @@ def reclaim_main(a: argparse.Namespace) -> int:
         (f"{n} nodes, measured", measured_row(res)),
         (f"{n} nodes, model (bucket {bucket[0]:g}/{bucket[1]:g}, concurrency {cap})", simulate(n, bucket, cap, cal)),
     ]
-    for nodes in a.nodes:
-        for c in a.concurrency:
-            rows.append(
-                (
-                    f"{nodes} nodes, model (bucket {a.bucket[0]:g}/{a.bucket[1]:g}, concurrency {c})",
-                    simulate(nodes, (a.bucket[0], a.bucket[1]), c, cal),
-                )
-            )
+    for drain_s in a.drain_seconds or [cal.to_drained_s]:
+        at = replace(cal, to_drained_s=drain_s)
+        for nodes in a.nodes:
+            for c in a.concurrency:
+                limits = f"bucket {a.bucket[0]:g}/{a.bucket[1]:g}, concurrency {c}, drain {drain_s:g} s"
+                name = f"{nodes} nodes, model ({limits})"
+                rows.append((name, simulate(nodes, (a.bucket[0], a.bucket[1]), c, at)))
     print(render(res, cal, rows))
     return 0
