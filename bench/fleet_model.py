@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.costs import MEMORY_GB, PRICE_GB_SECOND, PRICE_LOG_GB, PRICE_OPERATION, PRICE_REQUEST
+from bench.reclaim_model import add_reclaim_arguments, reclaim_main
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,10 @@ def render(runs: list[Run], model: Model, calibration: list[Run], nodes: int, wa
 
 
 def main() -> int:
+    if "--reclaim" in sys.argv[1:]:
+        r = argparse.ArgumentParser(description="model a Spot reclaim of any size from a bench_reclaim --json run")
+        add_reclaim_arguments(r)
+        return reclaim_main(r.parse_args())
     p = argparse.ArgumentParser(description="model a storm of any size from bench_storm --json runs")
     p.add_argument("runs", nargs="+", type=Path, help="bench_storm --json results, smallest first")
     p.add_argument("--calibrate", type=int, default=2, help="how many of the runs (the first) calibrate the model")

@@ -255,3 +255,15 @@ class AwsSeed:
     def requests(self) -> list[dict[str, Any]]:
         """AWS requests the emulator served since the last reset: access_key, service, action, count."""
         return list(self._post("/_testbed/requests"))
+
+    def account_limits(self, **settings: Any) -> dict[str, Any]:
+        """Turn the emulator's account limits on or off (testbed/aws/throttle.py), e.g. ``ec2=True,
+        lambda_concurrency=1000``; with no settings, what they are and what they counted. A reset turns them off."""
+        return dict(self._post("/_testbed/throttle", settings))
+
+    def acquire_invocation(self) -> bool:
+        """One run of the function against the emulated concurrency: False when it is throttled."""
+        return bool(self._post("/_testbed/lambda/acquire")["admitted"])
+
+    def release_invocation(self) -> None:
+        self._post("/_testbed/lambda/release")

@@ -14,6 +14,8 @@ Extensions to moto 5.2.5 (see docs/testbed.md):
    template can be created.
 7. IAM for the roles a test installs policies for, decided like AWS's IAM (iam.py).
 8. EC2: instances in a capacity reservation, and DescribeInstances' ``capacity-reservation-id`` filter (ec2.py).
+9. Account limits, off until a bed turns them on: EC2's request token buckets (``RequestLimitExceeded``) and a Lambda
+   concurrency cap that a benchmark's event delivery acquires and releases (throttle.py).
 Every request the function's role makes is recorded with its resource (calls.py); the token webhook is in
 token_webhook.py.
 """
@@ -24,11 +26,16 @@ import argparse
 import base64
 import io
 import json
+import re
+import urllib.parse
+import uuid
 from pathlib import Path
 from typing import Any
 
-from testbed.aws import autoscaling, calls, cloudformation, ec2, eks, elbv2, iam, sts, token_webhook
+from testbed.aws import autoscaling, calls, cloudformation, ec2, eks, elbv2, iam, sts, throttle, token_webhook
 from testbed.aws.request_counts import REQUESTS
+
+_EC2_SIGNED = re.compile(r"Credential=[^/,\s]+/[^/]+/[^/]+/ec2/")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -42,8 +49,13 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 autoscaling.LIFECYCLE.clear()
                 iam.IAM.clear()
                 REQUESTS.clear()
+                throttle.LIMITS.clear()
             else:
                 REQUESTS.record(environ)  # before the presigned restatement: the webhook's STS checks don't count
+                refused = _ec2_throttled(environ)
+                if refused is not None:
+                    start_response("503 Service Unavailable", [("Content-Type", "text/xml")])
+                    return [refused]
             sts.presigned_as_header_signed(environ)
             return _recorded(app, state_dir, environ, start_response)
         try:
@@ -64,6 +76,13 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 payload = ec2.place(body["instance_id"], body.get("capacity_reservation_id"))
             elif path == "/_testbed/requests":
                 payload = REQUESTS.describe()
+            elif path == "/_testbed/throttle":
+                payload = throttle.LIMITS.configure(body) if body else throttle.LIMITS.describe()
+            elif path == "/_testbed/lambda/acquire":
+                payload = {"admitted": throttle.LIMITS.acquire_invocation()}
+            elif path == "/_testbed/lambda/release":
+                throttle.LIMITS.release_invocation()
+                payload = {"released": True}
             elif path == "/_testbed/health":
                 payload = {"ok": True}
             else:
@@ -72,11 +91,32 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
             out = json.dumps(payload).encode()
             start_response("200 OK", [("Content-Type", "application/json")])
             return [out]
-        except (LookupError, KeyError) as exc:
+        except (LookupError, KeyError, ValueError, RuntimeError) as exc:
             start_response("400 Bad Request", [("Content-Type", "application/json")])
             return [json.dumps({"error": str(exc)}).encode()]
 
     return wsgi
+
+
+def _ec2_throttled(environ: dict[str, Any]) -> bytes | None:
+    """EC2's ``RequestLimitExceeded`` answer when a signed EC2 request finds its action's bucket empty (throttle.py),
+    else None. Every signed EC2 request of the account spends a token, as in AWS."""
+    if throttle.LIMITS.ec2 is None:
+        return None
+    found = _EC2_SIGNED.search(environ.get("HTTP_AUTHORIZATION", ""))
+    if not found:
+        return None
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(length) if length else b""
+    environ["wsgi.input"] = io.BytesIO(body)  # put the body back for moto
+    params = dict(urllib.parse.parse_qsl(environ.get("QUERY_STRING", "")))
+    params.update(urllib.parse.parse_qsl(body.decode(errors="replace")))
+    if throttle.LIMITS.admit_ec2(params.get("Action", ""), params):
+        return None
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code>'
+        f"<Message>Request limit exceeded.</Message></Error></Errors><RequestID>{uuid.uuid4()}</RequestID></Response>"
+    ).encode()
 
 
 def _recorded(app: Any, state_dir: Path, environ: dict[str, Any], start_response: Any) -> Any:
