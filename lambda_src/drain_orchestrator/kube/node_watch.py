@@ -5,6 +5,9 @@ later look reads what the watch queued, without a request. The watch starts from
 it (the cordon's write, a read: kube/recent.py), so the first look needs no GET either: a deletion since then is
 the watch's first event, seen at the next look. A watch that ends (its timeout, a cut, 410 for a version too old, a
 role without ``watch nodes``) goes back to a GET.
+
+``pin`` (node_identity.py): the Node object the drain acts on. A Node of another identity under the name, read or
+watched, is the located node gone (NodeReplaced, a NodeGone).
 """
 
 from __future__ import annotations
@@ -13,17 +16,18 @@ from http import HTTPStatus
 from typing import Any
 
 from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.node_marks import read_node_fresh
+from drain_orchestrator.kube.node_marks import check_pin, read_node_fresh
 from drain_orchestrator.kube.recent import NODES, WRITE_BASE_SECONDS
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
+from drain_orchestrator.node_identity import NodeIdentity
 
 WATCH_SECONDS = 300  # the server ends the watch after this long (a drain pass is shorter); a GET then opens another
 
 
 class NodePresence:
-    def __init__(self, kube: Kube, node: str) -> None:
-        self.kube, self.node = kube, node
+    def __init__(self, kube: Kube, node: str, pin: NodeIdentity | None = None) -> None:
+        self.kube, self.node, self.pin = kube, node, pin
         self.watchable = True  # False once the watch was refused (403: an older role): GETs only
         self._watch: Watch | None = None
 
@@ -40,13 +44,18 @@ class NodePresence:
             if seen is True:
                 return
             self.close()  # ended: look with a GET, and watch again from there
-        elif self.watchable and (rv := _version(NODES.get(self.kube, self.node, WRITE_BASE_SECONDS))):
+        elif self.watchable and (rv := self._view_version()):
             self._open(rv)
             return
-        node = read_node_fresh(self.kube, self.node)  # NodeGone when it is gone
+        node = read_node_fresh(self.kube, self.node, self.pin)  # NodeGone when it is gone (or replaced)
         rv = _version(node)
         if waiting and self.watchable and rv:
             self._open(rv)
+
+    def _view_version(self) -> str | None:
+        """The resourceVersion of this client's recent view of the pinned node, to watch from (None: no view)."""
+        seen = NODES.get(self.kube, self.node, WRITE_BASE_SECONDS)
+        return _version(seen) if seen is not None and (self.pin is None or self.pin.matches(seen)) else None
 
     def _open(self, rv: str) -> None:
         query = {
@@ -77,6 +86,13 @@ class NodePresence:
                 raise NodeGone(self.node)
             if event.get("type") == "ERROR":  # its version is gone (410)
                 return False
+            obj = event.get("object")
+            if isinstance(obj, dict):
+                try:
+                    check_pin(self.node, obj, self.pin)  # a Node registered again under the name: not ours
+                except NodeGone:
+                    self.close()
+                    raise
 
     def close(self) -> None:
         if self._watch is not None:
