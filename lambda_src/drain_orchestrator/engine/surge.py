@@ -140,7 +140,8 @@ def _surge_one(
     expires = expiry_of(options.deadline)
     recorded = False
     for _ in range(RETRIES):
-        decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires)
+        uid = options.node_pin.uid if options.node_pin is not None else None
+        decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires, uid)
         if decision.patch is None:
             break
         facts.in_place.add(key)

@@ -74,7 +74,7 @@ def restore_one(
     kube: Kube, node: str, dep: DeploymentFacts, hpa: HpaFacts | None, why: str, pin: NodeIdentity | None = None
 ) -> SurgeNote | None:
     for _ in range(RETRIES):
-        patch = restore(dep, hpa, node)
+        patch = restore(dep, hpa, node, pin.uid if pin is not None else None)
         if patch is None:
             write_record(kube, node, remove=dep.key, pin=pin)
             return None
