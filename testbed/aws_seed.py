@@ -198,6 +198,14 @@ class AwsSeed:
             names.append(name)
         return names
 
+    def place_in_capacity_reservation(self, instance_id: str, reservation_id: str | None) -> None:
+        """The instance runs in this capacity reservation (a Capacity Block's, an ODCR's; None: in none), as
+        DescribeInstances then says (test-bed extension, testbed/aws/ec2.py)."""
+        self._post(
+            "/_testbed/ec2/capacity-reservation",
+            {"instance_id": instance_id, "capacity_reservation_id": reservation_id},
+        )
+
     # ---- lifecycle actions (test-bed extension) -------------------------------------------------------------------
     def start_lifecycle_action(self, asg: str, hook: str, instance_id: str) -> str:
         return str(

@@ -10,6 +10,7 @@ Extensions to moto 5.2.5 (see docs/testbed.md):
    ``X-Amz-Credential`` (sts.py); moto only looks at the Authorization header.
 4. Request counts by access key, service and action (request_counts.py).
 5. ELBv2 target draining (elbv2.py).
+6. EC2: instances in a capacity reservation, and DescribeInstances' ``capacity-reservation-id`` filter (ec2.py).
 Every request the function's role makes is recorded with its resource (calls.py); the token webhook is in
 token_webhook.py.
 """
@@ -23,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from testbed.aws import autoscaling, calls, eks, elbv2, sts, token_webhook
+from testbed.aws import autoscaling, calls, ec2, eks, elbv2, sts, token_webhook
 from testbed.aws.request_counts import REQUESTS
 
 
@@ -51,6 +52,8 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 payload = autoscaling.LIFECYCLE.describe()
             elif path == "/_testbed/autoscaling/instance-state":
                 payload = autoscaling.set_lifecycle_state(body["instance_id"], body["state"])
+            elif path == "/_testbed/ec2/capacity-reservation":
+                payload = ec2.place(body["instance_id"], body.get("capacity_reservation_id"))
             elif path == "/_testbed/requests":
                 payload = REQUESTS.describe()
             elif path == "/_testbed/health":
@@ -98,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     autoscaling.install()
     eks.install(a.eks_endpoint, base64.b64encode(a.eks_ca_file.read_bytes()).decode())
     elbv2.install()
+    ec2.install()
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
