@@ -7,6 +7,7 @@ may run long keep the lifecycle action alive from a thread (heartbeat.py).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 
@@ -65,7 +66,8 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
         try:
             decision = locate_node(runtime.kube(job.cluster), assessment, event)
             if decision.node is not None:  # the Node object found: every later step acts on it alone
-                identity = identity_of(runtime.kube(job.cluster), decision.node)
+                with contextlib.suppress(NodeGone):  # gone since: the cordon says so (node-gone), not a failure
+                    identity = identity_of(runtime.kube(job.cluster), decision.node)
         except Exception as exc:
             return Located(job.decision, time.time(), hb.last_beat, hb.hook_done, fault_of("locate", exc))
     logger.info(
