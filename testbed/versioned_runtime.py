@@ -105,8 +105,11 @@ class VersionedRuntime(LambdaRuntime):
         return str(self.aws.get_alias(FunctionName=self.function, Name=ALIAS)["FunctionVersion"])
 
     def deliver(self, event: dict[str, Any], name: str) -> str:
-        """An event through the alias: the execution starts on (and stays bound to) the version it points at now."""
-        return self.start_execution(event, name, function=self.function, qualifier=self.alias_version())
+        """An event through the alias: the execution starts on (and stays bound to) the version it points at now.
+        The front knows it was started through the alias (listed so under durable_listing.ALIAS_ARNS)."""
+        arn = self.start_execution(event, name, function=self.function, qualifier=self.alias_version())
+        self.front.invoked_as[arn] = ALIAS
+        return arn
 
     def _wait_updated(self) -> None:
         self._wait(

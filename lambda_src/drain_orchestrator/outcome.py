@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from drain_orchestrator.node_identity import NodeIdentity
+
 
 class Result(StrEnum):
     DRAINED = "drained"  # every pod that had to go is gone
@@ -113,6 +115,8 @@ class InstanceOutcome:
     report: dict[str, Any] | None = None  # drain_flow.summary_of(DrainReport)
     error: dict[str, Any] | None = None  # StepFault.to_dict()
     surge_restored: list[str] | None = None
+    # node-gone because another Node took the located node's name: the replacement's identity (node_identity.py)
+    replaced_by: dict[str, Any] | None = None
     heartbeats: int | None = None
     duration_seconds: float | None = None
     notified: bool | None = None
@@ -131,6 +135,7 @@ class InstanceOutcome:
         "gates",
         "surge_restored",
         "approval",
+        "replaced_by",
     )
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,6 +159,11 @@ class InstanceOutcome:
         if values.get("result") is not None:
             values["result"] = Result(values["result"])
         return cls(**values)
+
+    def replaced(self, by: NodeIdentity | None) -> None:
+        """The node went under another Node of its name (node_identity.py): the verdict names the replacement."""
+        if by is not None:
+            self.replaced_by = by.to_dict()
 
     def reported(self) -> dict[str, Any]:
         """What the final notification carries besides the drain's identity (docs/notifications.md)."""

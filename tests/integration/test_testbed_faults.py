@@ -1,5 +1,5 @@
 """The test bed's fault tools, each on its own: component stop/restart, access-entry revoke/restore, the AWS fault
-proxy, and the lifecycle-action record (heartbeats, who completed an action)."""
+proxy, etcd compaction, and the lifecycle-action record (heartbeats, who completed an action)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import urllib3
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 from botocore.parsers import ResponseParserError
+from kubernetes.client.exceptions import ApiException
 
 from drain_orchestrator.aws.clients import eks_client
 from drain_orchestrator.aws.eks_auth import ClusterDescriber, TokenSource
@@ -18,6 +19,7 @@ from drain_orchestrator.kube.client import ClusterConnector
 from drain_orchestrator.kube.rest import Kube
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
+from testbed.etcd_compaction import Compactor
 from testbed.faultproxy import FaultProxy
 from testbed.faults import BedFaults
 from testbed.kube import KubeScenario
@@ -157,3 +159,28 @@ def test_a_lifecycle_action_left_alone_times_out_and_says_so(aws: AwsSeed, k8s: 
     )
     # the hook's DefaultResult applies (ABANDON unless the hook says otherwise)
     assert (action["state"], action["completed_by"], action["result"]) == ("TIMED_OUT", "timeout", "ABANDON")
+
+
+def test_etcd_compaction_makes_a_list_at_an_older_version_answer_410_and_runs_on_a_schedule(
+    testbed: Testbed, k8s: KubeScenario
+) -> None:
+    old = k8s.core.create_namespaced_config_map(k8s.ns, {"metadata": {"name": "before"}}).metadata.resource_version
+    k8s.core.create_namespaced_config_map(k8s.ns, {"metadata": {"name": "after"}})
+    exact = {"resource_version": old, "resource_version_match": "Exact"}  # read from etcd at that revision
+    assert [c.metadata.name for c in k8s.core.list_namespaced_config_map(k8s.ns, **exact).items] == ["before"]
+    compactor = Compactor(testbed, every=0.5)
+    compacted = compactor.compact()
+    assert compacted is not None and compacted > int(old)
+
+    def refused() -> int:
+        try:
+            k8s.core.list_namespaced_config_map(k8s.ns, **exact)
+        except ApiException as exc:
+            return int(exc.status)
+        return 0
+
+    # the apiserver's cache drops its list snapshots below the compaction at its next poll (every 15 s)
+    assert k8s.wait_for(refused, timeout=60, interval=1, what="a LIST at a compacted version refused") == 410
+    with compactor:  # on a schedule: each compaction at a newer revision than the one before
+        k8s.wait_for(lambda: len(compactor.revisions) >= 3, timeout=60, what="3 compactions", interval=0.5)
+    assert compactor.revisions == sorted(set(compactor.revisions)) and not compactor.errors, compactor.errors

@@ -1,7 +1,9 @@
 """A deploy while a drain is held (testbed/versioned_runtime.py): the function as Lambda runs it, with two
 published versions side by side. An execution waiting under a PodDisruptionBudget on version 1 keeps running on
 version 1's code and configuration after version 2 is published and the alias moved; a new event runs on
-version 2; `drain-orchestrator versions --prune` keeps version 1 while its execution runs and deletes it after."""
+version 2; `drain-orchestrator versions --prune` keeps version 1 while its execution runs — under each reading of
+ListDurableExecutionsByFunction that Lambda's documents allow (testbed/durable_listing.py) — and deletes it after.
+The bed's listing itself answers as the documents say (qualifier, statuses, MaxItems, unknown versions)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
+from testbed.durable_listing import ALIAS_ARNS, API_REFERENCE, BEHAVIOURS
 from testbed.kube import KubeScenario
 from testbed.runtime import FunctionConfig
 from testbed.versioned_runtime import VersionedRuntime
@@ -78,6 +83,53 @@ def _log_lines(path: Path) -> list[dict[str, Any]]:
     return lines
 
 
+def _listed(client: Any, **params: Any) -> list[str]:
+    pages = client.get_paginator("list_durable_executions_by_function").paginate(FunctionName=FUNCTION, **params)
+    return [e["DurableExecutionArn"] for page in pages for e in page["DurableExecutions"]]
+
+
+def _refused(call: Any, code: str) -> None:
+    try:
+        call()
+    except ClientError as exc:
+        assert exc.response["Error"]["Code"] == code, exc.response
+        return
+    raise AssertionError(f"expected {code}")
+
+
+def _listing_as_documented(rt: VersionedRuntime, aws: AwsSeed, v1: str, held: str) -> None:
+    """The bed's ListDurableExecutionsByFunction as the API reference documents it (its default reading)."""
+    client = boto3.client(
+        "lambda",
+        endpoint_url=rt.lambda_endpoint,
+        region_name=aws.region,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    assert rt.front.listing is API_REFERENCE
+    assert held not in _listed(client)  # no qualifier: $LATEST's executions only
+    assert held in _listed(client, Qualifier=v1)
+    assert held in _listed(client, Qualifier=v1, Statuses=["RUNNING"])
+    assert held not in _listed(client, Qualifier=v1, Statuses=["SUCCEEDED"])
+    _refused(lambda: _listed(client, Qualifier=v1, Statuses=["PAUSED"]), "InvalidParameterValueException")
+    _refused(
+        lambda: client.list_durable_executions_by_function(FunctionName=FUNCTION, MaxItems=1001),
+        "InvalidParameterValueException",
+    )
+    _refused(lambda: _listed(client, Qualifier="99"), "ResourceNotFoundException")
+    _refused(lambda: _listed(client, Qualifier="no-such-alias"), "ResourceNotFoundException")
+    rt.front.listing = ALIAS_ARNS  # started through the alias: listed under it, its version named by the execution
+    try:
+        assert held not in _listed(client, Qualifier=v1)
+        (listed,) = client.list_durable_executions_by_function(FunctionName=FUNCTION, Qualifier="live")[
+            "DurableExecutions"
+        ]
+        assert (listed["DurableExecutionArn"], listed["FunctionArn"].rsplit(":", 1)[1]) == (held, "live")
+        assert client.get_durable_execution(DurableExecutionArn=held)["Version"] == v1
+    finally:
+        rt.front.listing = API_REFERENCE
+
+
 def _versions(rt: VersionedRuntime, *flags: str) -> dict[str, Any]:
     """`drain-orchestrator versions` as an operator runs it, against the bed's Lambda endpoint."""
     env = {**rt.bed.aws_env(), "AWS_ENDPOINT_URL_LAMBDA": rt.lambda_endpoint}
@@ -123,9 +175,13 @@ def test_held_drain_finishes_on_its_version_after_a_deploy(
     rt.point_alias(v2)
     assert v2 != v1
 
-    rows = _versions(rt, "--prune", "--yes")  # nothing may go: 1 runs the held drain, 2 is the alias target
-    assert rows[v1]["executions"] == [held] and rows[v1]["action"] == "keep"
-    assert rows[v2]["aliases"] == ["live"] and rows[v2]["action"] == "keep"
+    _listing_as_documented(rt, aws, v1, held)
+    for reading in BEHAVIOURS.values():  # every reading of the listing the documents allow
+        rt.front.listing = reading
+        rows = _versions(rt, "--prune", "--yes")  # nothing may go: 1 runs the held drain, 2 is the alias target
+        assert rows[v1]["executions"] == [held] and rows[v1]["action"] == "keep", (reading.name, rows)
+        assert rows[v2]["aliases"] == ["live"] and rows[v2]["action"] == "keep", (reading.name, rows)
+    rt.front.listing = API_REFERENCE
 
     fresh = rt.deliver(_event(new_iid, aws.start_lifecycle_action("ng-blue", "drain", new_iid)), "after-deploy")
     after_deploy = rt.wait(fresh, timeout=90)

@@ -123,3 +123,20 @@ def test_no_verdict_sweeps_when_a_schedule_does() -> None:
     assert not sweeps_at_verdict("ip-10-0-0-1.ec2.internal", None, scheduled=True)
     assert not sweeps_at_verdict("ip-10-0-0-1.ec2.internal", 1, scheduled=True)
     assert not any(sweeps_at_verdict(f"node-{i}", 20, scheduled=True) for i in range(20))
+
+
+def test_a_surge_is_the_node_objects_it_was_made_for_not_its_names() -> None:
+    """Keyed by identity (node_identity.py): the entry records the Node's UID; a Node registered again under the
+    name neither restores it nor keeps it alive, and the sweep takes it back as its node replaced."""
+    surged = decide("annotated", deployment(), None, "n1", "run-1", 1, (), expiry_of(NOW), uid="uid-old")
+    assert surged.patch is not None
+    entry = parse_holders(surged.patch.body["metadata"]["annotations"][HOLDERS])["n1"]
+    assert entry.uid == "uid-old"
+    dep = deployment({"n1": entry}, replicas=2)
+    assert restore(dep, None, "n1", uid="uid-new") is None  # the replacement's drain: not its surge
+    assert restore(dep, None, "n1", uid="uid-old") is not None
+    assert restore(dep, None, "n1") is not None  # a restorer that knows no UID (the sweep, the command line)
+    assert left_behind({"n1": entry}, NOW, {"n1"}, {"n1": "uid-new"}) == [LeftBehind("n1", "node replaced")]
+    assert left_behind({"n1": entry}, NOW, {"n1"}, {"n1": "uid-old"}) == []
+    legacy = Holder(1, "run-0", expiry_of(NOW))  # written before UIDs were recorded: judged by name, as before
+    assert left_behind({"n1": legacy}, NOW, {"n1"}, {"n1": "uid-new"}) == []

@@ -65,3 +65,10 @@ def test_table_says_why_each_version_stays_or_goes() -> None:
         "       2  -                      1  keep (1 execution(s) running)",
         "       3  live                   0  keep (alias live)",
     ]
+
+
+def test_a_version_whose_executions_cannot_be_judged_is_kept_saying_why() -> None:
+    rows = plan(["1", "2"], {}, {}, {"1": "its executions could not be listed: lambda: AccessDenied"})
+    by_version = {r.version: r for r in rows}
+    assert not by_version["1"].prunable and by_version["2"].prunable
+    assert by_version["1"].why_kept == "cannot judge: its executions could not be listed: lambda: AccessDenied"

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def lifecycle_warnings(kube: Kube, cluster: str, ec2: Any, autoscaling: Any, settings: Settings) -> list[str]:
     from drain_orchestrator.aws.autoscaling import asg_tags, group_memberships  # noqa: PLC0415
     from drain_orchestrator.aws.ec2 import describe_instances  # noqa: PLC0415
-    from drain_orchestrator.kube.node_lookup import instance_id_from_provider_id  # noqa: PLC0415
+    from drain_orchestrator.node_identity import instance_id_from_provider_id  # noqa: PLC0415
 
     resp = kube.request("GET", "/api/v1/nodes")
     if not resp.ok:

@@ -3,15 +3,20 @@ executions still running on each; with ``--prune --yes``, delete the versions no
 
 A deploy keeps every version (the construct retains them): a durable execution is bound to the version it
 started on and resumes on that version's code after each wait, for as long as its drain lasts. A version may go
-only when no alias routes to it and no execution is running (or paused) on it; each deletion is preceded by a
-fresh look at that version's executions. ``--prune`` without ``--yes`` only says what it would delete.
+only when no alias routes to it and no execution started within its execution timeout is unfinished on it
+(aws/lambda_versions.py reads the listing only where Lambda's documents agree: by version, and by alias for the
+executions an alias-qualified listing names); a version whose executions cannot be listed, or that an execution of
+unknown version might run on, is kept. Each deletion is preceded by a fresh look at that version.
+``--prune`` without ``--yes`` only says what it would delete.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict, dataclass
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from drain_orchestrator.cli.args import add_json_flag, emit_json
@@ -22,29 +27,92 @@ class VersionRow:
     version: str
     aliases: tuple[str, ...]  # aliases routing to this version
     executions: tuple[str, ...]  # ARNs of executions not finished on it
+    unjudged: str | None = None  # why its executions could not be judged (then it is kept)
 
     @property
     def prunable(self) -> bool:
-        return not self.aliases and not self.executions
+        return not self.aliases and not self.executions and self.unjudged is None
 
     @property
     def why_kept(self) -> str:
         reasons = [f"alias {', '.join(self.aliases)}"] if self.aliases else []
         if self.executions:
             reasons.append(f"{len(self.executions)} execution(s) running")
+        if self.unjudged is not None:
+            reasons.append(f"cannot judge: {self.unjudged}")
         return "; ".join(reasons)
 
 
-def plan(versions: list[str], aliases: dict[str, tuple[str, ...]], running: dict[str, list[str]]) -> list[VersionRow]:
+def plan(
+    versions: list[str],
+    aliases: dict[str, tuple[str, ...]],
+    running: dict[str, list[str]],
+    unjudged: dict[str, str] | None = None,
+) -> list[VersionRow]:
     """One row per published version, oldest first (pure: the inputs are what the Lambda API answered)."""
     return [
         VersionRow(
             version=v,
             aliases=tuple(sorted(name for name, targets in aliases.items() if v in targets)),
             executions=tuple(running.get(v, ())),
+            unjudged=(unjudged or {}).get(v),
         )
         for v in sorted(versions, key=int)
     ]
+
+
+@dataclass
+class Use:
+    """What runs on each version: execution ARNs by version, and the versions that could not be judged (why)."""
+
+    running: dict[str, list[str]] = field(default_factory=dict)
+    unjudged: dict[str, str] = field(default_factory=dict)
+
+    def add(self, version: str, arn: str) -> None:
+        arns = self.running.setdefault(version, [])
+        if arn not in arns:  # listed under its version and under the alias it was started through
+            arns.append(arn)
+
+
+def version_use(client: Any, function: str, versions: Iterable[str], aliases: Iterable[str], now: float) -> Use:
+    """The executions that may still run on each of ``versions``: listed by each version, then by each alias (an
+    execution started through an alias may be listed under the alias alone); never the unqualified listing, whose
+    scope Lambda's documents disagree on."""
+    from drain_orchestrator.aws import lambda_versions as api  # noqa: PLC0415
+    from drain_orchestrator.failures import ApiError  # noqa: PLC0415
+
+    use = Use()
+    wanted = list(versions)
+    timeouts: dict[str, int] = {}
+
+    def attribute(listed: api.Listed, under: str) -> None:
+        version = listed.qualifier if listed.qualifier and listed.qualifier.isdigit() else None
+        if version is None and listed.qualifier is None and under.isdigit():
+            version = under
+        if version is None:  # an alias-qualified ARN: ask the execution
+            version = api.execution_version(client, listed.arn)
+        if version is None:
+            for v in wanted:
+                use.unjudged.setdefault(v, f"execution {listed.arn} ({listed.status}) names no version")
+        else:
+            use.add(version, listed.arn)
+
+    for v in wanted:
+        try:
+            timeouts[v] = api.execution_timeout(client, function, v)
+            for listed in api.listed_live(client, function, v, now - timeouts[v]):
+                attribute(listed, v)
+        except ApiError as exc:
+            use.unjudged[v] = f"its executions could not be listed: {exc}"
+    window = max(timeouts.values(), default=api.MAX_EXECUTION_TIMEOUT_SECONDS)
+    for alias in sorted(aliases):
+        try:
+            for listed in api.listed_live(client, function, alias, now - window):
+                attribute(listed, alias)
+        except ApiError as exc:
+            for v in wanted:
+                use.unjudged.setdefault(v, f"the executions of alias {alias} could not be listed: {exc}")
+    return use
 
 
 def split_function(function: str) -> tuple[str, str | None]:
@@ -103,11 +171,10 @@ def run_versions(args: argparse.Namespace) -> int:
     outcome: dict[str, str] = {}
     failed = False
     try:
-        rows = plan(
-            api.published_versions(client, function),
-            api.alias_targets(client, function),
-            api.live_executions(client, function),
-        )
+        versions = api.published_versions(client, function)
+        aliases = api.alias_targets(client, function)
+        use = version_use(client, function, versions, aliases, time.time())
+        rows = plan(versions, aliases, use.running, use.unjudged)
         for row in rows if args.prune else []:
             if not row.prunable:
                 continue
@@ -115,8 +182,9 @@ def run_versions(args: argparse.Namespace) -> int:
                 outcome[row.version] = "would delete (--yes deletes)"
                 continue
             # an execution could have started on it since the listing (a version-qualified invoke): look again
-            if api.live_executions(client, function, row.version):
-                outcome[row.version] = "keep (an execution started on it meanwhile)"
+            again = version_use(client, function, [row.version], aliases, time.time())
+            if again.running.get(row.version) or row.version in again.unjudged:
+                outcome[row.version] = "keep (an execution started on it meanwhile, or it cannot be judged now)"
                 continue
             try:
                 api.delete_version(client, function, row.version)
@@ -127,6 +195,7 @@ def run_versions(args: argparse.Namespace) -> int:
     except ApiError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    failed = failed or any(r.unjudged is not None for r in rows)  # kept, but the operator must look
     if args.json:
         doc = {
             "function": function,

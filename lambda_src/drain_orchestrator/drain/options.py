@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from drain_orchestrator.node_identity import NodeIdentity
 from drain_orchestrator.workflow_settings import SURGE_MODES, SurgeMode
 
 # Taint applied when DaemonSet pods are evicted: DaemonSet pods tolerate `unschedulable`, so without a taint
@@ -72,6 +73,8 @@ class DrainOptions:
     taint_key: str | None = None
     taint_effect: str = "NoSchedule"
     exclude_from_load_balancers: bool = False
+    # the Node object to drain (node_identity.py): another under the node's name ends the drain as NodeReplaced
+    node_pin: NodeIdentity | None = None
     # Retry of pods refused by a PDB or throttled: exponential backoff with full jitter.
     retry_base: float = 0.25
     retry_cap: float = 5.0

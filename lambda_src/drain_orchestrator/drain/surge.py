@@ -7,9 +7,10 @@ moment the new replica is Ready (docs/drain.md, "Surge before evict").
 
 What is changed on a workload is recorded on it, in annotations, before or with the change itself:
 ``surge-original-*`` holds the value before the first surge, ``surge-holders`` which nodes surged it and by how
-many replicas (``{"<node>": {"count": 1, "run": "<run id>"}}``). A replay or a second execution for the same node
-finds its entry and never adds to it; another node's drain adds its own entry; restoring removes this node's entry
-and subtracts its count, so the value goes back to the original once the last holder is gone. Each entry carries
+many replicas (``{"<node>": {"count": 1, "run": "<run id>", "uid": "<the Node object's UID>"}}``). A replay or a
+second execution for the same node finds its entry and never adds to it; another node's drain adds its own entry;
+restoring removes this node's entry and subtracts its count, so the value goes back to the original once the last
+holder is gone. Each entry carries
 ``expires`` (the drain's deadline plus a margin, drain/surge_expiry.py) and the workload the label ``surge-held``
 while any entry is in place, so a surge whose drain was lost before its verdict can be found and taken back.
 """
@@ -51,6 +52,13 @@ class Holder:
     count: int
     run: str
     expires: str | None = None  # ISO 8601 UTC: past it, the drain that surged is over (None: written before expiry)
+    # the UID of the Node object the surge was made for (node_identity.py): another Node under the name later is not
+    # its holder (None: written before identities were recorded, or a drain that knew none)
+    uid: str | None = None
+
+    def of(self, uid: str | None) -> bool:
+        """This entry is the Node object ``uid``'s (an unknown UID on either side does not tell them apart)."""
+        return self.uid is None or uid is None or self.uid == uid
 
 
 def parse_holders(raw: str | None) -> dict[str, Holder]:
@@ -67,8 +75,13 @@ def parse_holders(raw: str | None) -> dict[str, Holder]:
     out = {}
     for node, h in data.items():
         if isinstance(h, dict) and isinstance(h.get("count"), int) and h["count"] > 0:
-            expires = h.get("expires")
-            out[str(node)] = Holder(h["count"], str(h.get("run", "")), expires if isinstance(expires, str) else None)
+            expires, uid = h.get("expires"), h.get("uid")
+            out[str(node)] = Holder(
+                h["count"],
+                str(h.get("run", "")),
+                expires if isinstance(expires, str) else None,
+                uid if isinstance(uid, str) else None,
+            )
     return out
 
 
@@ -77,7 +90,7 @@ def dump_holders(holders: Mapping[str, Holder]) -> str | None:
     if not holders:
         return None
     data = {
-        n: {"count": h.count, "run": h.run, **({"expires": h.expires} if h.expires else {})}
+        n: {"count": h.count, "run": h.run, **{k: v for k, v in (("expires", h.expires), ("uid", h.uid)) if v}}
         for n, h in sorted(holders.items())
     }
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
@@ -226,10 +239,13 @@ def decide(
     blocked: int,
     never_allowing: Sequence[str] = (),
     expires: str | None = None,
+    uid: str | None = None,
 ) -> SurgeDecision:
     """What to do for ``blocked`` PDB-refused pods of ``dep`` on ``node``. Idempotent: an entry of this node in
     the holders (of the HPA when there is one, else of the Deployment) means the surge is already in place.
-    ``expires`` (ISO 8601 UTC) goes into the new entry: when the drain's surge may be taken back as left behind."""
+    ``expires`` (ISO 8601 UTC) goes into the new entry: when the drain's surge may be taken back as left behind;
+    ``uid``, the Node object's UID, too. An entry under the node's name made for an earlier Node of that name is left
+    as it is (the sweep takes it back: its node is gone) and counts as the surge in place meanwhile."""
     holders = hpa.holders if hpa is not None else dep.holders
     if node in holders:
         return SurgeDecision(SurgeStatus.SURGED, f"{holders[node].count} replica(s) added for this node")
@@ -247,7 +263,7 @@ def decide(
     why = rollout_in_progress(dep)
     if why is not None:
         return SurgeDecision(SurgeStatus.ROLLOUT, f"not surged: {why}; waiting")
-    entry = {**holders, node: Holder(blocked, run_id, expires)}
+    entry = {**holders, node: Holder(blocked, run_id, expires, uid)}
     labels = {HELD_LABEL: "true"}
     if hpa is not None:
         # the HPA owns spec.replicas: raising its floor makes the HPA itself add the replicas (no metrics needed,
@@ -273,13 +289,14 @@ def decide(
     return SurgeDecision(SurgeStatus.SURGED, f"replicas {dep.replicas} -> {new}", patch)
 
 
-def restore(dep: DeploymentFacts, hpa: HpaFacts | None, node: str) -> ScalePatch | None:
-    """The patch that takes this node's surge back (None: nothing of this node's is in place).
+def restore(dep: DeploymentFacts, hpa: HpaFacts | None, node: str, uid: str | None = None) -> ScalePatch | None:
+    """The patch that takes this node's surge back (None: nothing of this node's is in place). ``uid``: the Node
+    object whose surge it is; an entry under the name made for another Node object is not this node's.
 
     The last holder puts the recorded original back if nobody else changed the figure meanwhile; otherwise (a
     user scaled, or other nodes still hold surges) only this node's count is subtracted, so a change made by
     someone else during the drain survives."""
-    if hpa is not None and node in hpa.holders:
+    if hpa is not None and node in hpa.holders and hpa.holders[node].of(uid):
         holders = hpa.holders
         mine = holders.pop(node)
         orig_min = _annotation_int(hpa.annotations, ORIGINAL_MIN_REPLICAS)
@@ -299,7 +316,7 @@ def restore(dep: DeploymentFacts, hpa: HpaFacts | None, node: str) -> ScalePatch
         }
         return ScalePatch("hpa", body, hpa.min_replicas, new_min)
     holders = dep.holders
-    if node not in holders:
+    if node not in holders or not holders[node].of(uid):
         return None
     mine = holders.pop(node)
     new = max(0, dep.replicas - mine.count)

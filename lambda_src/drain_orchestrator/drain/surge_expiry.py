@@ -7,7 +7,8 @@ behind once
 
 - its expiry has passed: no drain for that node is still running under the deadline it surged for; or
 - its node is gone: the pod it made room for went with the node, so nothing needs the extra replica (a drain still
-  running for it ends ``node-gone`` and finds nothing left to restore).
+  running for it ends ``node-gone`` and finds nothing left to restore); a Node of another UID under the name is
+  not its node (node_identity.py).
 
 An entry without an expiry (written by an older version) is left behind only when its node is gone.
 """
@@ -44,13 +45,18 @@ class LeftBehind:
     why: str  # "expired at <ISO>" or "node gone"
 
 
-def left_behind(holders: Mapping[str, Holder], now: float, nodes: Container[str]) -> list[LeftBehind]:
-    """The entries of ``holders`` no drain will take back: expired, or of a node not in ``nodes``."""
+def left_behind(
+    holders: Mapping[str, Holder], now: float, nodes: Container[str], uids: Mapping[str, str] | None = None
+) -> list[LeftBehind]:
+    """The entries of ``holders`` no drain will take back: expired, or of a node not in ``nodes``, or of another
+    Node object than the one now under the name (``uids``: node name -> its UID, where known)."""
     out = []
     for node, h in sorted(holders.items()):
         at = _epoch(h.expires) if h.expires else None
         if node not in nodes:
             out.append(LeftBehind(node, "node gone"))
+        elif not h.of((uids or {}).get(node)):
+            out.append(LeftBehind(node, "node replaced"))
         elif at is not None and at <= now:
             out.append(LeftBehind(node, f"expired at {h.expires}"))
     return out

@@ -121,6 +121,7 @@ class Drainer(Evictions, Waits):
                 exclude_from_load_balancers=options.exclude_from_load_balancers,
                 now=clock.wall(),
                 dry_run=options.dry_run,
+                pin=options.node_pin,
             )
             self.say(f"node/{self.node} cordoned" if result.changed else f"node/{self.node} already cordoned")
             view.cordoned_now(result.cordoned_at, whole_second=ANN_STARTED_AT in result.annotations)

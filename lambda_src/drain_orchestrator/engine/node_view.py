@@ -68,7 +68,7 @@ class NodeView:
         within that time (NodeGone), and passes that follow each other sooner (pods going) do not each read the node.
         A look during a wait watches the node from then on, so the looks after it send nothing (kube/node_watch.py).
         """
-        presence = self.presence = self.presence or NodePresence(self.kube, self.node)
+        presence = self.presence = self.presence or NodePresence(self.kube, self.node, options.node_pin)
         mono = self.clock.mono()
         if not presence.watching and self.looked_at is not None and mono - self.looked_at < options.node_check_seconds:
             return

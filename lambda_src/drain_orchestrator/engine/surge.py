@@ -42,6 +42,7 @@ from drain_orchestrator.engine.surge_restore import (
     write_record,
 )
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.node_identity import NodeIdentity
 
 UNSUPPORTED = {
     "StatefulSet": "StatefulSet pods keep their identity: no replacement can run beside the original",
@@ -68,7 +69,7 @@ def surge_pass(
             parent = o.controller.name if o.controller is not None and o.controller.kind == "Deployment" else None
             facts.owners.setdefault(f"{ns}/{name}", parent)
     if not facts.loaded:
-        facts.in_place.update(read_record(kube, node) or [])
+        facts.in_place.update(read_record(kube, node, options.node_pin) or [])
         facts.loaded = True
     pods = {v.pod.key: v.pod for v in verdicts}
     by_deployment: dict[str, list[str]] = {}
@@ -102,7 +103,7 @@ def surge_pass(
         try:
             name = key.split("/", 1)[1]
             left = [v.pod.key for v in verdicts if not v.pod.is_terminating and _owner_key(kube, v, facts, name) == key]
-            _restore_if_ready(kube, node, key, len(left), report, facts)
+            _restore_if_ready(kube, node, key, len(left), report, facts, options.node_pin)
         except Exception as exc:  # restored at the verdict at the latest
             report.warnings.append(f"restoring the surge of Deployment {key} failed (retried): {exc}")
 
@@ -139,12 +140,13 @@ def _surge_one(
     expires = expiry_of(options.deadline)
     recorded = False
     for _ in range(RETRIES):
-        decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires)
+        uid = options.node_pin.uid if options.node_pin is not None else None
+        decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires, uid)
         if decision.patch is None:
             break
         facts.in_place.add(key)
         if not recorded:  # first: whatever happens next, restoring knows where to look
-            write_record(kube, node, add=key)
+            write_record(kube, node, add=key, pin=options.node_pin)
             recorded = True
         if apply_scale(kube, ns, name, hpa, decision.patch):
             break
@@ -174,12 +176,14 @@ def _surge_one(
     _note(report, note)
 
 
-def _restore_if_ready(kube: Kube, node: str, key: str, left: int, report: DrainReport, facts: SurgeFacts) -> None:
+def _restore_if_ready(
+    kube: Kube, node: str, key: str, left: int, report: DrainReport, facts: SurgeFacts, pin: NodeIdentity | None
+) -> None:
     ns, name = key.split("/", 1)
     got = kube.request("GET", deployment_path(ns, name))
     if got.status == 404:
         facts.in_place.discard(key)
-        write_record(kube, node, remove=key)
+        write_record(kube, node, remove=key, pin=pin)
         return
     if not got.ok:
         return
@@ -187,7 +191,7 @@ def _restore_if_ready(kube: Kube, node: str, key: str, left: int, report: DrainR
     hpa = hpa_of(kube, ns, name)
     if not replacement_ready(dep, hpa, left):
         return
-    note = restore_one(kube, node, dep, hpa, "the replacement is Ready")
+    note = restore_one(kube, node, dep, hpa, "the replacement is Ready", pin)
     facts.in_place.discard(key)
     if note is not None:
         _note(report, note)

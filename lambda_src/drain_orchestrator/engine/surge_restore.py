@@ -30,6 +30,7 @@ from drain_orchestrator.kube.errors import KubeError, NodeGone
 from drain_orchestrator.kube.node_marks import AnnotationChange, read_node_fresh, update_annotations
 from drain_orchestrator.kube.node_records import COMPONENT
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.node_identity import NodeIdentity
 
 MERGE_PATCH = "application/merge-patch+json"
 RETRIES = 5
@@ -44,34 +45,41 @@ def hpa_path(ns: str, name: str = "") -> str:
 
 
 def restore_node(
-    kube: Kube, node: str, workloads: Iterable[str] = (), why: str = "the drain has ended"
+    kube: Kube,
+    node: str,
+    workloads: Iterable[str] = (),
+    why: str = "the drain has ended",
+    pin: NodeIdentity | None = None,
 ) -> list[SurgeNote]:
     """Take back every surge this node still holds (its record, plus ``workloads`` "ns/name" from the drain's
-    report in case the node is gone): the drain's verdict. Idempotent; a workload already restored is skipped."""
-    keys = set(workloads) | set(read_record(kube, node) or [])
-    notes = [restore_entry(kube, node, key, why) for key in sorted(keys)]
+    report in case the node is gone): the drain's verdict. Idempotent; a workload already restored is skipped.
+    ``pin``: the Node object the drain surged for; the record of another Node under the name is not read."""
+    keys = set(workloads) | set(read_record(kube, node, pin) or [])
+    notes = [restore_entry(kube, node, key, why, pin) for key in sorted(keys)]
     return [n for n in notes if n is not None]
 
 
-def restore_entry(kube: Kube, node: str, key: str, why: str) -> SurgeNote | None:
+def restore_entry(kube: Kube, node: str, key: str, why: str, pin: NodeIdentity | None = None) -> SurgeNote | None:
     """Take back one node's surge of Deployment ``key`` ("ns/name"), whatever drain made it (surges left behind,
     engine/surge_sweep.py). None: nothing of that node's was in place, or the Deployment is gone."""
     ns, name = key.split("/", 1)
     found = read_workload(kube, ns, name)
     if found is None:
-        write_record(kube, node, remove=key)
+        write_record(kube, node, remove=key, pin=pin)
         return None
-    return restore_one(kube, node, *found, why)
+    return restore_one(kube, node, *found, why, pin=pin)
 
 
-def restore_one(kube: Kube, node: str, dep: DeploymentFacts, hpa: HpaFacts | None, why: str) -> SurgeNote | None:
+def restore_one(
+    kube: Kube, node: str, dep: DeploymentFacts, hpa: HpaFacts | None, why: str, pin: NodeIdentity | None = None
+) -> SurgeNote | None:
     for _ in range(RETRIES):
-        patch = restore(dep, hpa, node)
+        patch = restore(dep, hpa, node, pin.uid if pin is not None else None)
         if patch is None:
-            write_record(kube, node, remove=dep.key)
+            write_record(kube, node, remove=dep.key, pin=pin)
             return None
         if apply_scale(kube, dep.namespace, dep.name, hpa, patch):
-            write_record(kube, node, remove=dep.key)
+            write_record(kube, node, remove=dep.key, pin=pin)
             field = "HPA minReplicas" if patch.via == "hpa" else "replicas"
             detail = f"{field} {patch.before} -> {patch.after}: {why}"
             surge_event(kube, dep, "SurgeRestored", f"{detail} (node {node})")
@@ -113,16 +121,19 @@ def hpa_of(kube: Kube, ns: str, deployment: str) -> HpaFacts | None:
     return HpaFacts.from_dict(found) if found else None
 
 
-def read_record(kube: Kube, node: str) -> list[str] | None:
+def read_record(kube: Kube, node: str, pin: NodeIdentity | None = None) -> list[str] | None:
     try:
-        body = read_node_fresh(kube, node)  # a view of a moment ago (the settle's write) will do
+        body = read_node_fresh(kube, node, pin)  # a view of a moment ago (the settle's write) will do
     except KubeError:
         return None
     return parse_node_record(((body.get("metadata") or {}).get("annotations") or {}).get(NODE_RECORD))
 
 
-def write_record(kube: Kube, node: str, *, add: str | None = None, remove: str | None = None) -> None:
-    """Add or remove one Deployment in the node's record (resourceVersion precondition; a gone node has none)."""
+def write_record(
+    kube: Kube, node: str, *, add: str | None = None, remove: str | None = None, pin: NodeIdentity | None = None
+) -> None:
+    """Add or remove one Deployment in the node's record (conditioned on the annotations read; a gone node, or
+    one replaced under a ``pin``, has none)."""
 
     def edit(annotations: Mapping[str, str]) -> AnnotationChange | None:
         keys = parse_node_record(annotations.get(NODE_RECORD))
@@ -132,7 +143,7 @@ def write_record(kube: Kube, node: str, *, add: str | None = None, remove: str |
         return {NODE_RECORD: json.dumps(wanted, separators=(",", ":")) if wanted else None}
 
     with contextlib.suppress(NodeGone):
-        update_annotations(kube, node, edit, attempts=RETRIES)
+        update_annotations(kube, node, edit, attempts=RETRIES, pin=pin)
 
 
 def surge_event(kube: Kube, dep: DeploymentFacts, reason: str, message: str) -> None:

@@ -37,6 +37,7 @@ def find_left_behind(kube: Kube, now: float, *, nodes: Iterable[str] = (), label
     operator who knows their drains are over)."""
     named = set(nodes)
     present: dict[str, bool] = {}
+    uids: dict[str, str] = {}  # the UID of each node found: an entry of another Node object under its name is left
 
     def exists(node: str) -> bool:
         if node not in present:
@@ -44,6 +45,8 @@ def find_left_behind(kube: Kube, now: float, *, nodes: Iterable[str] = (), label
             if not resp.ok and resp.status != 404:
                 raise resp.error(f"get node/{node}")
             present[node] = resp.ok
+            if resp.ok and (uid := (resp.body.get("metadata") or {}).get("uid")):
+                uids[node] = str(uid)
         return present[node]
 
     found = []
@@ -57,7 +60,9 @@ def find_left_behind(kube: Kube, now: float, *, nodes: Iterable[str] = (), label
             if deployment is None:
                 continue
             live = _Nodes(exists)
-            left = {e.node: e for e in left_behind(holders, now, live)}
+            for node in holders:  # each holder's node looked up first, so its UID is known to left_behind
+                exists(node)
+            left = {e.node: e for e in left_behind(holders, now, live, uids)}
             left.update({n: LeftBehind(n, "named on the command line") for n in named & holders.keys()})
             for node, entry in sorted(left.items()):
                 found.append(LeftSurge(deployment, node, holders[node].count, via, entry.why))

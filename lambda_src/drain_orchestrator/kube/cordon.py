@@ -16,6 +16,7 @@ from drain_orchestrator.drain_claim import Ask, Look, NodeClaim
 from drain_orchestrator.kube.node_claim import ANN_DRAINER
 from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, Write, gave_up, update_node
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.node_identity import NodeIdentity
 
 ANN_REASON = ANNOTATION_PREFIX + "reason"
 ANN_EVENT_ID = ANNOTATION_PREFIX + "event-id"
@@ -54,13 +55,15 @@ def cordon(
     dry_run: bool = False,
     claims: Mapping[str, str] | None = None,
     drain_claim: Ask | None = None,
+    pin: NodeIdentity | None = None,
 ) -> CordonResult:
     """Make ``node`` unschedulable (+ optional taint/label/annotations). Existing annotations are kept, so
     two drains of one node agree on the first started-at and reason.
 
     ``claims`` (phase → owner): phase claims taken in the same write (set only if absent, under the node's
     resourceVersion, as kube/node_records.py ``claim`` does), so a drain's start costs one GET and one PATCH.
-    ``drain_claim``: the node's drain claim (kube/node_claim.py) taken, joined or found settled in the same write."""
+    ``drain_claim``: the node's drain claim (kube/node_claim.py) taken, joined or found settled in the same write.
+    ``pin``: the Node object to cordon (node_identity.py); another under the name raises NodeReplaced untouched."""
     asked = {ANNOTATION_PREFIX + phase: (phase, owner) for phase, owner in (claims or {}).items()}
 
     def plan(body: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str], set[str], Look | None]:
@@ -90,7 +93,7 @@ def cordon(
         own, absent, _, _ = plan(body)
         return _with_claims(own, absent, (body.get("metadata") or {}).get("resourceVersion"))
 
-    done = update_node(kube, node, change, dry_run=dry_run)
+    done = update_node(kube, node, change, dry_run=dry_run, pin=pin)
     if done.write is Write.CONTENDED:
         raise gave_up(node)
     own, absent, held, look = plan(done.node)

@@ -10,6 +10,7 @@ from drain_orchestrator.drain_claim import Look, NodeClaim, look, renew, settle
 from drain_orchestrator.failures import ApiError, FailureKind
 from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, AnnotationChange, Write, update_annotations
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.node_identity import NodeIdentity
 
 ANN_DRAINER = ANNOTATION_PREFIX + "drainer"
 CAS_RETRIES = 10
@@ -22,9 +23,12 @@ def _contended(node: str) -> ApiError:
     )
 
 
-def _update[T](kube: Kube, node: str, change: Callable[[NodeClaim | None], tuple[NodeClaim | None, T]]) -> T:
+def _update[T](
+    kube: Kube, node: str, change: Callable[[NodeClaim | None], tuple[NodeClaim | None, T]], pin: NodeIdentity | None
+) -> T:
     """Read the claim, let ``change`` decide what to store (None: nothing), write it if it changed; the answer
-    ``change`` gave on the claim as last read."""
+    ``change`` gave on the claim as last read. ``pin``: the Node object the claim is on (node_identity.py): the claim
+    is the object's, never another's under the same name (NodeReplaced)."""
     answers: list[T] = []
 
     def store(annotations: Mapping[str, str]) -> AnnotationChange | None:
@@ -33,32 +37,38 @@ def _update[T](kube: Kube, node: str, change: Callable[[NodeClaim | None], tuple
         answers.append(answer)
         return None if new is None or new == current else {ANN_DRAINER: new.to_json()}
 
-    if update_annotations(kube, node, store, attempts=CAS_RETRIES).write is Write.CONTENDED:
+    if update_annotations(kube, node, store, attempts=CAS_RETRIES, pin=pin).write is Write.CONTENDED:
         raise _contended(node)
     return answers[-1]
 
 
-def look_at(kube: Kube, node: str, run: str, deadline: float, now: float, ttl: float) -> Look:
+def look_at(
+    kube: Kube, node: str, run: str, deadline: float, now: float, ttl: float, pin: NodeIdentity | None = None
+) -> Look:
     """Take the node's claim, wait on it (recording ``deadline``), or find the verdict this execution waited for."""
 
     def change(current: NodeClaim | None) -> tuple[NodeClaim | None, Look]:
         seen = look(current, run, deadline, now, ttl)
         return seen.claim, seen
 
-    return _update(kube, node, change)
+    return _update(kube, node, change, pin)
 
 
-def renew_claim(kube: Kube, node: str, run: str, now: float, ttl: float) -> NodeClaim | None:
+def renew_claim(
+    kube: Kube, node: str, run: str, now: float, ttl: float, pin: NodeIdentity | None = None
+) -> NodeClaim | None:
     """Renew the holder's claim; the claim (with every waiter's deadline), or None when it was taken over."""
 
     def change(current: NodeClaim | None) -> tuple[NodeClaim | None, NodeClaim | None]:
         new = renew(current, run, now, ttl)
         return new, new
 
-    return _update(kube, node, change)
+    return _update(kube, node, change, pin)
 
 
-def settle_claim(kube: Kube, node: str, run: str, result: str, phase: str | None = None) -> Settled:
+def settle_claim(
+    kube: Kube, node: str, run: str, result: str, phase: str | None = None, pin: NodeIdentity | None = None
+) -> Settled:
     """Write the holder's drain result for its waiters, and in the same write the report's ``phase`` claim
     (kube/node_records.py ``claim``: set only if absent) so the report needs no write of its own. The settled claim
     (None if not, or no longer, held) and whether ``run`` holds the phase claim."""
@@ -74,7 +84,7 @@ def settle_claim(kube: Kube, node: str, run: str, result: str, phase: str | None
         answers.append(Settled(new, key is not None and (changes.get(key) or annotations.get(key)) == run))
         return changes or None
 
-    if update_annotations(kube, node, store, attempts=CAS_RETRIES).write is Write.CONTENDED:
+    if update_annotations(kube, node, store, attempts=CAS_RETRIES, pin=pin).write is Write.CONTENDED:
         raise _contended(node)
     return answers[-1]
 

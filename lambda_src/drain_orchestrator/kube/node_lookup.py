@@ -5,19 +5,13 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from drain_orchestrator.kube.recent import remember_node
+from drain_orchestrator.kube.node_marks import get_node
+from drain_orchestrator.kube.recent import NODES, WRITE_BASE_SECONDS, remember_node
 from drain_orchestrator.kube.rest import METADATA_LIST, Kube
+from drain_orchestrator.node_identity import NodeIdentity, instance_id_from_provider_id
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 _NOT_FOUND = 404
-
-
-def instance_id_from_provider_id(provider_id: str | None) -> str | None:
-    """`aws:///us-east-1a/i-0abc` (or `aws:////i-0abc`, or bare `i-0abc`) → `i-0abc`; Fargate etc. → None."""
-    if not provider_id:
-        return None
-    last = provider_id.rstrip("/").rsplit("/", 1)[-1]
-    return last if last.startswith("i-") else None
 
 
 def find_node(
@@ -55,6 +49,15 @@ def read_node(kube: Kube, name: str) -> dict[str, Any] | None:
     return resp.body
 
 
+def identity_of(kube: Kube, name: str, pin: NodeIdentity | None = None) -> NodeIdentity:
+    """The identity of the Node ``name`` (node_identity.py), completing ``pin``: from this client's view of a moment
+    ago (the lookup's read, a cordon's answer) when there is one of the pinned object, else a GET (NodeGone,
+    NodeReplaced)."""
+    seen = NODES.get(kube, name, WRITE_BASE_SECONDS)
+    body = seen if seen is not None and (pin is None or pin.matches(seen)) else get_node(kube, name, pin)
+    return (pin or NodeIdentity()).learned(body)
+
+
 def node_ready(node: dict[str, Any]) -> bool:
     conditions = (node.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
@@ -75,6 +78,7 @@ def _scan_provider_ids(kube: Kube, instance_id: str, selector: str | None, page_
         for node in resp.body.get("items") or []:
             if instance_id_from_provider_id(_provider_id(node)) == instance_id:
                 name = (node.get("metadata") or {}).get("name")
+                remember_node(kube, node)  # the locate step reads its identity, the cordon writes on it: no GET
                 return str(name) if name else None
         token = (resp.body.get("metadata") or {}).get("continue") or None
         if not token:

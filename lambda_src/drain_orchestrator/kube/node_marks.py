@@ -6,6 +6,11 @@ resourceVersion it read (:func:`update_node`), or for the annotations the annota
 (:func:`update_annotations`). Of concurrent writers exactly one wins each change, the others read again and decide
 on what is there now.
 A node that is gone raises ``NodeGone``; any other failure the typed error of its response.
+
+``pin`` (node_identity.py): the Node object a drain acts on. With it, every read checks the object it got (another
+object under the name raises ``NodeReplaced``, a ``NodeGone``) and every write is conditioned on the UID (a strategic
+merge carries ``metadata.uid``, which the apiserver refuses to change; a JSON Patch ``test``s it): a Node replaced
+between the read and the write refuses the write, and the read that follows names the replacement.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from drain_orchestrator.kube.errors import KubeError, NodeGone
+from drain_orchestrator.kube.errors import KubeError, NodeGone, NodeReplaced
 from drain_orchestrator.kube.recent import (
     ANNOTATIONS_BASE_SECONDS,
     FRESH_SECONDS,
@@ -24,6 +29,7 @@ from drain_orchestrator.kube.recent import (
     remember_node,
 )
 from drain_orchestrator.kube.rest import JSON_PATCH, STRATEGIC_MERGE, Kube, Response
+from drain_orchestrator.node_identity import NodeIdentity
 
 ANNOTATION_PREFIX = "drain-orchestrator.io/"
 CONFLICT_RETRIES = 5
@@ -55,8 +61,8 @@ def node_path(name: str) -> str:
     return f"/api/v1/nodes/{name}"
 
 
-def get_node(kube: Kube, node: str) -> dict[str, Any]:
-    """The Node's JSON; NodeGone if it does not exist."""
+def get_node(kube: Kube, node: str, pin: NodeIdentity | None = None) -> dict[str, Any]:
+    """The Node's JSON; NodeGone if it does not exist, NodeReplaced if it is not the ``pin``ned object."""
     current = kube.request("GET", node_path(node))
     if current.status == 404:
         NODES.drop(kube, node)
@@ -64,20 +70,42 @@ def get_node(kube: Kube, node: str) -> dict[str, Any]:
     if not current.ok:
         raise current.error(f"get node/{node}")
     remember_node(kube, current.body)
+    check_pin(node, current.body, pin)
     return current.body
 
 
-def read_node_fresh(kube: Kube, node: str) -> dict[str, Any]:
+def check_pin(node: str, body: dict[str, Any], pin: NodeIdentity | None) -> None:
+    """NodeReplaced when ``body``, the apiserver's answer for ``node``, is not the ``pin``ned object."""
+    if pin is not None and not pin.matches(body):
+        raise NodeReplaced(node, NodeIdentity.of(body))
+
+
+def read_node_fresh(kube: Kube, node: str, pin: NodeIdentity | None = None) -> dict[str, Any]:
     """The Node as this client saw it within the last moment (kube/recent.py), else :func:`get_node`."""
-    return NODES.get(kube, node) or get_node(kube, node)
+    seen = NODES.get(kube, node)
+    if seen is not None and (pin is None or pin.matches(seen)):
+        return seen
+    return get_node(kube, node, pin)
 
 
-def patch_node(kube: Kube, node: str, patch: dict[str, Any], *, dry_run: bool = False) -> bool:
+def patch_node(
+    kube: Kube, node: str, patch: dict[str, Any], *, dry_run: bool = False, pin: NodeIdentity | None = None
+) -> bool:
     """One strategic-merge PATCH of the node (``dry_run``: validated by the apiserver, not stored). True when
-    accepted, False when its resourceVersion precondition lost a race (409); NodeGone if the node is gone."""
+    accepted, False when its resourceVersion precondition lost a race (409); NodeGone if the node is gone (or,
+    ``pin``ned, replaced)."""
     query = {"dryRun": "All"} if dry_run else None
-    resp = kube.request("PATCH", node_path(node), query=query, body=patch, content_type=STRATEGIC_MERGE)
-    return _accepted(kube, node, resp, lost=(409,), remember=not dry_run)
+    body = _with_uid(patch, pin)
+    resp = kube.request("PATCH", node_path(node), query=query, body=body, content_type=STRATEGIC_MERGE)
+    return _accepted(kube, node, resp, lost=(409,), remember=not dry_run, pin=pin)
+
+
+def _with_uid(patch: dict[str, Any], pin: NodeIdentity | None) -> dict[str, Any]:
+    """The patch conditioned on the pinned object: ``metadata.uid`` is immutable, so a patch naming another UID than
+    the Node's is refused (422) instead of applied to the object now under the name."""
+    if pin is None or pin.uid is None:
+        return patch
+    return {**patch, "metadata": {**(patch.get("metadata") or {}), "uid": pin.uid}}
 
 
 def update_node(
@@ -87,6 +115,7 @@ def update_node(
     *,
     dry_run: bool = False,
     attempts: int = CONFLICT_RETRIES,
+    pin: NodeIdentity | None = None,
 ) -> NodeUpdate:
     """Read the node, let ``change`` compute the patch from it (None: nothing to do), send it; on a 409 read again.
     A patch that depends on what was read carries ``metadata.resourceVersion`` (``change`` sets it). The first
@@ -98,10 +127,10 @@ def update_node(
         if from_view:
             meta = {**(patch.get("metadata") or {}), "resourceVersion": _version(body)}
             patch = {**patch, "metadata": meta}
-        return None if patch_node(kube, node, patch, dry_run=dry_run) else Refused(None, None)
+        return None if patch_node(kube, node, patch, dry_run=dry_run, pin=pin) else Refused(None, None)
 
     seen = NODES.aged(kube, node, WRITE_BASE_SECONDS)
-    return _conditional_update(kube, node, seen, change, send, attempts)
+    return _conditional_update(kube, node, seen, change, send, attempts, pin)
 
 
 def update_annotations(
@@ -111,6 +140,7 @@ def update_annotations(
     *,
     dry_run: bool = False,
     attempts: int = CONFLICT_RETRIES,
+    pin: NodeIdentity | None = None,
 ) -> NodeUpdate:
     """Read the node's annotations, let ``change`` say what to set or remove (None or empty: nothing), write it on
     condition that the annotations are still as read; when they are not, read again and ask ``change`` again.
@@ -126,12 +156,12 @@ def update_annotations(
         return change(_annotations(body)) or None
 
     def send(body: dict[str, Any], changes: AnnotationChange, _from_view: bool) -> Refused | None:
-        return _patch_annotations(kube, node, body, changes)
+        return _patch_annotations(kube, node, body, changes, pin)
 
     seen = NODES.aged(kube, node, ANNOTATIONS_BASE_SECONDS)
     if seen is not None and seen[0] > WRITE_BASE_SECONDS and not _annotations(seen[1]):
         seen = None
-    return _conditional_update(kube, node, seen, plan, None if dry_run else send, attempts)
+    return _conditional_update(kube, node, seen, plan, None if dry_run else send, attempts, pin)
 
 
 @dataclass(frozen=True)
@@ -155,17 +185,19 @@ def _conditional_update[P](
     plan: Callable[[dict[str, Any]], P | None],
     send: Callable[[dict[str, Any], P, bool], Refused | None] | None,
     attempts: int,
+    pin: NodeIdentity | None,
 ) -> NodeUpdate:
     """The read → plan → conditional write loop of both updates. The first attempt starts from ``seen`` (this
     client's view: its age and the Node) when there is one, else from a GET; a refused write reads again. "Nothing
     to do" is only concluded from a view of a moment ago or a read: an older view that needs no change is read
-    again. ``send`` None: a change that is due is not sent (Write.DRY_RUN)."""
+    again. ``send`` None: a change that is due is not sent (Write.DRY_RUN). A view of another object than the
+    ``pin``ned one is no base: the GET decides."""
     body: dict[str, Any] = {}
-    view, age = (seen[1], seen[0]) if seen is not None else (None, 0.0)
+    view, age = (seen[1], seen[0]) if seen is not None and (pin is None or pin.matches(seen[1])) else (None, 0.0)
     refused: Refused | None = None
     for _ in range(attempts + (view is not None)):  # a view gone stale does not use up an attempt
         from_view = view is not None
-        body = view if view is not None else get_node(kube, node)
+        body = view if view is not None else get_node(kube, node, pin)
         view = None
         if refused is not None and refused.again(body) and refused.error is not None:
             raise refused.error
@@ -180,12 +212,17 @@ def _conditional_update[P](
     return NodeUpdate(Write.CONTENDED, body)
 
 
-def _patch_annotations(kube: Kube, node: str, body: dict[str, Any], changes: AnnotationChange) -> Refused | None:
+def _patch_annotations(
+    kube: Kube, node: str, body: dict[str, Any], changes: AnnotationChange, pin: NodeIdentity | None
+) -> Refused | None:
     """Write ``changes`` if the annotations are still as in ``body``; None when written. A node without annotations
-    has nothing to test: the write is conditioned on ``body``'s resourceVersion instead."""
+    has nothing to test: the write is conditioned on ``body``'s resourceVersion instead. Pinned, the write also
+    tests the UID (a replaced node refuses it; the next read names the replacement)."""
     annotations = _annotations(body)
     if annotations:
         ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/annotations", "value": dict(annotations)}]
+        if pin is not None and pin.uid is not None:
+            ops.insert(0, {"op": "test", "path": "/metadata/uid", "value": pin.uid})
         for key, value in changes.items():
             path = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
             if value is not None:
@@ -195,7 +232,8 @@ def _patch_annotations(kube: Kube, node: str, body: dict[str, Any], changes: Ann
         resp = kube.request("PATCH", node_path(node), body=ops, content_type=JSON_PATCH)
     else:
         meta = {"resourceVersion": _version(body), "annotations": dict(changes)}
-        resp = kube.request("PATCH", node_path(node), body={"metadata": meta}, content_type=STRATEGIC_MERGE)
+        patch = _with_uid({"metadata": meta}, pin)
+        resp = kube.request("PATCH", node_path(node), body=patch, content_type=STRATEGIC_MERGE)
     # a test failed (422), or the version moved (409): read again and see which
     if _accepted(kube, node, resp, lost=(409, 422), remember=True):
         return None
@@ -204,9 +242,13 @@ def _patch_annotations(kube: Kube, node: str, body: dict[str, Any], changes: Ann
     return Refused(annotations, resp.error(f"patch node/{node}"))
 
 
-def _accepted(kube: Kube, node: str, resp: Response, *, lost: tuple[int, ...], remember: bool) -> bool:
+def _accepted(
+    kube: Kube, node: str, resp: Response, *, lost: tuple[int, ...], remember: bool, pin: NodeIdentity | None = None
+) -> bool:
     """A node write's answer: True when accepted (the Node as written is remembered: the next write needs no GET),
-    False when its condition lost a race (a status in ``lost``); NodeGone if the node is gone, else its error."""
+    False when its condition lost a race (a status in ``lost``); NodeGone if the node is gone, else its error. A
+    pinned write refused as invalid (422: the UID it carries is not the Node's) reads the node: NodeReplaced when
+    it is another object."""
     if resp.ok:
         if remember:
             remember_node(kube, resp.body)
@@ -216,6 +258,8 @@ def _accepted(kube: Kube, node: str, resp: Response, *, lost: tuple[int, ...], r
         return False
     if resp.status == 404:
         raise NodeGone(node)
+    if resp.status == 422 and pin is not None and pin.uid is not None:
+        get_node(kube, node, pin)  # NodeGone / NodeReplaced when it is not the pinned node any more
     raise resp.error(f"patch node/{node}")
 
 
@@ -232,7 +276,9 @@ def gave_up(node: str, attempts: int = CONFLICT_RETRIES) -> KubeError:
     return KubeError(f"node/{node}: conflicting updates, gave up after {attempts} tries", 409)
 
 
-def add_taint(kube: Kube, node: str, taint: dict[str, str], *, dry_run: bool = False) -> bool:
+def add_taint(
+    kube: Kube, node: str, taint: dict[str, str], *, dry_run: bool = False, pin: NodeIdentity | None = None
+) -> bool:
     """Add one taint, idempotently: True if it was added, False if the node already had it (same key and effect)."""
 
     def change(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -243,7 +289,7 @@ def add_taint(kube: Kube, node: str, taint: dict[str, str], *, dry_run: bool = F
         # spec.taints has no merge key: the patch replaces the list; resourceVersion turns a race into a 409
         return {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {"taints": [*taints, taint]}}
 
-    done = update_node(kube, node, change, dry_run=dry_run)
+    done = update_node(kube, node, change, dry_run=dry_run, pin=pin)
     if done.write is Write.CONTENDED:
         raise gave_up(node)
     return done.write is Write.WRITTEN

@@ -16,12 +16,23 @@ from typing import Any
 
 from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, AnnotationChange, Write, update_annotations
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.node_identity import NodeIdentity
 
 COMPONENT = "drain-orchestrator"
 
 
-def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = False, release: str | None = None) -> bool:
-    """True if ``owner`` holds the ``phase`` claim on ``node`` (now or from an earlier replay of itself).
+def claim(
+    kube: Kube,
+    node: str,
+    phase: str,
+    owner: str,
+    *,
+    dry_run: bool = False,
+    release: str | None = None,
+    pin: NodeIdentity | None = None,
+) -> bool:
+    """True if ``owner`` holds the ``phase`` claim on ``node`` (now or from an earlier replay of itself); on the
+    ``pin``ned Node object only (another under the name: NodeReplaced).
     ``release``: a phase claim ``owner`` took ahead of its result (a drain's settle write) and gives back in the same
     write, when the result turned out otherwise (a gate held to the deadline)."""
     key = ANNOTATION_PREFIX + phase
@@ -33,7 +44,7 @@ def claim(kube: Kube, node: str, phase: str, owner: str, *, dry_run: bool = Fals
             change[gone] = None
         return change or None
 
-    done = update_annotations(kube, node, take, dry_run=dry_run)
+    done = update_annotations(kube, node, take, dry_run=dry_run, pin=pin)
     if done.write is Write.CONTENDED:
         return False  # not known to be ours
     if key in done.annotations:  # already there when read: ours from a replay, or another's

@@ -9,6 +9,9 @@ role without ``watch nodes``) goes back to a GET.
 The same watch says when the control plane has seen a cordon: the node lifecycle controller (kube-controller-manager,
 as on EKS) taints every unschedulable node ``node.kubernetes.io/unschedulable:NoSchedule`` as soon as its informer
 sees it, and the scheduler's informer reads the same apiserver watch (``NodePresence.await_taint``).
+
+``pin`` (node_identity.py): the Node object the drain acts on. A Node of another identity under the name, read or
+watched, is the located node gone (NodeReplaced, a NodeGone).
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from http import HTTPStatus
 from typing import Any
 
 from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.node_marks import get_node, read_node_fresh
+from drain_orchestrator.kube.node_marks import check_pin, get_node, read_node_fresh
 from drain_orchestrator.kube.recent import NODES, WRITE_BASE_SECONDS
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
+from drain_orchestrator.node_identity import NodeIdentity
 
 WATCH_SECONDS = 300  # the server ends the watch after this long (a drain pass is shorter); a GET then opens another
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "NoSchedule")  # the node lifecycle controller's, at a cordon
@@ -29,8 +33,8 @@ GET_EVERY_SECONDS = 0.25  # a role that may not watch nodes looks for a taint wi
 
 
 class NodePresence:
-    def __init__(self, kube: Kube, node: str) -> None:
-        self.kube, self.node = kube, node
+    def __init__(self, kube: Kube, node: str, pin: NodeIdentity | None = None) -> None:
+        self.kube, self.node, self.pin = kube, node, pin
         self.watchable = True  # False once the watch was refused (403: an older role): GETs only
         self._watch: Watch | None = None
         self.last: dict[str, Any] | None = None  # the node as the last GET or watch event showed it
@@ -48,17 +52,17 @@ class NodePresence:
             if seen is True:
                 return
             self.close()  # ended: look with a GET, and watch again from there
-        elif self.watchable and (rv := _version(NODES.get(self.kube, self.node, WRITE_BASE_SECONDS))):
+        elif self.watchable and (rv := self._view_version()):
             self._open(rv)
             return
-        node = self.last = read_node_fresh(self.kube, self.node)  # NodeGone when it is gone
+        node = self.last = read_node_fresh(self.kube, self.node, self.pin)  # NodeGone when gone (or replaced)
         rv = _version(node)
         if waiting and self.watchable and rv:
             self._open(rv)
 
     def tainted(self, taint: tuple[str, str]) -> bool:
         """The node carries ``taint`` (key, effect) as this client last saw it (no request)."""
-        return any(_has(n, taint) for n in (self.last, NODES.get(self.kube, self.node, WRITE_BASE_SECONDS)))
+        return any(_has(n, taint) for n in (self.last, self._view()))
 
     def await_taint(self, taint: tuple[str, str], timeout: float) -> bool:
         """Until the node carries ``taint`` (True) or ``timeout`` seconds pass (False), reading the node's watch
@@ -66,7 +70,7 @@ class NodePresence:
         GET. NodeGone if it goes."""
         end = time.monotonic() + timeout
         if timeout <= 0 and not self.tainted(taint):
-            self.last = get_node(self.kube, self.node)  # no time to wait: one look at the node as it is now
+            self.last = get_node(self.kube, self.node, self.pin)  # no time to wait: one look at the node as it is now
         while not self.tainted(taint):
             left = end - time.monotonic()
             if left <= 0:
@@ -86,7 +90,7 @@ class NodePresence:
                 if self._watch is not None:
                     continue
             time.sleep(min(max(0.0, end - time.monotonic()), GET_EVERY_SECONDS) if not self.watchable else 0.0)
-            self.last = get_node(self.kube, self.node)  # NodeGone when it is gone
+            self.last = get_node(self.kube, self.node, self.pin)  # NodeGone when it is gone
         return True
 
     def _take(self, event: dict[str, Any]) -> bool:
@@ -99,8 +103,22 @@ class NodePresence:
             return False
         obj = event.get("object")
         if isinstance(obj, dict):
+            try:
+                check_pin(self.node, obj, self.pin)  # a Node registered again under the name: not ours
+            except NodeGone:
+                self.close()
+                raise
             self.last = obj
         return True
+
+    def _view(self) -> dict[str, Any] | None:
+        """This client's recent view of the pinned node (None: none, or another Node under the name)."""
+        seen = NODES.get(self.kube, self.node, WRITE_BASE_SECONDS)
+        return seen if seen is not None and (self.pin is None or self.pin.matches(seen)) else None
+
+    def _view_version(self) -> str | None:
+        """The resourceVersion of this client's recent view of the pinned node, to watch from (None: no view)."""
+        return _version(self._view())
 
     def _open(self, rv: str) -> None:
         query = {

@@ -7,7 +7,7 @@ import time
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
 from drain_orchestrator.drain_claim import Look, Role, claim_ttl
-from drain_orchestrator.kube.errors import NodeGone
+from drain_orchestrator.kube.errors import NodeGone, replacement_of
 from drain_orchestrator.observability import logger
 from drain_orchestrator.outcome import report_phase
 from drain_orchestrator.workflow import runtime
@@ -30,9 +30,10 @@ def claim_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) ->
     with HeartbeatKeeper.of(job, last_beat) as hb:
         now = time.time()
         try:
-            seen = look_at(runtime.kube(job.cluster), job.node, job.run_id, job.plan.deadline, now, ttl())
-        except NodeGone:
-            return ClaimCheck(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
+            seen = look_at(runtime.kube(job.cluster), job.node, job.run_id, job.plan.deadline, now, ttl(), job.pin)
+        except NodeGone as exc:
+            replaced = replacement_of(exc)
+            return ClaimCheck(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done, replaced_by=replaced)
         except Exception as exc:
             fault = fault_of("drain-claim", exc)
             return ClaimCheck(now=now, last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault)
@@ -72,7 +73,7 @@ def settle_step(step_ctx: StepContext, job: DrainJob, result: str) -> ClaimSettl
 
     phase = report_phase(result)
     try:
-        settled = settle_claim(runtime.kube(job.cluster), job.node, job.run_id, result, phase)
+        settled = settle_claim(runtime.kube(job.cluster), job.node, job.run_id, result, phase, job.pin)
     except NodeGone:
         return ClaimSettled(now=time.time())
     except Exception as exc:

@@ -90,7 +90,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     if loc.fault is not None:
         return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=plan.now, error=loc.fault)
     decision = loc.decision
-    job = job.with_decision(decision)
+    job = replace(job.with_decision(decision), identity=loc.identity)
     summary.node, summary.decision, summary.action = decision.node, decision.reason.value, decision.action
     if decision.action == "complete-lifecycle":  # owned but no node: nothing to drain, let the ASG go on
         summary.lifecycle = complete_lifecycle(pace, job, "CONTINUE", "no node to drain")
@@ -110,6 +110,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     if cordoned.fault is not None:
         return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=started_at, error=cordoned.fault)
     if cordoned.gone:
+        summary.replaced(cordoned.replaced_by)
         return _verdict(ctx, job, pace, summary, Result.NODE_GONE, None, started_at=started_at)
     start: StartNote | None = None
     if cordoned.cordon_claimed or cordoned.drain_claimed:
@@ -175,7 +176,10 @@ def _drain_passes(
         )
         pace.absorb(out)
         ips.absorb(out.pod_ips)
+        if out.identity is not None and job.identity is None:  # learned: the later passes act on that object
+            job = replace(job, identity=out.identity)
         if out.gone:
+            summary.replaced(out.replaced_by)
             return Drained(Result.NODE_GONE, report)
         if out.claim_lost:
             return Drained(Result.CLAIM_LOST, report)

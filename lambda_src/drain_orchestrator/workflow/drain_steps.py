@@ -7,6 +7,7 @@ may run long keep the lifecycle action alive from a thread (heartbeat.py).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import replace
 
@@ -16,7 +17,7 @@ from drain_orchestrator import deadlines, pacing
 from drain_orchestrator.decide import Assessment
 from drain_orchestrator.failures import ApiError, FailureKind
 from drain_orchestrator.interruption import Interruption
-from drain_orchestrator.kube.errors import NodeGone
+from drain_orchestrator.kube.errors import NodeGone, replacement_of
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.ownership import Reason
 from drain_orchestrator.workflow import runtime
@@ -101,11 +102,16 @@ def _prove(event: Interruption, instance_id: str) -> tuple[str, float | None]:
 @durable_step
 def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, last_beat: float | None) -> Located:
     from drain_orchestrator.decide import locate_node  # noqa: PLC0415 - only owned instances reach this
+    from drain_orchestrator.kube.node_lookup import identity_of  # noqa: PLC0415
 
     event = job.event
+    identity = None
     with HeartbeatKeeper.of(job, last_beat) as hb:
         try:
             decision = locate_node(runtime.kube(job.cluster), assessment, event)
+            if decision.node is not None:  # the Node object found: every later step acts on it alone
+                with contextlib.suppress(NodeGone):  # gone since: the cordon says so (node-gone), not a failure
+                    identity = identity_of(runtime.kube(job.cluster), decision.node)
         except Exception as exc:
             return Located(job.decision, time.time(), hb.last_beat, hb.hook_done, fault_of("locate", exc))
     logger.info(
@@ -114,7 +120,7 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
     )
     if decision.reason is Reason.NO_NODE:
         metric("EventsIgnored", reason=Reason.NO_NODE.value, kind=event.kind)
-    return Located(decision, time.time(), hb.last_beat, hb.hook_done)
+    return Located(decision, time.time(), hb.last_beat, hb.hook_done, identity=identity)
 
 
 @durable_step
@@ -149,12 +155,14 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
                     ("cordoned", "drain-started") if decision.action == "drain" else ("cordoned",), job.run_id
                 ),
                 drain_claim=ask,
+                pin=job.pin,
             )
             cordon_claimed = "cordoned" in res.claimed
             first = "drain-started" in res.claimed
-        except NodeGone:
-            logger.info("node already gone", extra={"node": node})
-            return Cordoned(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done)
+        except NodeGone as exc:
+            replaced = replacement_of(exc)
+            logger.info("node already gone", extra={"node": node, "replaced_by": replaced and replaced.to_dict()})
+            return Cordoned(now=now, gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done, replaced_by=replaced)
         except Exception as exc:
             return Cordoned(now=now, last_beat=hb.last_beat, hook_done=hb.hook_done, fault=fault_of("cordon", exc))
     logger.info("node cordoned" if res.changed else "node already cordoned", extra={"node": node})
@@ -200,6 +208,7 @@ def pass_step(
     from drain_orchestrator.engine.drainer import drain_node  # noqa: PLC0415
     from drain_orchestrator.engine.held_pass import HoldCheck  # noqa: PLC0415
     from drain_orchestrator.kube.node_claim import renew_claim  # noqa: PLC0415
+    from drain_orchestrator.kube.node_lookup import identity_of  # noqa: PLC0415
     from drain_orchestrator.kube.pods import SeenIps  # noqa: PLC0415
     from drain_orchestrator.workflow.claim_steps import ttl  # noqa: PLC0415
 
@@ -217,7 +226,7 @@ def pass_step(
             if job.claimed and _just_claimed(job, n):  # the claim step wrote it moments ago: no renewal yet
                 deadline = min(deadline, job.claim_earliest or deadline)
             elif job.claimed:  # renew the node's drain claim; drain to the earliest deadline of those waiting on it
-                claim = renew_claim(runtime.kube(job.cluster), job.node, job.run_id, time.time(), ttl())
+                claim = renew_claim(runtime.kube(job.cluster), job.node, job.run_id, time.time(), ttl(), job.pin)
                 if claim is None:
                     logger.warning("drain claim lost: another execution took it over", extra={"node": job.node})
                     return PassOutcome(now=time.time(), last_beat=hb.last_beat, hook_done=hb.hook_done, claim_lost=True)
@@ -230,11 +239,20 @@ def pass_step(
                 opts = replace(opts, deadline=None, force_delete_on_deadline=opts.force_now)
             hold = HoldCheck(linger=pacing.HELD_LINGER_SECONDS, quick=after_held)
             rep = drain_node(runtime.kube(job.cluster), job.node, opts, timeout=budget, hold=hold, seen_ips=seen)
-        except NodeGone:
-            # the Node object is gone (instance terminated, node deleted): nothing left to drain
-            logger.info("node gone while draining", extra={"node": job.node})
+            learned = None if job.identity is not None else identity_of(runtime.kube(job.cluster), job.node, job.pin)
+        except NodeGone as exc:
+            # the Node object is gone (instance terminated, node deleted, or another Node under its name): nothing
+            # left to drain
+            replaced = replacement_of(exc)
+            gone = {"node": job.node, "replaced_by": replaced and replaced.to_dict()}
+            logger.info("node gone while draining", extra=gone)
             return PassOutcome(
-                now=time.time(), gone=True, last_beat=hb.last_beat, hook_done=hb.hook_done, pod_ips=ips()
+                now=time.time(),
+                gone=True,
+                last_beat=hb.last_beat,
+                hook_done=hb.hook_done,
+                pod_ips=ips(),
+                replaced_by=replaced,
             )
         except Exception as exc:
             fault = fault_of("drain-pass", exc)
@@ -271,4 +289,5 @@ def pass_step(
         held=hold.ended,
         wake_at=hold.wake_at,
         pod_ips=ips(),
+        identity=learned,
     )

@@ -106,7 +106,7 @@ def _taint(job: DrainJob) -> Tainted:
     from drain_orchestrator.kube.node_marks import add_taint  # noqa: PLC0415
 
     try:
-        changed = add_taint(runtime.kube(job.cluster), job.node, OUT_OF_SERVICE_TAINT)
+        changed = add_taint(runtime.kube(job.cluster), job.node, OUT_OF_SERVICE_TAINT, pin=job.pin)
     except NodeGone:  # no node left to taint: nothing to wait for either
         return Tainted(now=time.time())
     if changed:

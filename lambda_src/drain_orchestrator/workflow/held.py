@@ -178,11 +178,11 @@ def held_step(step_ctx: StepContext, job: DrainJob, held: Held, report: DrainRep
     first = True
     try:
         kube = runtime.kube(job.cluster)
-        first = claim(kube, job.node, PHASE, job.run_id, dry_run=ws.dry_run)
+        first = claim(kube, job.node, PHASE, job.run_id, dry_run=ws.dry_run, pin=job.pin)
         if first and not ws.dry_run:
             patch = {"metadata": {"annotations": {ANNOTATION_PREFIX + "held": json.dumps(public_note(held))}}}
             with contextlib.suppress(KubeError):  # the note is for `status`: the notice goes out without it
-                patch_node(kube, job.node, patch)
+                patch_node(kube, job.node, patch, pin=job.pin)
             node_event(kube, job.node, "DrainHeld", public_message(held))
     except Exception as exc:  # the apiserver cannot arbitrate: say it anyway (a duplicate beats silence)
         logger.warning("held claim failed", extra={"error": str(exc)[:300]})

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.interruption import Interruption
+from drain_orchestrator.node_identity import NodeIdentity
 from drain_orchestrator.outcome import Result
 from drain_orchestrator.ownership import Decision
 from drain_orchestrator.workflow.results import ClaimCheck, DrainPlan, StepFault
@@ -40,6 +41,8 @@ class DrainJob:
     claim_earliest: float | None = None
     # an operator's approval said --force: the next passes delete the pods PDBs still protect (grace clipped)
     force_now: bool = False
+    # the located Node object (node_identity.py; None: located before identities were recorded)
+    identity: NodeIdentity | None = None
 
     @property
     def cluster(self) -> str:
@@ -50,6 +53,12 @@ class DrainJob:
     def node(self) -> str:
         assert self.decision.node is not None  # steps after locate only run when there is a node
         return self.decision.node
+
+    @property
+    def pin(self) -> NodeIdentity:
+        """The Node object every step acts on: the located one; for a drain located before identities were recorded,
+        any Node of this instance (its providerID), until a pass learns the UID."""
+        return self.identity if self.identity is not None else NodeIdentity(instance_id=self.decision.instance_id)
 
     @property
     def drains_itself(self) -> bool:
@@ -84,4 +93,5 @@ class DrainJob:
             surge=ws.surge_blocked_pods,
             run_id=self.run_id,
             voluntary=is_voluntary(self.event.kind),
+            node_pin=self.pin,
         )

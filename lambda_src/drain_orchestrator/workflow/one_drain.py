@@ -50,6 +50,7 @@ class OneDrain:
         while True:
             check = self.check
             if check.gone:
+                summary.replaced(check.replaced_by)
                 return Drained(Result.NODE_GONE)
             if check.fault is not None and self.n == 0:
                 return Drained(Result.FAILED, None, check.fault)

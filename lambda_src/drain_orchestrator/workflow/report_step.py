@@ -89,7 +89,7 @@ def report_step(step_ctx: StepContext, job: DrainJob, outcome: InstanceOutcome, 
             raise LookupError("no node")
         kube = runtime.kube(job.cluster)
         held = outcome.phase_held  # taken in the drain's settle write: a write only if the result changed since
-        first = held == phase or claim(kube, job.node, phase, job.run_id, dry_run=ws.dry_run, release=held)
+        first = held == phase or claim(kube, job.node, phase, job.run_id, dry_run=ws.dry_run, release=held, pin=job.pin)
     except NodeGone:
         first, kube = True, None  # no node left to hold the claim or an Event: this execution reports
     except Exception as exc:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Self, TypeVar
 from aws_durable_execution_sdk_python.serdes import SerDes, SerDesContext
 
 from drain_orchestrator.drain.report import DrainReport
+from drain_orchestrator.node_identity import NodeIdentity
 from drain_orchestrator.ownership import Decision
 
 T = TypeVar("T", bound="Checkpointed")
@@ -88,19 +89,22 @@ class DrainPlan(Checkpointed):
 
 @dataclass(frozen=True)
 class Located(Checkpointed):
-    _nested: ClassVar[dict[str, Any]] = {"decision": Decision, "fault": StepFault}
+    _nested: ClassVar[dict[str, Any]] = {"decision": Decision, "fault": StepFault, "identity": NodeIdentity}
     decision: Decision
     now: float
     last_beat: float | None = None
     hook_done: bool = False
     fault: StepFault | None = None
+    # the located Node object (node_identity.py): every later step acts on it alone (None: no node, or a checkpoint
+    # written before identities were recorded)
+    identity: NodeIdentity | None = None
 
 
 @dataclass(frozen=True)
 class ClaimCheck(Checkpointed):
     """What an execution found on the node's drain claim (drain_claim.py)."""
 
-    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault, "replaced_by": NodeIdentity}
     now: float
     role: str = "waiter"  # drain_claim.Role: holder | waiter | settled
     holder: str | None = None  # the run id draining the node
@@ -111,11 +115,12 @@ class ClaimCheck(Checkpointed):
     hook_done: bool = False
     fault: StepFault | None = None
     earliest: float | None = None  # the earliest deadline of those waiting on the claim (as this look wrote it)
+    replaced_by: NodeIdentity | None = None  # gone: the Node of another identity now under its name
 
 
 @dataclass(frozen=True)
 class Cordoned(Checkpointed):
-    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault, "claim": ClaimCheck}
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault, "claim": ClaimCheck, "replaced_by": NodeIdentity}
     now: float
     cordoned: bool = False
     gone: bool = False
@@ -126,11 +131,17 @@ class Cordoned(Checkpointed):
     cordon_claimed: bool = False  # this execution holds the node's "cordoned" claim (it announces the cordon)
     drain_claimed: bool = False  # this execution holds the node's "drain-started" claim (it counts the pods)
     claim: ClaimCheck | None = None  # the node's drain claim as the cordon's write took or joined it (a drain's)
+    replaced_by: NodeIdentity | None = None  # gone: the Node of another identity now under its name
 
 
 @dataclass(frozen=True)
 class PassOutcome(Checkpointed):
-    _nested: ClassVar[dict[str, Any]] = {"report": DrainReport, "fault": StepFault}
+    _nested: ClassVar[dict[str, Any]] = {
+        "report": DrainReport,
+        "fault": StepFault,
+        "replaced_by": NodeIdentity,
+        "identity": NodeIdentity,
+    }
     now: float
     report: DrainReport | None = None
     gone: bool = False
@@ -142,6 +153,9 @@ class PassOutcome(Checkpointed):
     held: bool = False  # the pass ended early: every pod left was held (engine/held_pass.py)
     wake_at: float | None = None  # epoch: when the drain's own clock acts next (force-delete, a policy's release)
     pod_ips: list[str] | None = None  # the pod IPs its LIST found, when asked (the load-balancer gate's ip targets)
+    replaced_by: NodeIdentity | None = None  # gone: the Node of another identity now under its name
+    # the node's identity as this pass learned it, for a drain located before identities were recorded
+    identity: NodeIdentity | None = None
 
 
 @dataclass(frozen=True)

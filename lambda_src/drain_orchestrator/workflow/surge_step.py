@@ -29,7 +29,7 @@ def surge_restore_step(step_ctx: StepContext, job: DrainJob, workloads: list[str
     from drain_orchestrator.engine.surge_sweep import restore_left_behind  # noqa: PLC0415
 
     kube = runtime.kube(job.cluster)
-    notes = restore_node(kube, job.node, workloads)
+    notes = restore_node(kube, job.node, workloads, pin=job.pin)
     # with surge off nothing is surged, and the RBAC applied for it lacks the look (rbac-surge.yaml: list HPAs)
     sweep = sweep and runtime.wsettings().surge_blocked_pods != "never"
     try:
