@@ -139,7 +139,9 @@ def _surge_one(
     expires = expiry_of(options.deadline)
     recorded = False
     for _ in range(RETRIES):
-        decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires)
+        decision = decide(
+            options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires, options.surge_max_replicas
+        )
         if decision.patch is None:
             break
         facts.in_place.add(key)

@@ -40,6 +40,8 @@ class DrainJob:
     claim_earliest: float | None = None
     # an operator's approval said --force: the next passes delete the pods PDBs still protect (grace clipped)
     force_now: bool = False
+    # when the drain began (the cordon step's time): annotations hold it at most POLICY_HOLD_MAX_SECONDS from then
+    started_at: float | None = None
 
     @property
     def cluster(self) -> str:
@@ -84,4 +86,6 @@ class DrainJob:
             surge=ws.surge_blocked_pods,
             run_id=self.run_id,
             voluntary=is_voluntary(self.event.kind),
+            policy_hold_until=(self.started_at or self.plan.now) + ws.policy_hold_max_seconds,
+            surge_max_replicas=ws.surge_max_replicas,
         )
