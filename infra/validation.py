@@ -84,6 +84,8 @@ WORKFLOW_VARIABLES = (
     "TARGET_GROUP_ARNS",
     "OUT_OF_SERVICE_TAINT",
     "SURGE_BLOCKED_PODS",
+    "SURGE_MAX_REPLICAS",
+    "POLICY_HOLD_MAX_SECONDS",
 )
 DEFAULT_DRAIN_PASS_SECONDS = 120
 # One durable drain step may run DRAIN_PASS_SECONDS; the invocation needs headroom for the rest of the replay.

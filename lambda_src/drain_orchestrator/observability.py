@@ -52,6 +52,7 @@ logger = Logger(service=SERVICE, logger_handler=_CurrentStdout(), level=_level()
 
 COUNT = MetricUnit.Count
 SECONDS = MetricUnit.Seconds
+BYTES = MetricUnit.Bytes
 
 
 _emit_lock = threading.Lock()

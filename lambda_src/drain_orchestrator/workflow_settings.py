@@ -38,6 +38,7 @@ MAX_RECHECK_SECONDS = 3600
 # or rebalance drain would ever get its deadline policy
 MIN_DRAIN_FLOOR = 10
 MAX_MIN_DRAIN = 3600
+MAX_SURGE_REPLICAS = 1000  # a bound on SURGE_MAX_REPLICAS: more is a typo, not a plan
 _ASCII_INT = re.compile(r"[+-]?[0-9]{1,12}")  # int() also takes full-width digits, "1_000" and 4000-digit numbers
 # Kubernetes taint keys are qualified names: [DNS-1123 subdomain prefix "/"] name (validation.IsQualifiedName).
 _NAME_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -86,6 +87,9 @@ class WorkflowSettings:
     out_of_service_taint: bool = False  # taint a terminated instance's leftover Node (non-graceful shutdown)
     # surge before evict for PDB-refused pods of Deployments (docs/drain.md)
     surge_blocked_pods: SurgeMode = "annotated"
+    surge_max_replicas: int = 5  # extra replicas of one Deployment, over every node's surge (and within its maxSurge)
+    # how long a namespace user's annotations (wait-for-completion, do-not-disrupt, evict-order) may hold a drain
+    policy_hold_max_seconds: int = 3600
 
     def gate_applies(self, scope: GateScope, lifecycle: bool) -> bool:
         """Whether a drain (holding a lifecycle action or not) waits on a gate with this scope."""
@@ -131,6 +135,8 @@ class WorkflowSettings:
             target_group_arns=_target_groups(_raw(env, "TARGET_GROUP_ARNS")),
             out_of_service_taint=_bool(env, "OUT_OF_SERVICE_TAINT", d.out_of_service_taint),
             surge_blocked_pods=_surge(env, "SURGE_BLOCKED_PODS", d.surge_blocked_pods),
+            surge_max_replicas=_int(env, "SURGE_MAX_REPLICAS", d.surge_max_replicas, 1, MAX_SURGE_REPLICAS),
+            policy_hold_max_seconds=_int(env, "POLICY_HOLD_MAX_SECONDS", d.policy_hold_max_seconds, 0),
         )
         if s.recheck_max_seconds < s.recheck_min_seconds:
             raise SettingsError("RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")

@@ -5,7 +5,7 @@ ValidatingAdmissionPolicy (CEL, no server) that denies every eviction."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,15 +54,31 @@ def evictions_denied(k8s: Any, message: str, probe: str) -> Iterator[str]:
     """A ValidatingAdmissionPolicy (and its binding) denying every eviction in the namespace with ``message``;
     entered once a server-side dry-run eviction of pod ``probe`` is denied (the apiserver loads policies
     asynchronously)."""
+    with requests_denied(k8s, message, EVICTIONS, lambda: _denied(k8s, probe)) as name:
+        yield name
+
+
+DEPLOYMENT_WRITES = {
+    "apiGroups": ["apps"],
+    "apiVersions": ["v1"],
+    "operations": ["UPDATE"],
+    "resources": ["deployments"],
+}
+
+
+@contextmanager
+def requests_denied(k8s: Any, message: str, rule: dict[str, Any], enforced: Callable[[], bool]) -> Iterator[str]:
+    """A ValidatingAdmissionPolicy (and its binding) denying the requests ``rule`` matches in the namespace with
+    ``message``; entered once ``enforced()`` says so (the apiserver loads policies asynchronously)."""
     api = client.CustomObjectsApi(k8s.api_client)
-    name = f"no-evict-{k8s.ns}"
+    name = f"deny-{rule['resources'][0].replace('/', '-')}-{k8s.ns}"
     policy = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": name},
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [EVICTIONS]},
+            "matchConstraints": {"resourceRules": [rule]},
             "validations": [{"expression": "false", "message": message}],
         },
     }
@@ -79,12 +95,19 @@ def evictions_denied(k8s: Any, message: str, probe: str) -> Iterator[str]:
     api.create_cluster_custom_object(*REG, "validatingadmissionpolicies", policy)
     api.create_cluster_custom_object(*REG, "validatingadmissionpolicybindings", binding)
     try:
-        k8s.wait_for(lambda: _denied(k8s, probe), timeout=60, what=f"policy {name} enforced")
+        k8s.wait_for(enforced, timeout=60, what=f"policy {name} enforced")
         yield name
     finally:
-        for plural in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
-            with contextlib.suppress(client.ApiException):
-                api.delete_cluster_custom_object(*REG, plural, name)
+        lift_denial(k8s, name)
+
+
+def deployment_patch_denied(k8s: Any, name: str) -> bool:
+    """A server-side dry-run patch of the Deployment is refused."""
+    try:
+        k8s.apps.patch_namespaced_deployment(name, k8s.ns, {"metadata": {"labels": {"probe": "x"}}}, dry_run="All")
+    except client.ApiException as exc:
+        return exc.status in (403, 422)
+    return False
 
 
 def _denied(k8s: Any, pod: str) -> bool:
@@ -94,3 +117,11 @@ def _denied(k8s: Any, pod: str) -> bool:
     except client.ApiException as exc:
         return exc.status in (403, 422)
     return False
+
+
+def lift_denial(k8s: Any, name: str) -> None:
+    """Remove the policy :func:`evictions_denied` made (its exit finds it gone)."""
+    api = client.CustomObjectsApi(k8s.api_client)
+    for plural in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
+        with contextlib.suppress(client.ApiException):
+            api.delete_cluster_custom_object(*REG, plural, name)

@@ -15,7 +15,8 @@ from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.policy import DO_NOT_DISRUPT, ORDER_ANNOTATION, POLICY_ANNOTATION
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.engine.drainer import Drainer, drain_node
-from tests.integration.drain_support import drain, drainer, hold, pods_on, release
+from testbed.kube import KubeScenario
+from tests.integration.drain_support import Lines, drain, drainer, hold, pods_on, release
 from tests.integration.scenario_support import Background
 
 pytestmark = pytest.mark.integration
@@ -144,6 +145,49 @@ def test_evict_order_removes_each_stage_only_once_the_earlier_one_is_gone(testbe
     finally:
         for name in (first, "second"):
             release(k8s, name)
+
+
+def test_a_low_evict_order_pod_a_budget_holds_in_one_namespace_never_delays_another_namespace(
+    testbed: Any, k8s: Any
+) -> None:
+    a, b = k8s.add_nodes(2)
+    other = KubeScenario(testbed.admin_api_client(), prefix="tenant-b")
+    try:
+        # namespace A: its first pod (evict-order -5) under a budget that allows nothing, and a later pod of A
+        k8s.deployment_on("db", 1, [a], b)
+        annotate_deployment(k8s, "db", {ORDER_ANNOTATION: "-5"})
+        k8s.pdb("db", {"app": "db"}, min_available=1)
+        k8s.wait_pdb("db", disruptions_allowed=0)
+        k8s.bare_pod("late-a", node=a, grace=1)
+        # namespace B: two orders of its own, both later than A's first
+        other.bare_pod("web-b", node=a, grace=1)
+        other.bare_pod("late-b", node=a, grace=1, metadata_extra={"annotations": {ORDER_ANNOTATION: "3"}})
+        k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 2, what="A's pods ready")
+        k8s.wait_for(lambda: len([p for p in other.pods(node=a) if k8s.pod_ready(p)]) == 2, what="B's pods ready")
+        db = next(p.metadata.name for p in pods_on(k8s, a) if p.metadata.name.startswith("db-"))
+        options = DrainOptions(force=True, voluntary=True, deadline=time.time() + 600, force_delete_on_deadline=True)
+        with drainer(testbed) as kube:
+            lines = Lines()
+            thread, out = in_background(lambda: drain_node(kube, a, options, timeout=40, progress=lines))
+            # B's pods go, both of its orders, while A's first pod is held by its budget: nothing of A holds them
+            try:
+                k8s.wait_for(lambda: not other.pods(node=a), timeout=25, what="namespace B's pods gone from the node")
+            except AssertionError:
+                raise AssertionError(str(lines.lines)) from None
+            assert thread.is_alive()  # A's pods still hold the drain: only A's
+            thread.join(60)
+        report = out["report"]
+        assert sorted(report.evicted) == [f"{other.ns}/late-b", f"{other.ns}/web-b"]
+        left = {p.metadata.name: p for p in pods_on(k8s, a)}
+        assert set(left) == {db, "late-a"} and all(p.metadata.deletion_timestamp is None for p in left.values())
+        assert [b.pod for b in report.blocked] == [f"{k8s.ns}/{db}"]
+        # A's later pod is held by its evict-order behind A's held pod, and said so
+        ((pod, why, hold_kind),) = [(h.pod, h.reason, h.policy) for h in report.held_by_policy]
+        assert (pod, hold_kind) == (f"{k8s.ns}/late-a", "evict-order")
+        assert f"waits for the earlier orders of {k8s.ns}; {k8s.ns}/{db} is held" in why
+    finally:
+        other.cleanup()
+        other.api_client.close()
 
 
 def test_karpenter_do_not_disrupt_blocks_voluntary_drains_only_with_its_duration(testbed: Any, k8s: Any) -> None:

@@ -12,6 +12,7 @@ from datetime import datetime
 import pytest
 
 from drain_orchestrator.cli.status import cluster_status
+from drain_orchestrator.drain.policy import DO_NOT_DISRUPT
 from drain_orchestrator.kube.rest import Kube
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
@@ -90,6 +91,40 @@ def test_a_drain_held_by_a_pdb_is_said_once_with_the_pdbs_pods_and_what_the_dead
     assert events[1].message.endswith(f"(pdb): {by_namespace}; at the deadline: abandon"), events[1].message
     for public in (note, events[1].message):  # neither the pods' nor the budget's names
         assert not [p for p in held_pods if p.split("/")[1] in public] and '"web"' not in public, public
+
+
+def test_a_do_not_disrupt_pod_holding_a_scale_in_is_said_before_the_deadline_and_goes_at_the_cap(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, _spare = blue_asg_node(aws, k8s)
+    k8s.bare_pod("pinned", node=node, grace=1, metadata_extra={"annotations": {DO_NOT_DISRUPT: "true"}})
+    k8s.wait_for(lambda: any(k8s.pod_ready(p) for p in pods_on(k8s, node)), what="the pinned pod ready")
+    cap = 20
+    lam.configure(
+        "blue",
+        HELD_NOTIFY_SECONDS="4",
+        DRAIN_PASS_SECONDS="5",
+        POLICY_HOLD_MAX_SECONDS=str(cap),
+        DEADLINE_ASG_TERMINATE_SECONDS="300",
+    )
+    started = time.time()
+    run = lam.run(terminate_event(aws, iid))
+    ended = time.time()
+    inst = instance_summary(run)
+    assert inst["result"] == "drained"  # the annotation held it until the cluster's cap, not the hook's deadline
+    assert_completed_by_function(aws, iid, "CONTINUE")
+    assert not pods_on(k8s, node)
+    (held,) = [n for n in lam.notifications() if n["phase"] == "held"]
+    pod = f"{k8s.ns}/pinned"
+    said = (held["pods"], held["reasons"], held["pdbs"], held["at_deadline"])
+    assert said == ([pod], ["do-not-disrupt"], [], "evict")
+    (entry,) = held["held"]
+    assert (entry["pod"], entry["reason"], entry["status"]) == (pod, "do-not-disrupt", None)
+    said_at = datetime.fromisoformat(held["held_since"]).timestamp() + held["held_seconds"]
+    assert held["held_seconds"] >= 4 and said_at < datetime.fromisoformat(held["deadline"]).timestamp()
+    assert said_at < started + cap  # said while the pod still held the drain
+    assert ended - started < 300 - 60  # gone at the cap, long before the deadline
+    assert run.metric_total("DrainHeldSeconds") >= 4
 
 
 def test_a_drain_released_before_held_notify_seconds_says_nothing(

@@ -260,6 +260,7 @@ def test_several_pods_of_one_deployment_on_the_node_surge_by_their_number(testbe
     node, spare = k8s.add_nodes(2)
     k8s.deployment_on("pair", 2, [node], spare, grace=1)
     opt_in(k8s, "pair")
+    max_surge(k8s, "pair", 2)  # its rollout may run two more: so may the surge
     k8s.pdb("pair", {"app": "pair"}, min_available=2)
     k8s.wait_pdb("pair", disruptions_allowed=0)
 
@@ -275,6 +276,45 @@ def test_several_pods_of_one_deployment_on_the_node_surge_by_their_number(testbe
     assert note.status == "restored"
     dep = k8s.apps.read_namespaced_deployment("pair", k8s.ns)
     assert dep.spec.replicas == 2 and surge_annotations(dep) == {}
+
+
+def max_surge(k8s: KubeScenario, name: str, value: int | str) -> None:
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": value, "maxUnavailable": 0}}
+    k8s.apps.patch_namespaced_deployment(name, k8s.ns, {"spec": {"strategy": strategy}})
+
+
+def test_surges_stay_within_the_deployments_max_surge_and_surge_max_replicas(
+    testbed: Testbed, k8s: KubeScenario
+) -> None:
+    node, spare = k8s.add_nodes(2)
+    # four pods refused at once; its rollout may run all four again (100%), the cluster's cap allows two
+    k8s.deployment_on("wide", 4, [node], spare, grace=1)
+    max_surge(k8s, "wide", "100%")
+    # one pod that must never run beside another (Recreate): no surge at all
+    k8s.deployment_on("legacy", 1, [node], spare, grace=1)
+    k8s.apps.patch_namespaced_deployment(
+        "legacy", k8s.ns, {"spec": {"strategy": {"type": "Recreate", "rollingUpdate": None}}}
+    )
+    for name, replicas in (("wide", 4), ("legacy", 1)):
+        opt_in(k8s, name)
+        k8s.pdb(name, {"app": name}, min_available=replicas + 9)  # refuses at any scale the surge may reach
+        k8s.wait_pdb(name, disruptions_allowed=0)
+    try:
+        with drainer(testbed) as kube:
+            options = DrainOptions(surge="annotated", run_id="t", surge_max_replicas=2, force=True)
+            report = Drainer(kube, node, options).drain_pass()
+        notes = {n.workload: n for n in report.surge}
+        wide = notes[f"Deployment {k8s.ns}/wide"]
+        assert (wide.status, wide.replicas_before, wide.replicas_after) == ("surged", 4, 6), wide
+        legacy = notes[f"Deployment {k8s.ns}/legacy"]
+        assert legacy.status == "limit-reached" and "Recreate strategy allows 0" in legacy.detail, legacy
+        assert k8s.apps.read_namespaced_deployment("wide", k8s.ns).spec.replicas == 6
+        assert k8s.apps.read_namespaced_deployment("legacy", k8s.ns).spec.replicas == 1
+        holders = json.loads(k8s.apps.read_namespaced_deployment("wide", k8s.ns).metadata.annotations[HOLDERS])
+        assert holders[node]["count"] == 2
+    finally:
+        with drainer(testbed) as kube:
+            restore_node(kube, node)
 
 
 class WrittenBetween(Kube):

@@ -17,11 +17,13 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from drain_orchestrator.drain.surge import HELD_LABEL, HOLDERS, NODE_RECORD
+from drain_orchestrator.engine.surge_sweep import restore_left_behind
 from drain_orchestrator.timefmt import iso_utc
 from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
+from tests.integration.admission_support import DEPLOYMENT_WRITES, deployment_patch_denied, requests_denied
 from tests.integration.audit_support import by_verb_and_resource, function_requests
 from tests.integration.cli_support import run_cli
 from tests.integration.drain_support import drain, drainer
@@ -298,3 +300,32 @@ def test_under_a_schedule_verdicts_leave_the_look_to_the_schedules_event_which_r
 
     again = lam.run(tick)
     assert again.status == "SUCCEEDED" and again.result["surge_sweep"]["restored"] == {"blue": []}, again.result
+
+
+def test_a_malformed_surge_annotation_is_skipped_and_the_rest_are_restored(testbed: Testbed, k8s: KubeScenario) -> None:
+    lost, entry = _orphan_surged_for_an_hour(testbed, k8s)
+    _expire(k8s, "orphan", lost, entry)  # namespace A: a surge of ours left behind
+    other = KubeScenario(testbed.admin_api_client(), prefix="tenant-b")
+    try:
+        # namespace B: surge records its users wrote on their own Deployment (a node that is gone, a name that is no
+        # node's), and a policy of theirs that refuses any write of it: it cannot be restored
+        other.deployment("poisoned", 1, nodes=[lost], grace=1)
+        holders = json.dumps({"gone-node": {"count": 1, "run": "x"}, "../../namespaces": {"count": 1}})
+        meta = {"labels": {HELD_LABEL: "true"}, "annotations": {HOLDERS: holders}}
+        other.apps.patch_namespaced_deployment("poisoned", other.ns, {"metadata": meta})
+        with (
+            requests_denied(other, "frozen", DEPLOYMENT_WRITES, lambda: deployment_patch_denied(other, "poisoned")),
+            drainer(testbed) as kube,
+        ):
+            notes = restore_left_behind(kube, time.time())  # what the sweep's schedule and a drain's verdict run
+        by = {n.workload: n for n in notes}
+        assert set(by) == {f"Deployment {k8s.ns}/orphan", f"Deployment {other.ns}/poisoned"}
+        assert by[f"Deployment {k8s.ns}/orphan"].status == "restored"
+        bad = by[f"Deployment {other.ns}/poisoned"]
+        assert bad.status == "failed" and bad.detail.startswith("not restored, left behind by node gone-node's drain")
+        assert "is forbidden: ValidatingAdmissionPolicy 'deny-deployments-" in bad.detail, bad.detail
+        _assert_taken_back(k8s, "orphan", lost)
+        assert other.apps.read_namespaced_deployment("poisoned", other.ns).spec.replicas == 1
+    finally:
+        other.cleanup()
+        other.api_client.close()

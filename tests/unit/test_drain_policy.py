@@ -12,7 +12,7 @@ import pytest
 from drain_orchestrator.drain import policy
 from drain_orchestrator.drain.classify import Controller, PodInfo, PodVerdict, Verdict, classify
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.drain.plan import active_tier, to_evict_now
+from drain_orchestrator.drain.plan import active_tier, to_evict_now, waiting_for_order
 from drain_orchestrator.drain.policy import (
     DO_NOT_DISRUPT,
     ORDER_ANNOTATION,
@@ -268,3 +268,41 @@ def test_a_failed_controller_lookup_is_reported_and_the_pod_drains_by_its_own_an
 )
 def test_event_kinds(kind: str, voluntary: bool) -> None:
     assert is_voluntary(kind) is voluntary
+
+
+def test_evict_order_orders_a_namespace_own_pods_only() -> None:
+    # tenant a: a low order whose pod a budget holds; tenant b: its own stages, never behind a's
+    a_first = replace(pod("a-first", annotations={ORDER_ANNOTATION: "-9"}), namespace="a")
+    a_late = replace(pod("a-late"), namespace="a")
+    b_first = replace(pod("b-first"), namespace="b")
+    b_late = replace(pod("b-late", annotations={ORDER_ANNOTATION: "3"}), namespace="b")
+    pods = [a_first, a_late, b_first, b_late]
+    pols = {p.key: resolve(p, {}) for p in pods}
+    vs = apply(classify(pods, DrainOptions(), NOW, {}), pols, voluntary=True, now=NOW, deadline=None, margin=2.0)
+    assert sorted(v.pod.key for v in to_evict_now(vs)) == ["a/a-first", "b/b-first"]
+    waiting = waiting_for_order(vs)
+    assert {ns: [v.pod.name for v in vs_] for ns, vs_ in waiting.items()} == {"a": ["a-late"], "b": ["b-late"]}
+    b_gone = [v for v in vs if v.pod.name != "b-first"]  # a-first is still there (held): b goes on
+    assert sorted(v.pod.key for v in to_evict_now(b_gone)) == ["a/a-first", "b/b-late"]
+
+
+def test_past_the_cap_no_annotation_holds_and_evict_order_orders_nothing() -> None:
+    job = pod(
+        "job", annotations={POLICY_ANNOTATION: "wait-for-completion"}, controller=Controller("Job", "batch/v1", "j")
+    )
+    pinned = pod("pinned", annotations={DO_NOT_DISRUPT: "true"})
+    first = pod("first", annotations={ORDER_ANNOTATION: "-1"})
+    late = pod("late", annotations={ORDER_ANNOTATION: "4"})
+    pods = [job, pinned, first, late]
+    pols = {p.key: resolve(p, {}) for p in pods}
+    verdicts = classify(pods, DrainOptions(), NOW, {})
+    before = apply(verdicts, pols, voluntary=True, now=NOW, deadline=None, margin=2.0, until=NOW + 60)
+    assert {v.pod.name: v.hold for v in before if v.verdict is Verdict.HOLD} == {
+        "job": "wait-for-completion",
+        "pinned": "do-not-disrupt",
+    }
+    assert [v.pod.name for v in to_evict_now(before)] == ["first"]
+    assert release_time(before[1], pols, None, 2.0, NOW + 60) == NOW + 60  # a do-not-disrupt "true" ends at the cap
+    after = apply(verdicts, pols, voluntary=True, now=NOW + 60, deadline=None, margin=2.0, until=NOW + 60)
+    assert all(v.verdict is Verdict.EVICT for v in after)
+    assert sorted(v.pod.name for v in to_evict_now(after)) == ["first", "job", "late", "pinned"]

@@ -6,7 +6,9 @@ import json
 
 from drain_orchestrator.drain.plan import Tier
 from drain_orchestrator.drain.report import (
+    CHECKPOINT_REPORT_BYTES,
     FORCED_REASON_CHARS,
+    MESSAGE_CHARS,
     BlockedPod,
     DrainReport,
     ForcedPod,
@@ -15,6 +17,7 @@ from drain_orchestrator.drain.report import (
     forced_reasons,
     held_reasons,
 )
+from drain_orchestrator.workflow.results import PassOutcome, StepSerDes
 
 
 def test_report_round_trips_through_json() -> None:
@@ -71,3 +74,37 @@ def test_forced_pods_keep_what_held_them_clipped_and_the_first_ten_only() -> Non
     assert len(found) == 10 and found[0]["pod"] == "shop/p0" and found[0]["grace_seconds"] == 3
     assert found[0]["reason"].startswith("web-a, web-b still refused eviction: ")
     assert len(found[0]["reason"]) == FORCED_REASON_CHARS
+
+
+def _denied(n: int, message: str, gone: str = "gone") -> DrainReport:
+    pods = [f"ns/p{i:03d}" for i in range(n)]
+    return DrainReport(
+        node="n",
+        evicted=[f"ns/{gone}{i}" for i in range(n)],
+        failed=[PodReason(p, f"HTTP 403: {message}") for p in pods],
+        held=[HeldPod(p, "admission-denied", message, [], 403) for p in pods],
+        remaining=list(pods),
+        warnings=["Warning: deleting Pods that declare no controller: " + ", ".join(pods)],
+    )
+
+
+def test_a_report_of_many_pods_is_summarized_for_its_checkpoint_and_counts_what_it_left_out() -> None:
+    small = _denied(3, "denied")
+    assert small.for_checkpoint() == small.to_dict()  # under the size: as it is
+    big = _denied(500, "x" * 500)
+    data = big.for_checkpoint()
+    assert len(json.dumps(data, separators=(",", ":"))) <= CHECKPOINT_REPORT_BYTES
+    kept = DrainReport.from_dict(data)
+    assert kept.count("held") == kept.count("failed") == kept.count("remaining") == kept.count("evicted") == 500
+    assert kept.held[0] == HeldPod("ns/p000", "admission-denied", "x" * MESSAGE_CHARS, [], 403)
+    # passes fold together: what is added up adds up, what is the state now comes from the later pass
+    total = DrainReport.from_dict(data)
+    total.absorb(DrainReport.from_dict(_denied(500, "y", gone="later").for_checkpoint()))
+    assert total.count("evicted") == 1000 and total.count("remaining") == 500
+
+
+def test_a_checkpointed_pass_outcome_carries_the_summary() -> None:
+    out = PassOutcome(now=1.0, report=_denied(500, "z" * 2000))
+    data = StepSerDes(PassOutcome).serialize(out, None)  # type: ignore[arg-type]
+    assert len(data) < 40 * 1024
+    assert StepSerDes(PassOutcome).deserialize(data, None).report.count("held") == 500  # type: ignore[arg-type, union-attr]

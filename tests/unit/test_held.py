@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drain_orchestrator.drain.report import BlockedPod, DrainReport, HeldPod
+from drain_orchestrator.drain.report import BlockedPod, DrainReport, HeldPod, PodReason
 from drain_orchestrator.workflow.held import Held, HeldWatch, at_deadline, public_message, public_note
 
 
@@ -34,6 +34,17 @@ def test_what_the_deadline_brings() -> None:
     assert at_deadline({"pdb"}, False, True, "CONTINUE") == "continue"
     assert at_deadline({"pdb"}, False, False, "CONTINUE") == "stop"
     assert at_deadline({"gate"}, True, True, "CONTINUE") == "continue"  # a gate has no pod to force
+    # drain policies stop holding by the deadline: the pods are evicted; a pod behind a held evict-order goes with it
+    assert at_deadline({"do-not-disrupt", "wait-for-completion"}, False, True, "ABANDON") == "evict"
+    assert at_deadline({"pdb", "evict-order", "do-not-disrupt"}, True, True, "CONTINUE") == "force-delete"
+    assert at_deadline({"pdb", "evict-order"}, False, True, "CONTINUE") == "continue"
+
+
+def test_a_pod_held_by_its_drain_policy_holds_the_drain_like_a_budget() -> None:
+    pinned = PodReason("a/pinned", "karpenter.sh/do-not-disrupt on the pod: …", "do-not-disrupt")
+    watch = HeldWatch(notify_after=600)
+    assert not watch.due(DrainReport(node="n", held_by_policy=[pinned]), now=1000.0)
+    assert watch.due(DrainReport(node="n", held_by_policy=[pinned]), now=1600.0) and watch.since == 1000.0
 
 
 def test_what_the_node_and_its_event_say_names_no_pod_no_budget_and_no_approval_id() -> None:

@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+from drain_orchestrator.drain.policy import Hold
 from drain_orchestrator.kube.evict import HoldReason
 from drain_orchestrator.outcome import RULES, InstanceOutcome
 from drain_orchestrator.timefmt import deadline_fields
@@ -135,5 +136,5 @@ def test_the_results_of_each_final_phase_are_outcome_rules() -> None:
 
 def test_every_hold_reason_is_documented() -> None:
     reasons = set(re.findall(r"`([\w-]+)`", _type_cell("reasons")))
-    assert reasons == {r.value for r in HoldReason} | {"gate"}
-    assert all(f"`{r.value}`" in _doc() for r in HoldReason)
+    assert reasons == {r.value for r in HoldReason} | {h.value for h in Hold} | {"gate"}
+    assert all(f"`{r.value}`" in _doc() for r in (*HoldReason, *Hold))

@@ -17,6 +17,7 @@ from drain_orchestrator.drain.surge import (
     HpaFacts,
     SurgeStatus,
     decide,
+    parse_holders,
     pdb_never_allows,
     replacement_ready,
     restore,
@@ -26,7 +27,11 @@ from drain_orchestrator.drain.surge import (
 
 
 def deployment(
-    replicas: int = 1, *, annotations: dict[str, str] | None = None, status: dict[str, int] | None = None
+    replicas: int = 1,
+    *,
+    annotations: dict[str, str] | None = None,
+    status: dict[str, int] | None = None,
+    strategy: dict[str, Any] | None = None,
 ) -> DeploymentFacts:
     st = {"observedGeneration": 3, "replicas": replicas, "updatedReplicas": replicas, "availableReplicas": replicas}
     st.update(status or {})
@@ -40,10 +45,17 @@ def deployment(
                 "generation": 3,
                 "annotations": {SURGE_ANNOTATION: "true", **(annotations or {})},
             },
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}}},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": "web"}},
+                **({"strategy": strategy} if strategy is not None else {}),
+            },
             "status": st,
         }
     )
+
+
+SURGE_2 = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 2}}
 
 
 def hpa(min_replicas: int = 1, max_replicas: int = 3, annotations: dict[str, str] | None = None) -> HpaFacts:
@@ -82,14 +94,14 @@ def test_a_replay_or_a_second_execution_for_the_same_node_never_surges_again() -
 
 
 def test_several_pods_of_one_deployment_on_the_node_surge_by_their_number() -> None:
-    d = decide("always", deployment(3), None, "node-a", "r", 2)
+    d = decide("always", deployment(3, strategy=SURGE_2), None, "node-a", "r", 2)
     assert d.patch is not None and (d.patch.before, d.patch.after) == (3, 5)
 
 
 def test_two_nodes_each_hold_their_own_surge_and_the_last_one_restores_the_original() -> None:
-    a = decide("annotated", deployment(2), None, "node-a", "r1", 1)
+    a = decide("annotated", deployment(2, strategy=SURGE_2), None, "node-a", "r1", 1)
     assert a.patch is not None
-    dep = surged(deployment(2), a.patch.body)
+    dep = surged(deployment(2, strategy=SURGE_2), a.patch.body)
     b = decide("annotated", dep, None, "node-b", "r2", 1)
     assert b.patch is not None and (b.patch.before, b.patch.after) == (3, 4)
     assert ORIGINAL_REPLICAS not in b.patch.body["metadata"]["annotations"]  # the first original stays
@@ -196,3 +208,38 @@ def test_report_keeps_one_note_per_workload_with_the_surge_figures() -> None:
     (note,) = DrainReport.from_dict(total.to_dict()).surge
     assert note.status == "restored" and (note.replicas_before, note.replicas_after) == (1, 2)
     assert "replicas 1 -> 2" in note.detail and "ready" in note.detail
+
+
+def test_a_surge_never_goes_past_the_deployments_own_max_surge_nor_the_cap() -> None:
+    # the default maxSurge, 25% of 3 replicas rounded up: one extra replica for two refused pods
+    d = decide("always", deployment(3), None, "node-a", "r", 2)
+    assert d.patch is not None and (d.patch.before, d.patch.after) == (3, 4)
+    assert json.loads(d.patch.body["metadata"]["annotations"][HOLDERS])["node-a"]["count"] == 1
+    # a second node's drain finds the room taken: no more replicas, the budget decides as without a surge
+    dep = surged(deployment(3), d.patch.body)
+    other = decide("always", dep, None, "node-b", "r2", 1)
+    assert other.status is SurgeStatus.LIMIT and other.patch is None
+    assert "1 extra replica(s) in place for other nodes; its maxSurge allows 1" in other.detail
+    # SURGE_MAX_REPLICAS caps a generous maxSurge
+    wide = deployment(10, strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "100%"}})
+    capped = decide("always", wide, None, "node-a", "r", 8, limit=3)
+    assert capped.patch is not None and capped.patch.after == 13
+    # Recreate: its pods never run beside each other, so no surge; nor with maxSurge 0
+    for strategy in ({"type": "Recreate"}, {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0}}):
+        none = decide("always", deployment(2, strategy=strategy), None, "node-a", "r", 1)
+        assert none.status is SurgeStatus.LIMIT and none.patch is None
+
+
+def test_holders_and_counts_a_namespace_user_wrote_are_not_read_as_ours() -> None:
+    raw = json.dumps(
+        {
+            "node-a": {"count": 1, "run": "r"},
+            "../../api/v1/secrets": {"count": 1},
+            "node-b": {"count": True},
+            "node-c": {"count": 10**12},
+            "node-d": "x",
+        }
+    )
+    assert set(parse_holders(raw)) == {"node-a"}
+    dep = deployment(2, annotations={ORIGINAL_REPLICAS: "²"})  # a digit to str.isdigit, not a number
+    assert dep.original_replicas is None

@@ -82,6 +82,10 @@ def test_taint_effect_defaults_to_noschedule() -> None:
         ("MIN_DRAIN_SECONDS", "5", "between 10 and 3600"),
         ("MIN_DRAIN_SECONDS", "3601", "between 10 and 3600"),
         ("MIN_DRAIN_SECONDS", "half a minute", "digits 0-9"),
+        ("SURGE_MAX_REPLICAS", "0", "between 1 and 1000"),
+        ("SURGE_MAX_REPLICAS", "lots", "digits 0-9"),
+        ("POLICY_HOLD_MAX_SECONDS", "-1", "between 0 and 172800"),
+        ("POLICY_HOLD_MAX_SECONDS", "1h", "digits 0-9"),
     ],
 )
 def test_bad_values_name_the_variable(variable: str, value: str, expected: str) -> None:
@@ -133,3 +137,10 @@ def test_an_unknown_log_level_does_not_break_importing_the_handler() -> None:
     env = {"POWERTOOLS_LOG_LEVEL": "junk", "CLUSTER_NAMES": "blue", "PATH": "", "AWS_DEFAULT_REGION": "us-east-1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "POWERTOOLS_LOG_LEVEL", out.stderr
+
+
+def test_the_bounds_on_namespace_users_have_defaults_and_can_be_set() -> None:
+    d = WorkflowSettings.from_env({})
+    assert (d.policy_hold_max_seconds, d.surge_max_replicas) == (3600, 5)
+    s = WorkflowSettings.from_env({"POLICY_HOLD_MAX_SECONDS": "0", "SURGE_MAX_REPLICAS": "20"})
+    assert (s.policy_hold_max_seconds, s.surge_max_replicas) == (0, 20)

@@ -176,7 +176,8 @@ class PodVerdict:
     reason: str = ""
     # kubectl prints these as warnings (e.g. "deleting Pods with local storage") but still removes the pod.
     warning: str | None = None
-    order: int = 0  # drain-orchestrator.io/evict-order: within a tier, lower orders go first
+    order: int = 0  # drain-orchestrator.io/evict-order: within a tier and a namespace, lower orders go first
+    hold: str = ""  # HOLD: what holds it (drain/policy.py Hold)
 
 
 # DaemonSet lookups: (namespace, name) → True exists, False NotFound, str = the lookup's error message.

@@ -36,10 +36,15 @@ class DrainOptions:
     max_api_calls: cap on API requests of one ``drain_node`` call (None = no cap).
     surge: surge before evict for PDB-refused pods of Deployments: never, annotated (Deployments annotated
         ``drain-orchestrator.io/surge: "true"``) or always (docs/drain.md).
+    surge_max_replicas: extra replicas one Deployment may get, over every node's surge; never more than its
+        rollout's own ``maxSurge`` allows (drain/surge.py surge_room). None: no cap but maxSurge.
     run_id: who surges (recorded on the workload with the node's name); None: the node alone.
     voluntary: the node goes by someone's choice (scale-in, rebalance, maintenance, a manual drain): pods whose
         drain policy is ``wait-for-completion`` or with Karpenter's ``do-not-disrupt`` are let finish first. False
         for Spot interruptions and state changes: they are evicted at once (drain/policy.py).
+    policy_hold_until: epoch second past which no annotation holds a pod (``wait-for-completion``,
+        ``do-not-disrupt``) and ``evict-order`` orders nothing: the cluster's cap on how long a namespace user's
+        annotations may hold a drain (POLICY_HOLD_MAX_SECONDS after it began); None: no cap but the deadline's.
     witness_seconds: a node that looks drained is listed once more after the control plane was seen to have its
         cordon (the node lifecycle controller's unschedulable taint), waited for at most this long after the cordon:
         a pod the scheduler placed before it saw the cordon is in that LIST (engine/node_view.py).
@@ -63,9 +68,11 @@ class DrainOptions:
     pod_selector: str | None = None
     max_api_calls: int | None = None
     surge: SurgeMode = "never"
+    surge_max_replicas: int | None = None
     run_id: str | None = None
     voluntary: bool = True
     witness_seconds: float = 2.0
+    policy_hold_until: float | None = None
     settle_seconds: float = 0.0
     # Cordon extras: annotations under drain-orchestrator.io/, an optional taint and the exclude-LB label.
     reason: str | None = None

@@ -32,30 +32,55 @@ def tier_of(pod: PodInfo) -> Tier:
     return Tier.CRITICAL if pod.is_critical else Tier.WORKLOAD
 
 
-def stage_of(v: PodVerdict) -> tuple[Tier, int]:
-    """(tier, evict-order): a stage goes only once every earlier one is gone."""
-    return (tier_of(v.pod), v.order)
-
-
-def active_stage(verdicts: Iterable[PodVerdict]) -> tuple[Tier, int] | None:
-    """The earliest stage that still has pods to remove or wait for. Pods held by their drain policy (HOLD) hold
-    back no stage: a Job left to finish must not keep every later pod on the node."""
-    stages = [stage_of(v) for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
-    return min(stages) if stages else None
+def _to_remove(verdicts: Iterable[PodVerdict]) -> list[PodVerdict]:
+    """The pods a stage waits for: to remove or already going. Pods held by their drain policy (HOLD) hold back no
+    stage: a Job left to finish must not keep every later pod on the node."""
+    return [v for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT)]
 
 
 def active_tier(verdicts: Iterable[PodVerdict]) -> Tier | None:
     """The lowest tier that still has pods to remove or wait for; later tiers wait until it is empty."""
-    stage = active_stage(verdicts)
-    return None if stage is None else stage[0]
+    tiers = [tier_of(v.pod) for v in _to_remove(verdicts)]
+    return min(tiers) if tiers else None
+
+
+def active_orders(verdicts: Iterable[PodVerdict]) -> dict[str, int]:
+    """Per namespace, the earliest ``evict-order`` of the active tier that still has pods to remove or wait for.
+
+    An evict-order is a namespace user's annotation, so it orders that namespace's pods only: one namespace's pod
+    with a low order that a budget holds never holds another namespace's pods (they go at their own order)."""
+    removing = _to_remove(verdicts)
+    tier = active_tier(removing)
+    out: dict[str, int] = {}
+    for v in removing:
+        if tier_of(v.pod) == tier:
+            ns = v.pod.namespace
+            out[ns] = min(out.get(ns, v.order), v.order)
+    return out
 
 
 def to_evict_now(verdicts: Sequence[PodVerdict]) -> list[PodVerdict]:
-    """The EVICT verdicts of the active stage; an empty list while a refusal blocks the drain (kubectl)."""
+    """The EVICT verdicts of the active tier at their namespace's active order; an empty list while a refusal
+    blocks the drain (kubectl)."""
     if any(v.verdict is Verdict.REFUSE for v in verdicts):
         return []
-    stage = active_stage(verdicts)
-    return [v for v in verdicts if v.verdict is Verdict.EVICT and stage_of(v) == stage]
+    tier, orders = active_tier(verdicts), active_orders(verdicts)
+    return [
+        v
+        for v in verdicts
+        if v.verdict is Verdict.EVICT and tier_of(v.pod) == tier and v.order == orders.get(v.pod.namespace)
+    ]
+
+
+def waiting_for_order(verdicts: Sequence[PodVerdict]) -> dict[str, list[PodVerdict]]:
+    """Per namespace, the EVICT verdicts of the active tier that wait for an earlier evict-order of their namespace."""
+    tier, orders = active_tier(verdicts), active_orders(verdicts)
+    out: dict[str, list[PodVerdict]] = {}
+    for v in verdicts:
+        ns = v.pod.namespace
+        if v.verdict is Verdict.EVICT and tier_of(v.pod) == tier and v.order > orders.get(ns, v.order):
+            out.setdefault(ns, []).append(v)
+    return out
 
 
 def grace_for(

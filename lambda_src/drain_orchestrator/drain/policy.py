@@ -44,6 +44,14 @@ class Policy(StrEnum):
     WAIT_FOR_COMPLETION = "wait-for-completion"
 
 
+class Hold(StrEnum):
+    """What an annotation holds a pod for: the report's ``held_by_policy[].policy`` and the held notice's reasons."""
+
+    WAIT_FOR_COMPLETION = "wait-for-completion"  # drain-policy: wait-for-completion
+    DO_NOT_DISRUPT = "do-not-disrupt"  # karpenter.sh/do-not-disrupt
+    EVICT_ORDER = "evict-order"  # an earlier evict-order of its namespace is held
+
+
 # Controllers whose annotations count: (kind, apiVersion). A ReplicaSet's are read through to its Deployment.
 OWNER_KINDS = frozenset(
     {
@@ -91,16 +99,17 @@ class PodPolicy:
     do_not_disrupt_until: float | None = None
     problems: tuple[str, ...] = ()  # invalid annotation values, for the report
 
-    def holds(self, voluntary: bool, now: float) -> str | None:
-        """Why the pod is not evicted yet on this event (None: evict it)."""
+    def holds(self, voluntary: bool, now: float) -> tuple[Hold, str] | None:
+        """What holds the pod on this event, and why in words (None: evict it)."""
         if not voluntary:
             return None
         if self.policy is Policy.WAIT_FOR_COMPLETION:
-            return f"{POLICY_ANNOTATION}=wait-for-completion ({self.source}): waiting for it to finish"
+            why = f"{POLICY_ANNOTATION}=wait-for-completion ({self.source}): waiting for it to finish"
+            return Hold.WAIT_FOR_COMPLETION, why
         until = self.do_not_disrupt_until
         if until is not None and now < until:
             left = "" if math.isinf(until) else f" for {until - now:.0f}s more"
-            return f"{DO_NOT_DISRUPT} on the pod: not evicted on a voluntary disruption{left}"
+            return Hold.DO_NOT_DISRUPT, f"{DO_NOT_DISRUPT} on the pod: not evicted on a voluntary disruption{left}"
         return None
 
 
@@ -267,36 +276,52 @@ def apply(
     now: float,
     deadline: float | None,
     margin: float,
+    until: float | None = None,
 ) -> list[PodVerdict]:
     """kubectl's verdicts (classify.py) with the drain policies on top; ``policies`` by pod key.
 
     ``skip`` overrides what kubectl would do (refusals included: nothing is removed, so nothing is refused); kubectl's
     own skips (DaemonSet, mirror) stay. A held pod goes anyway when the deadline policy's time comes (its whole grace
-    still fits before the deadline) or, for do-not-disrupt with a duration, when that has run out."""
+    still fits before the deadline), for do-not-disrupt with a duration when that has run out, and for every hold at
+    ``until`` (epoch; POLICY_HOLD_MAX_SECONDS after the drain began): from then on no annotation holds a pod, and
+    evict-order orders nothing."""
+    past = until is not None and now >= until
     out = []
     for v in verdicts:
         pp = policies.get(v.pod.key)
         if pp is None:
             out.append(v)
             continue
+        order = 0 if past else pp.order
         if pp.policy is Policy.SKIP and v.verdict is not Verdict.SKIP:
             reason = f"{POLICY_ANNOTATION}=skip ({pp.source}): left on the node"
-            out.append(PodVerdict(v.pod, Verdict.SKIP, reason, order=pp.order))
+            out.append(PodVerdict(v.pod, Verdict.SKIP, reason, order=order))
             continue
-        held = pp.holds(voluntary, now) if v.verdict is Verdict.EVICT and not v.pod.is_terminal else None
+        evictable = v.verdict is Verdict.EVICT and not v.pod.is_terminal
+        held = pp.holds(voluntary, now) if evictable and not past else None
         release = force_delete_at(v.pod.termination_grace_period, deadline, margin)
         if held is not None and (release is None or now < release):
-            out.append(PodVerdict(v.pod, Verdict.HOLD, held, warning=v.warning, order=pp.order))
+            kind, why = held
+            out.append(PodVerdict(v.pod, Verdict.HOLD, why, warning=v.warning, order=order, hold=kind.value))
             continue
-        out.append(replace(v, order=pp.order))
+        out.append(replace(v, order=order))
     return out
 
 
-def release_time(v: PodVerdict, policies: Mapping[str, PodPolicy], deadline: float | None, margin: float) -> float:
-    """Epoch seconds when a held pod is looked at again: its do-not-disrupt runs out, or the deadline policy."""
+def release_time(
+    v: PodVerdict,
+    policies: Mapping[str, PodPolicy],
+    deadline: float | None,
+    margin: float,
+    until: float | None = None,
+) -> float:
+    """Epoch seconds when a held pod is looked at again: its do-not-disrupt runs out, the deadline policy, or the
+    cluster's cap on annotation holds (``until``)."""
     pp = policies.get(v.pod.key)
     at = force_delete_at(v.pod.termination_grace_period, deadline, margin)
     times = [t for t in (at, pp.do_not_disrupt_until if pp else None) if t is not None and not math.isinf(t)]
     if pp is not None and pp.policy is Policy.WAIT_FOR_COMPLETION:
         times = [t for t in (at,) if t is not None]
+    if until is not None:
+        times.append(until)
     return min(times, default=math.inf)

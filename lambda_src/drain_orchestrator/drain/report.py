@@ -1,11 +1,18 @@
-"""DrainReport: what one drain pass (or a whole drain) did, JSON-serialisable for checkpoints."""
+"""DrainReport: what one drain pass (or a whole drain) did, JSON-serialisable for checkpoints.
+
+A pass's report is checkpointed (the durable service refuses a checkpoint over 256 KB), and a node may hold hundreds
+of pods, each refused with a message a webhook's author wrote: past CHECKPOINT_REPORT_BYTES, its per-pod lists keep
+their first entries and count the rest (``summarized``, ``left_out``).
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from drain_orchestrator.drain.plan import Tier
+from drain_orchestrator.drain.policy import Hold
 
 
 @dataclass
@@ -30,6 +37,7 @@ class HeldPod:
 class PodReason:
     pod: str
     reason: str
+    policy: str = ""  # held_by_policy: what holds it (drain/policy.py Hold: wait-for-completion, do-not-disrupt, …)
 
 
 @dataclass
@@ -80,6 +88,47 @@ class DrainReport:
     surge: list[SurgeNote] = field(default_factory=list)  # surge before evict, one note per workload
     held: list[HeldPod] = field(default_factory=list)  # every blocked or failed eviction of the pass, with its reason
     draining_seen: int | None = None  # nodes draining at once, as the first wave counted them (None: not counted)
+    # per list (or ``grace_sent``, ``surge``): the entries a summary left out of a report too large to checkpoint whole
+    left_out: dict[str, int] = field(default_factory=dict)
+
+    def count(self, name: str) -> int:
+        """How many entries the list ``name`` had, those a summary left out included."""
+        return len(getattr(self, name)) + self.left_out.get(name, 0)
+
+    def for_checkpoint(self) -> dict[str, Any]:
+        """``to_dict``, summarized when it is larger than CHECKPOINT_REPORT_BYTES (fewer entries kept until it fits)."""
+        d = self.to_dict()
+        for keep in SUMMARY_ENTRIES:
+            if len(json.dumps(d, separators=(",", ":"))) <= CHECKPOINT_REPORT_BYTES:
+                break
+            d = self.summarized(keep).to_dict()
+        return d
+
+    def summarized(self, keep: int) -> DrainReport:
+        """A copy whose per-pod lists keep their first ``keep`` entries, messages and warnings clipped to
+        MESSAGE_CHARS; what each list lost is counted in ``left_out``. Surge notes of a surge in place are all kept
+        (the verdict takes them back by them), their pods lists cut."""
+        out = DrainReport.from_dict(self.to_dict())
+        left = dict(out.left_out)
+        for name in PER_POD:
+            items = getattr(out, name)
+            if len(items) > keep:
+                left[name] = left.get(name, 0) + len(items) - keep
+                setattr(out, name, items[:keep])
+        if len(out.grace_sent) > keep:
+            left["grace_sent"] = left.get("grace_sent", 0) + len(out.grace_sent) - keep
+            out.grace_sent = dict(list(out.grace_sent.items())[:keep])
+        in_place = [n for n in out.surge if n.via is not None]
+        others = [n for n in out.surge if n.via is None]
+        if len(others) > keep:
+            left["surge"] = left.get("surge", 0) + len(others) - keep
+        out.surge = [replace(n, detail=n.detail[:MESSAGE_CHARS], pods=n.pods[:3]) for n in in_place + others[:keep]]
+        out.blocked = [replace(b, message=b.message[:MESSAGE_CHARS]) for b in out.blocked]
+        out.held = [replace(h, message=h.message[:MESSAGE_CHARS]) for h in out.held]
+        out.failed = [replace(f, reason=f.reason[:MESSAGE_CHARS]) for f in out.failed]
+        out.warnings = [w[:MESSAGE_CHARS] for w in out.warnings]
+        out.left_out = left
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -132,6 +181,11 @@ class DrainReport:
         self.surge = merge_surge(self.surge, later.surge)
         self.held = later.held
         self.draining_seen = self.draining_seen if self.draining_seen is not None else later.draining_seen
+        added = ("evicted", "forced", "warnings", "grace_sent", "surge")  # lists that add up across passes
+        left = {k: v for k, v in self.left_out.items() if k in added}
+        for name, n in later.left_out.items():
+            left[name] = left.get(name, 0) + n if name in added else n
+        self.left_out = left
 
 
 def merge_surge(earlier: list[SurgeNote], later: list[SurgeNote]) -> list[SurgeNote]:
@@ -155,11 +209,34 @@ def merge_surge(earlier: list[SurgeNote], later: list[SurgeNote]) -> list[SurgeN
 
 HELD_LISTED = 10  # pods named in a summary (checkpointed with the execution's result: kept small)
 MESSAGE_CHARS = 200
+# a pass's report checkpointed larger than this is summarized (pacing.CHECKPOINT_BYTES_PER_OPERATION, the model's
+# largest checkpoint of one operation, counts on it); fewer entries are kept until it fits
+CHECKPOINT_REPORT_BYTES = 32 * 1024
+SUMMARY_ENTRIES = (50, 20, 5, 1)
+PER_POD = (
+    "evicted",
+    "blocked",
+    "skipped",
+    "refused",
+    "forced",
+    "failed",
+    "throttled",
+    "terminating",
+    "held_by_policy",
+    "remaining",
+    "warnings",
+    "held",
+)
 
 
 def held_reasons(report: DrainReport, limit: int = HELD_LISTED) -> list[dict[str, Any]]:
-    """The report's holds as plain data, one entry per pod (the first ``limit``), messages clipped."""
-    return [{**asdict(h), "message": h.message[:MESSAGE_CHARS]} for h in report.held[:limit]]
+    """The report's holds as plain data, one entry per pod (the first ``limit``), messages clipped: refused or failed
+    evictions, then pods their drain policy holds (``reason`` the policy, ``message`` why, no status)."""
+    holds = [{**asdict(h), "message": h.message[:MESSAGE_CHARS]} for h in report.held[:limit]]
+    for p in report.held_by_policy[: max(0, limit - len(holds))]:
+        reason = p.policy or Hold.WAIT_FOR_COMPLETION.value  # a report checkpointed before holds were typed
+        holds.append({"pod": p.pod, "reason": reason, "message": p.reason[:MESSAGE_CHARS], "pdbs": [], "status": None})
+    return holds
 
 
 FORCED_REASON_CHARS = 300

@@ -18,11 +18,13 @@ while any entry is in place, so a surge whose drain was lost before its verdict 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from drain_orchestrator.drain.surge_bound import surge_room
 from drain_orchestrator.workflow_settings import SurgeMode  # a setting (SURGE_BLOCKED_PODS)
 
 PREFIX = "drain-orchestrator.io/"
@@ -45,6 +47,7 @@ class SurgeStatus(StrEnum):
     NOT_ENABLED = "not-enabled"  # SURGE_BLOCKED_PODS=annotated and the Deployment is not annotated
     FUTILE = "futile"  # the PDB allows no disruption at any scale (maxUnavailable 0, minAvailable 100%)
     FAILED = "failed"  # the API refused a read or a write (RBAC, outage): the drain goes on without the surge
+    LIMIT = "limit-reached"  # as many extra replicas as SURGE_MAX_REPLICAS and its maxSurge allow are in place
 
 
 @dataclass(frozen=True)
@@ -61,9 +64,20 @@ class Holder:
         return self.uid is None or uid is None or self.uid == uid
 
 
+MAX_HOLDER_COUNT = 100_000  # no drain adds more replicas for one node: a larger count is not ours
+# a node's name, as the apiserver accepts it (a DNS-1123 subdomain): an entry naming anything else is not ours
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_COUNT = re.compile(r"[0-9]{1,9}")
+
+
+def node_name_ok(name: str) -> bool:
+    return len(name) <= 253 and _NODE_NAME.fullmatch(name) is not None
+
+
 def parse_holders(raw: str | None) -> dict[str, Holder]:
     """The ``surge-holders`` annotation; anything unreadable counts as no holder (never as a reason to surge more:
-    the caller sees the original-value annotation and keeps it)."""
+    the caller sees the original-value annotation and keeps it). The annotation is on a namespace's own Deployment,
+    so its users can write it: an entry that is not a node's name with a count in reason is ignored."""
     if not raw:
         return {}
     try:
@@ -74,10 +88,13 @@ def parse_holders(raw: str | None) -> dict[str, Holder]:
         return {}
     out = {}
     for node, h in data.items():
-        if isinstance(h, dict) and isinstance(h.get("count"), int) and h["count"] > 0:
+        count = h.get("count") if isinstance(h, dict) else None
+        if not (isinstance(count, int) and not isinstance(count, bool) and 0 < count <= MAX_HOLDER_COUNT):
+            continue
+        if isinstance(h, dict) and node_name_ok(str(node)):
             expires, uid = h.get("expires"), h.get("uid")
             out[str(node)] = Holder(
-                h["count"],
+                count,
                 str(h.get("run", "")),
                 expires if isinstance(expires, str) else None,
                 uid if isinstance(uid, str) else None,
@@ -102,7 +119,7 @@ def _int(value: Any, default: int = 0) -> int:
 
 def _annotation_int(annotations: Mapping[str, str], key: str) -> int | None:
     raw = annotations.get(key)
-    return int(raw) if raw is not None and raw.isdigit() else None
+    return int(raw) if raw is not None and _COUNT.fullmatch(raw) else None  # not str.isdigit: "²" is a digit
 
 
 @dataclass(frozen=True)
@@ -121,6 +138,8 @@ class DeploymentFacts:
     annotations: Mapping[str, str]
     selector: Mapping[str, Any]
     progressing_reason: str | None = None
+    strategy: str = "RollingUpdate"  # spec.strategy.type
+    max_surge: int | str | None = None  # spec.strategy.rollingUpdate.maxSurge as written (None: the default, 25%)
 
     @property
     def key(self) -> str:
@@ -153,6 +172,8 @@ class DeploymentFacts:
             annotations=dict(meta.get("annotations") or {}),
             selector=dict(spec.get("selector") or {}),
             progressing_reason=progressing.get("reason") if progressing else None,
+            strategy=str((spec.get("strategy") or {}).get("type") or "RollingUpdate"),
+            max_surge=((spec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxSurge"),
         )
 
 
@@ -240,12 +261,15 @@ def decide(
     never_allowing: Sequence[str] = (),
     expires: str | None = None,
     uid: str | None = None,
+    limit: int | None = None,
 ) -> SurgeDecision:
     """What to do for ``blocked`` PDB-refused pods of ``dep`` on ``node``. Idempotent: an entry of this node in
     the holders (of the HPA when there is one, else of the Deployment) means the surge is already in place.
     ``expires`` (ISO 8601 UTC) goes into the new entry: when the drain's surge may be taken back as left behind;
     ``uid``, the Node object's UID, too. An entry under the node's name made for an earlier Node of that name is left
-    as it is (the sweep takes it back: its node is gone) and counts as the surge in place meanwhile."""
+    as it is (the sweep takes it back: its node is gone) and counts as the surge in place meanwhile.
+    At most ``surge_room`` replicas are added (``limit``: SURGE_MAX_REPLICAS); the pods left over wait for the
+    budget as without a surge."""
     holders = hpa.holders if hpa is not None else dep.holders
     if node in holders:
         return SurgeDecision(SurgeStatus.SURGED, f"{holders[node].count} replica(s) added for this node")
@@ -263,6 +287,12 @@ def decide(
     why = rollout_in_progress(dep)
     if why is not None:
         return SurgeDecision(SurgeStatus.ROLLOUT, f"not surged: {why}; waiting")
+    room, most, why_most = surge_room(dep, hpa, node, limit)
+    if room <= 0:
+        return SurgeDecision(
+            SurgeStatus.LIMIT, f"not surged: {most - room} extra replica(s) in place for other nodes; {why_most}"
+        )
+    blocked = min(blocked, room)
     entry = {**holders, node: Holder(blocked, run_id, expires, uid)}
     labels = {HELD_LABEL: "true"}
     if hpa is not None:

@@ -15,7 +15,8 @@ from typing import Any
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict, refusal_errors
 from drain_orchestrator.drain.options import DrainOptions
-from drain_orchestrator.drain.plan import active_tier, force_delete_due, to_evict_now
+from drain_orchestrator.drain.plan import active_tier, force_delete_due, to_evict_now, waiting_for_order
+from drain_orchestrator.drain.policy import ORDER_ANNOTATION, Hold
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason
 from drain_orchestrator.drain.turns import Key
 from drain_orchestrator.engine.clock import CLOCK, Clock
@@ -172,6 +173,9 @@ class Drainer(Evictions, Waits):
                 report.blocked.append(BlockedPod(v.pod.key, rec.pdbs, rec.last_block))
             if v not in batch:
                 self._report_waiting(report, ident)
+        by_order = held_by_order(report, verdicts)
+        report.held_by_policy += by_order
+        self.leaving.next_stage_waits = bool(set(waiting_for_order(verdicts)) - {p.pod.split("/")[0] for p in by_order})
         if options.surge != "never" and not options.dry_run and not report.refused and turn is None:
             surge_pass(kube, self.node, report, verdicts, self.surge, options, self.pods.owners)  # replacements first
 
@@ -267,7 +271,7 @@ class Drainer(Evictions, Waits):
             elif v.verdict is Verdict.WAIT:
                 report.terminating.append(v.pod.key)
             elif v.verdict is Verdict.HOLD:
-                report.held_by_policy.append(PodReason(v.pod.key, v.reason))
+                report.held_by_policy.append(PodReason(v.pod.key, v.reason, v.hold))
         for msg, keys in warnings.items():
             line = f"Warning: {msg}: {', '.join(keys)}"
             report.warnings.append(line)
@@ -291,6 +295,23 @@ class Drainer(Evictions, Waits):
             line = LATE_WARNING + ", ".join(late)
             total.warnings.append(line)
             self.say(line)
+
+
+def held_by_order(report: DrainReport, verdicts: list[PodVerdict]) -> list[PodReason]:
+    """The pods that wait for an earlier evict-order of their namespace while a pod of that order is held (a budget
+    refuses it, its eviction fails): held by their evict-order. Those that wait for pods on their way out are not
+    held: they go once those are gone. Only the namespace's own pods are named."""
+    stuck = {b.pod for b in report.blocked} | {f.pod for f in report.failed} | {h.pod for h in report.held}
+    out = []
+    for ns, waiting in sorted(waiting_for_order(verdicts).items()):
+        held = sorted(v.pod.key for v in verdicts if v.pod.namespace == ns and v.pod.key in stuck)
+        if not held:
+            continue
+        which = held[0] + (f" and {len(held) - 1} more" if len(held) > 1 else "")
+        for v in waiting:
+            why = f"{ORDER_ANNOTATION}={v.order}: waits for the earlier orders of {ns}; {which} is held"
+            out.append(PodReason(v.pod.key, why, Hold.EVICT_ORDER.value))
+    return out
 
 
 def only_going(report: DrainReport) -> bool:

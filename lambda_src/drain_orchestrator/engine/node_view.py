@@ -134,6 +134,9 @@ class Leaving:
     uids: set[str] = field(default_factory=set)  # pods terminating at the last pass
     deletion_times: list[float] = field(default_factory=list)  # when their grace runs out, still to come or not
     only_going: bool = False  # every pod the last pass left is on its way out: nothing to retry, hold or wait on
+    # some namespace's later evict-order waits only for pods of its own on their way out (none of them held): its
+    # next stage is due when they are gone, whatever budget another namespace's pods wait on
+    next_stage_waits: bool = False
     watchable: bool = True  # False once a watch of pods was refused (a role without watch pods)
     # uids the last wait watched go with no pod arriving, and when: the node as a LIST then would show it
     watched_gone: set[str] = field(default_factory=set)

@@ -158,7 +158,9 @@ class PodRecords:
             self.tidy(ident)
         for v in verdicts:
             if v.verdict is Verdict.HOLD:
-                release = release_time(v, policies, options.deadline, options.deadline_margin)
+                release = release_time(
+                    v, policies, options.deadline, options.deadline_margin, options.policy_hold_until
+                )
                 self.record(ident_of(v.pod)).release_at = mono + max(0.0, release - now)
 
     def announce_gone(self, present: set[str]) -> list[str]:

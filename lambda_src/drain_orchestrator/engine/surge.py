@@ -141,7 +141,18 @@ def _surge_one(
     recorded = False
     for _ in range(RETRIES):
         uid = options.node_pin.uid if options.node_pin is not None else None
-        decision = decide(options.surge, dep, hpa, node, options.run_id or "", len(pods), never, expires, uid)
+        decision = decide(
+            options.surge,
+            dep,
+            hpa,
+            node,
+            options.run_id or "",
+            len(pods),
+            never,
+            expires,
+            uid=uid,
+            limit=options.surge_max_replicas,
+        )
         if decision.patch is None:
             break
         facts.in_place.add(key)

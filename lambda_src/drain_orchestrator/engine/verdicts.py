@@ -42,6 +42,7 @@ def classify_node(
         now=now,
         deadline=options.deadline,
         margin=options.deadline_margin,
+        until=options.policy_hold_until,
     )
     used = {k for p in pods if (k := policy.owner_key(p.namespace, p.controller)) is not None}
     problems = [x for pp in policies.values() for x in pp.problems] + policy.owner_problems(owners, used)

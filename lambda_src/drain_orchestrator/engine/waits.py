@@ -43,6 +43,8 @@ class Waits(FirstWave):
             # budgets first, pods going or not: a rise is taken in turn only by a drain watching it (pods that go
             # meanwhile are seen by the pass after; the node cannot be drained before its budget-bound pods anyway)
             wait = max(0.0, min(end, retry_at, mono + BUDGET_WAIT_SECONDS) - mono)
+            if leaving.next_stage_waits:  # another namespace's next evict-order is due when its pods have gone
+                wait = min(wait, self._until_gone(mono))
             if wait > 0:
                 self._wait_for_budgets(budgets, wait, max(0.0, end - mono))
                 return
@@ -114,6 +116,13 @@ class Waits(FirstWave):
             leaving.watchable = False
         self.clock.sleep(max(0.0, until - self.clock.mono()))
         return True
+
+    def _until_gone(self, mono: float) -> float:
+        """Seconds until the next grace of a pod on its way out runs out (a node check when none is ahead: a pod a
+        finalizer keeps is looked at that often, not in a loop)."""
+        times = [*self.leaving.deletion_times, *(r.expected_gone for r in self.pods if r.expected_gone is not None)]
+        ahead = [t - mono for t in times if t > mono]
+        return min(ahead) + self.options.poll_min if ahead else self.options.node_check_seconds
 
     def _wait_for_budgets(self, budgets: set[Key], wait: float, keep_open: float) -> None:
         """Wait on the budgets for this drain's turn; the watch stays open for the rest of the pass (``keep_open``

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from drain_orchestrator.kube.rest import Kube, Response
+from drain_orchestrator.clip import clip
+from drain_orchestrator.kube.rest import MESSAGE_CHARS, Kube, Response
 
 MULTIPLE_PDBS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 # the refusal's cause names its budget in every variant the apiserver sends: "... needs 2 healthy pods and has 2
@@ -72,7 +73,7 @@ def classify_response(resp: Response) -> EvictionResult:
     causes = resp.causes()
     reasons = {c.get("reason") for c in causes}
     pdbs = [m.group(1) for c in causes if (m := _PDB_NAME.search(str(c.get("message", ""))))]
-    cause_text = "; ".join(str(c.get("message", "")) for c in causes if c.get("message"))
+    cause_text = clip("; ".join(str(c.get("message", "")) for c in causes if c.get("message")), MESSAGE_CHARS)
     if status == 429 and "DisruptionBudget" in reasons:
         return EvictionResult(
             Outcome.BLOCKED, status, cause_text or message, pdbs, resp.retry_after, reason=HoldReason.PDB

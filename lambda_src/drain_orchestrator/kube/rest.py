@@ -19,10 +19,14 @@ from urllib.parse import urlencode
 
 import urllib3
 
+from drain_orchestrator.clip import clip
 from drain_orchestrator.failures import APF_RETRY
 from drain_orchestrator.kube.errors import KubeError, unreachable
 
 JSON = "application/json"
+# an apiserver message kept of a failed request: enough for any message of Kubernetes' own (a budget's refusal, a
+# webhook's name and its first words); a webhook's or a policy's denial of 2 KB is not kept whole
+MESSAGE_CHARS = 500
 # a LIST answered with metadata only (names, annotations, ownerReferences): what a controller lookup needs
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -80,7 +84,9 @@ class Response:
 
     @property
     def message(self) -> str:
-        return str(self.body.get("message", "")) if self.body else ""
+        """The apiserver's message, clipped: an admission webhook's or a policy's denial is written by whoever wrote
+        the webhook or the policy, at any length, and ends up in reports, checkpoints and notifications."""
+        return clip(str(self.body.get("message", "")), MESSAGE_CHARS) if self.body else ""
 
     def error(self, what: str) -> KubeError:
         """This (failed) response as a typed error: ``what`` names the request, e.g. "get node/n1"."""

@@ -119,7 +119,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     if decision.action == "cordon":
         summary.result = Result.CORDONED
         return summary
-    job = replace(job, counts_pods=cordoned.drain_claimed, cordon_claim=cordoned.claim)
+    job = replace(job, counts_pods=cordoned.drain_claimed, cordon_claim=cordoned.claim, started_at=started_at)
     gated = Gates(ctx, job, pace, summary)
     drained = _one_drain(ctx, job, pace, summary, gated.ips, start)
     result, report, error = gated.after(drained)
@@ -289,17 +289,19 @@ def summary_of(report: DrainReport | None) -> dict[str, Any] | None:
     if report is None:
         return None
     return {
-        "evicted": len(report.evicted),
+        "evicted": report.count("evicted"),
         "blocked": sorted({b.pod for b in report.blocked}),
         "blocked_by": sorted({p for b in report.blocked for p in b.pdbs}),
         "forced": [f.pod for f in report.forced],
         "forced_reasons": forced_reasons(report),  # what held each forced pod, and what forced it
-        "skipped": len(report.skipped),
+        "skipped": report.count("skipped"),
         "refused": [r.pod for r in report.refused],
         "held_by_policy": [h.pod for h in report.held_by_policy],  # let finish (wait-for-completion, do-not-disrupt)
-        "remaining": len(report.remaining),
+        "remaining": report.count("remaining"),
         "held": held_reasons(report),  # why each pod still there was not evicted (reason, PDBs, message, status)
         "api_calls": report.api_calls,
         "passes": report.passes,
         **({"surge": [asdict(n) for n in report.surge]} if report.surge else {}),
+        # a node of many pods: the lists above name the first ones, these count the others
+        **({"left_out": dict(report.left_out)} if report.left_out else {}),
     }

@@ -1,4 +1,5 @@
-"""Say what holds a drain: once PodDisruptionBudgets (or failing evictions) have held it longer than
+"""Say what holds a drain: once PodDisruptionBudgets, failing evictions or the pods' own drain policies (a namespace
+user's annotations: wait-for-completion, do-not-disrupt, an evict-order behind a held pod) have held it longer than
 HELD_NOTIFY_SECONDS, one ``held`` notification names the PDBs, the pods, since when, and what the deadline will
 bring. The node carries a summary as the annotation ``drain-orchestrator.io/held`` for ``status``, and a DrainHeld
 Event says the same: anyone who may read nodes (or the Events of the default namespace) reads them, so they count
@@ -18,6 +19,7 @@ from typing import Any
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
+from drain_orchestrator.drain.policy import Hold
 from drain_orchestrator.drain.report import DrainReport, held_reasons
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import SECONDS, logger, metric
@@ -29,6 +31,9 @@ from drain_orchestrator.workflow.results import Checkpointed
 
 PHASE = "drain-held"
 FORCEABLE = ("pdb", "multiple-pdbs")  # the deadline policy deletes pods refused by budgets, not failing evictions
+# pods their drain policy lets finish are evicted when it stops holding (POLICY_HOLD_MAX_SECONDS, or when their grace
+# only just fits before the deadline); a pod waiting for an earlier evict-order goes when that pod goes
+RELEASED = (Hold.WAIT_FOR_COMPLETION.value, Hold.DO_NOT_DISRUPT.value)
 
 
 @dataclass
@@ -41,7 +46,7 @@ class HeldWatch:
 
     def due(self, report: DrainReport, now: float) -> bool:
         """Fold one pass's report in; True once when the hold has lasted ``notify_after`` seconds."""
-        return self.holding(bool(report.held or report.blocked), now)
+        return self.holding(bool(report.held or report.blocked or report.held_by_policy), now)
 
     def holding(self, held: bool, now: float) -> bool:
         """Fold one observation in (held or not); True once when the hold has lasted ``notify_after`` seconds."""
@@ -57,9 +62,12 @@ class HeldWatch:
 
 
 def at_deadline(reasons: set[str], force_delete_on_deadline: bool, lifecycle: bool, result_on_failure: str) -> str:
-    """What the deadline brings: ``force-delete`` (the pods go just before it), else the lifecycle action's answer
+    """What the deadline brings: ``evict`` (only drain policies hold: the pods are evicted when they stop holding, by
+    the deadline at the latest), ``force-delete`` (the pods go just before it), else the lifecycle action's answer
     ``continue`` / ``abandon``, or ``stop`` (no lifecycle action: the drain ends there)."""
-    if force_delete_on_deadline and reasons and reasons <= set(FORCEABLE):
+    if reasons and reasons <= set(RELEASED):
+        return "evict"
+    if force_delete_on_deadline and reasons and reasons <= {*FORCEABLE, *RELEASED, Hold.EVICT_ORDER.value}:
         return "force-delete"
     return result_on_failure.lower() if lifecycle else "stop"
 
@@ -106,9 +114,11 @@ def held_of(
     job: DrainJob, report: DrainReport, since: float, now: float, deadline: float, approval_id: str | None = None
 ) -> Held:
     ws = runtime.wsettings()
-    pods = {h.pod for h in report.held} | {b.pod for b in report.blocked}
+    by_policy = {p.pod: p.policy or Hold.WAIT_FOR_COMPLETION.value for p in report.held_by_policy}
+    pods = {h.pod for h in report.held} | {b.pod for b in report.blocked} | set(by_policy)
     pdbs = {p for h in report.held for p in h.pdbs} | {p for b in report.blocked for p in b.pdbs}
-    reasons = {h.reason for h in report.held} or {"pdb"}
+    evictions = {h.reason for h in report.held} or ({"pdb"} if report.blocked else set())
+    reasons = evictions | set(by_policy.values())
     lifecycle = job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle
     then = at_deadline(reasons, ws.force_delete_on_deadline, lifecycle, ws.lifecycle_result_on_failure)
     return Held(

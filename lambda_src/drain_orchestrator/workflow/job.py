@@ -43,6 +43,8 @@ class DrainJob:
     force_now: bool = False
     # the located Node object (node_identity.py; None: located before identities were recorded)
     identity: NodeIdentity | None = None
+    # when the drain began (the cordon step's time): annotations hold it at most POLICY_HOLD_MAX_SECONDS from then
+    started_at: float | None = None
 
     @property
     def cluster(self) -> str:
@@ -94,4 +96,6 @@ class DrainJob:
             run_id=self.run_id,
             voluntary=is_voluntary(self.event.kind),
             node_pin=self.pin,
+            policy_hold_until=(self.started_at or self.plan.now) + ws.policy_hold_max_seconds,
+            surge_max_replicas=ws.surge_max_replicas,
         )

@@ -41,12 +41,23 @@ class Checkpointed:
         return cls(**values)
 
 
+# a step's checkpoint this large or larger is counted (CheckpointBytes): the service refuses one over 256 KB
+CHECKPOINT_METRIC_BYTES = 16 * 1024
+
+
 class StepSerDes[T: "Checkpointed"](SerDes[T]):
     def __init__(self, cls: type[T]) -> None:
         self.cls = cls
 
     def serialize(self, value: T, serdes_context: SerDesContext) -> str:
-        return json.dumps(value.to_dict(), separators=(",", ":"))
+        """The checkpoint, as JSON; one of CHECKPOINT_METRIC_BYTES or more says its size (serialized once, when the
+        step ends: a replay reads it back, so it is never counted twice)."""
+        data = json.dumps(value.to_dict(), separators=(",", ":"))
+        if len(data.encode()) >= CHECKPOINT_METRIC_BYTES:
+            from drain_orchestrator.observability import BYTES, metric  # noqa: PLC0415
+
+            metric("CheckpointBytes", len(data.encode()), BYTES, step=type(value).__name__)
+        return data
 
     def deserialize(self, data: str, serdes_context: SerDesContext) -> T:
         return self.cls.from_dict(json.loads(data))
@@ -156,6 +167,13 @@ class PassOutcome(Checkpointed):
     replaced_by: NodeIdentity | None = None  # gone: the Node of another identity now under its name
     # the node's identity as this pass learned it, for a drain located before identities were recorded
     identity: NodeIdentity | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report of a node of many pods summarized (drain/report.py for_checkpoint): it must fit a checkpoint."""
+        out = super().to_dict()
+        if self.report is not None:
+            out["report"] = self.report.for_checkpoint()
+        return out
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ class Swept(Checkpointed):
 
     restored: dict[str, list[str]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    # per cluster, the objects skipped (a malformed annotation, a patch refused): the rest were looked at all the same
+    skipped: dict[str, list[str]] = field(default_factory=dict)
 
 
 def run(raw_event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
@@ -53,10 +55,12 @@ def run(raw_event: dict[str, Any], context: DurableContext) -> dict[str, Any]:
 
 @durable_step
 def sweep_step(step_ctx: StepContext) -> Swept:
+    from drain_orchestrator.drain.surge import SurgeStatus  # noqa: PLC0415
     from drain_orchestrator.engine.surge_sweep import restore_left_behind  # noqa: PLC0415
 
     restored: dict[str, list[str]] = {}
     failed: dict[str, str] = {}
+    skipped: dict[str, list[str]] = {}
     if runtime.wsettings().surge_blocked_pods == "never":  # nothing is surged; its RBAC (rbac-surge.yaml) is not there
         logger.info("surge is off (SURGE_BLOCKED_PODS=never): no surges to look for")
         return Swept()
@@ -68,8 +72,13 @@ def sweep_step(step_ctx: StepContext) -> Swept:
             metric("Errors", reason="surge-sweep-failed", cluster=cluster)
             logger.warning("surges left behind not looked for", extra={"cluster": cluster, "error": failed[cluster]})
             continue
-        restored[cluster] = [f"{n.workload}: {n.detail}" for n in notes]
-        if notes:
-            metric("SurgesRestored", len(notes), cluster=cluster)
+        bad = [n for n in notes if n.status == SurgeStatus.FAILED.value]
+        restored[cluster] = [f"{n.workload}: {n.detail}" for n in notes if n not in bad]
+        if restored[cluster]:
+            metric("SurgesRestored", len(restored[cluster]), cluster=cluster)
             logger.info("surges left behind restored", extra={"cluster": cluster, "restored": restored[cluster]})
-    return Swept(restored=restored, failed=failed)
+        if bad:
+            skipped[cluster] = [f"{n.workload}: {n.detail}" for n in bad]
+            metric("Errors", len(bad), reason="surge-sweep-skipped", cluster=cluster)
+            logger.warning("surges left behind skipped", extra={"cluster": cluster, "skipped": skipped[cluster]})
+    return Swept(restored=restored, failed=failed, skipped=skipped)
