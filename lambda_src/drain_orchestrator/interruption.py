@@ -66,6 +66,11 @@ class Interruption:
     window_start: float | None = None  # scheduled-change
     window_end: float | None = None
     event_type_code: str | None = None  # scheduled-change
+    # scheduled-change: the Health event's own identity and state (an update of one change repeats its eventArn):
+    # upcoming | open | closed, and its lastUpdatedTime (epoch; the event's time when absent): the newest update wins
+    change_arn: str | None = None
+    change_status: str | None = None
+    change_updated: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
