@@ -124,7 +124,22 @@ def cordon_mark(node: Mapping[str, Any], mine: ReturnMark | None) -> dict[str, s
     return {ANN_RETURN: ReturnMark(mine.run, mine.event, mine.kind, mine.at, boot).to_json()}
 
 
-Refusal = Literal["not-ours", "superseded", "claimed"]
+Refusal = Literal["not-ours", "superseded", "claimed", "cordoned-by-another"]
+
+
+def cordoned_by_another(node: Mapping[str, Any], manager: str) -> bool:
+    """Whether a writer other than ``manager`` (this product's field manager) holds the node's ``spec.unschedulable``
+    in its managedFields. An update that changes a field takes it from every other manager, so after this product's
+    cordon only it holds the field; another tool that uncordoned the node (``kubectl uncordon``) and cordoned it
+    again (``kubectl cordon``), or applied it, holds it now: that cordon is not ours to undo, whatever the mark
+    says. A cordon of a node already unschedulable changes nothing and is not recorded: it cannot be told apart."""
+    for entry in (node.get("metadata") or {}).get("managedFields") or []:
+        if entry.get("manager") == manager or entry.get("subresource"):
+            continue
+        spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
+        if "f:unschedulable" in spec:
+            return True
+    return False
 
 
 def may_return(
@@ -150,6 +165,7 @@ class NodeState:
     boot: str
     ready_since: float | None  # the Ready condition's lastTransitionTime (epoch)
     mark: ReturnMark | None
+    others_cordon: bool = False  # cordoned_by_another: another tool set spec.unschedulable after our cordon
 
     def new_boot(self, since: float) -> bool:
         """The node booted since its cordon: another boot id, or Ready only since ``since``."""
@@ -210,6 +226,8 @@ def look(
         return "stop", "not-ours"  # uncordoned by hand, or a later event whose instance goes away removed the mark
     if node.mark.run != run:
         return "stop", "superseded"  # a later event's execution returns it (or not) on its own terms
+    if node.others_cordon:
+        return "stop", "cordoned-by-another"  # uncordoned, or cordoned again, by another tool since our cordon
     if ec2_state in GONE_STATES:
         return "stop", f"instance-{ec2_state}"
     if change in ("closed", "superseded"):  # cancelled, done, or rescheduled: the newer update's execution drains it

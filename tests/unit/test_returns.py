@@ -16,6 +16,7 @@ from drain_orchestrator.returns import (
     NodeState,
     ReturnMark,
     cordon_mark,
+    cordoned_by_another,
     look,
     max_polls,
     may_return,
@@ -130,3 +131,20 @@ def test_a_watch_takes_few_operations() -> None:
 def test_an_unreadable_mark_returns_nothing() -> None:
     assert ReturnMark.from_json("{not json") is None
     assert may_return({ANN_RETURN: '{"run": "run-a"}'}, None, "run-a") == "not-ours"
+
+
+def _managed(*entries: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"metadata": {"managedFields": [{"manager": m, "operation": "Update", "fieldsV1": f} for m, f in entries]}}
+
+
+def test_a_cordon_set_again_by_another_tool_after_ours_is_not_ours_to_undo() -> None:
+    unschedulable = {"f:spec": {"f:unschedulable": {}}}
+    annotations = {"f:metadata": {"f:annotations": {"f:drain-orchestrator.io/return": {}}}}
+    ours_only = _managed(("drain-orchestrator", {**unschedulable, **annotations}), ("kubelet", {"f:status": {}}))
+    assert not cordoned_by_another(ours_only, "drain-orchestrator")
+    # kubectl uncordon then kubectl cordon: the field moved to kubectl's manager, our annotations stay ours
+    recordoned = _managed(("drain-orchestrator", annotations), ("kubectl-cordon", unschedulable))
+    assert cordoned_by_another(recordoned, "drain-orchestrator")
+    assert not cordoned_by_another({"metadata": {}}, "drain-orchestrator")
+    state = NodeState(ready=True, boot="b", ready_since=None, mark=MINE, others_cordon=True)
+    assert look("rebalance", state, "run-a", "running", None, 0.0) == ("stop", "cordoned-by-another")

@@ -12,9 +12,17 @@ from drain_orchestrator.drain_claim import NodeClaim
 from drain_orchestrator.kube.cordon import uncordon_patch
 from drain_orchestrator.kube.errors import NodeGone
 from drain_orchestrator.kube.node_claim import ANN_DRAINER
-from drain_orchestrator.kube.node_marks import AnnotationChange, Write, gave_up, get_node, update_node
+from drain_orchestrator.kube.node_marks import FIELD_MANAGER, AnnotationChange, Write, gave_up, get_node, update_node
 from drain_orchestrator.kube.rest import Kube
-from drain_orchestrator.returns import ANN_RETURN, NodeState, Refusal, ReturnMark, cordon_mark, may_return
+from drain_orchestrator.returns import (
+    ANN_RETURN,
+    NodeState,
+    Refusal,
+    ReturnMark,
+    cordon_mark,
+    cordoned_by_another,
+    may_return,
+)
 from drain_orchestrator.scheduled_change import ANN_CHANGES
 
 
@@ -32,6 +40,7 @@ def state_of(node: dict[str, Any]) -> NodeState:
         boot=str((status.get("nodeInfo") or {}).get("bootID") or ""),
         ready_since=_epoch(ready.get("lastTransitionTime")),
         mark=ReturnMark.from_json(annotations.get(ANN_RETURN)),
+        others_cordon=cordoned_by_another(node, FIELD_MANAGER),
     )
 
 
@@ -42,7 +51,7 @@ def read_state(kube: Kube, node: str) -> NodeState:
 
 @dataclass(frozen=True)
 class Returned:
-    status: str  # returned | not-ours | superseded | claimed | dry-run
+    status: str  # returned | not-ours | superseded | claimed | cordoned-by-another | dry-run
     was_cordoned: bool = False  # the node was unschedulable when returned
 
 
@@ -60,6 +69,8 @@ def return_node(
         meta = body.get("metadata") or {}
         annotations = meta.get("annotations") or {}
         refusal = may_return(annotations, NodeClaim.from_json(annotations.get(ANN_DRAINER)), run, event)
+        if refusal is None and cordoned_by_another(body, FIELD_MANAGER):
+            refusal = "cordoned-by-another"
         answers.append(refusal)
         cordoned.append(bool((body.get("spec") or {}).get("unschedulable")))
         if refusal is not None:

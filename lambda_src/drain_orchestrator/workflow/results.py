@@ -280,7 +280,8 @@ class ReturnDone(Checkpointed):
 
     _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
     now: float
-    status: str = "returned"  # returned | not-ours | superseded | claimed | node-gone | dry-run | failed
+    status: str = "returned"  # returned | not-ours | superseded | claimed | cordoned-by-another | node-gone | dry-run
+    # | failed
     surge_restored: list[str] = field(default_factory=list)
     notified: bool = False
     fault: StepFault | None = None

@@ -20,7 +20,14 @@ from aws_durable_execution_sdk_python import DurableContext
 from aws_durable_execution_sdk_python.config import Duration
 
 from drain_orchestrator.outcome import InstanceOutcome, Result
-from drain_orchestrator.returns import RETURN_WATCH_SECONDS, ReturnCase, first_look, next_poll, return_case
+from drain_orchestrator.returns import (
+    RETURN_WATCH_SECONDS,
+    ReturnCase,
+    first_look,
+    max_polls,
+    next_poll,
+    return_case,
+)
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.pace import step_config
@@ -76,7 +83,7 @@ def watch(ctx: DurableContext, job: DrainJob, summary: InstanceOutcome, now: flo
         return summary
     at = first_look(job.event, case, ws.rebalance_return, now)
     since = job.event.window_start if job.event.window_start is not None else now
-    started, n = now, 0
+    started, n, polls = now, 0, max_polls(ws.recheck_min_seconds)
     while True:
         if at - now >= 1:
             ctx.wait(Duration.from_seconds(math.ceil(at - now)), name=f"return-wait-{n}")
@@ -95,7 +102,8 @@ def watch(ctx: DurableContext, job: DrainJob, summary: InstanceOutcome, now: flo
         if case in ("rebalance", "closed") and seen.fault is None:
             summary.returned = {"status": "kept", "reason": seen.reason}
             return summary
-        if now - started >= RETURN_WATCH_SECONDS:
+        # by the clock, and by the count of looks the clock allows (a replayed or fast-forwarded clock still ends)
+        if now - started >= RETURN_WATCH_SECONDS or n + 1 >= polls:
             reason = seen.fault.message if seen.fault is not None else seen.reason
             summary.returned = {"status": "kept", "reason": f"gave up after {RETURN_WATCH_SECONDS} s: {reason}"}
             return summary

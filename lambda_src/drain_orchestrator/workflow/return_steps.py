@@ -77,10 +77,10 @@ def return_step(step_ctx: StepContext, job: DrainJob, why: str, by_change: bool 
     from drain_orchestrator.drain_claim import NodeClaim  # noqa: PLC0415
     from drain_orchestrator.engine.surge_sweep import restore_staying  # noqa: PLC0415
     from drain_orchestrator.kube.node_claim import ANN_DRAINER  # noqa: PLC0415
-    from drain_orchestrator.kube.node_marks import get_node  # noqa: PLC0415
+    from drain_orchestrator.kube.node_marks import FIELD_MANAGER, get_node  # noqa: PLC0415
     from drain_orchestrator.kube.node_records import node_event  # noqa: PLC0415
     from drain_orchestrator.kube.return_marks import return_node  # noqa: PLC0415
-    from drain_orchestrator.returns import may_return  # noqa: PLC0415
+    from drain_orchestrator.returns import cordoned_by_another, may_return  # noqa: PLC0415
 
     ws = runtime.wsettings()
     kube = runtime.kube(job.cluster)
@@ -90,8 +90,11 @@ def return_step(step_ctx: StepContext, job: DrainJob, why: str, by_change: bool 
     surges: list[str] = []
     try:
         # asked first so that a refused return takes back no surge; the write asks again under the node's version
-        annotations = (get_node(kube, node).get("metadata") or {}).get("annotations") or {}
+        body = get_node(kube, node)
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
         refusal = may_return(annotations, NodeClaim.from_json(annotations.get(ANN_DRAINER)), job.run_id, change)
+        if refusal is None and cordoned_by_another(body, FIELD_MANAGER):
+            refusal = "cordoned-by-another"
         if refusal is None and not ws.dry_run:  # first the surges: the node's record of them goes with the uncordon
             notes = restore_staying(kube, node, time.time(), why="the node returned to service")
             surges = [f"{n.workload}: {n.status}: {n.detail}" for n in notes]
