@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from drain_orchestrator.drain_claim import NodeClaim
@@ -76,14 +76,15 @@ def event_key(event: Interruption) -> str:
 
 @dataclass(frozen=True)
 class ReturnMark:
-    """Who may return the node: the execution (run id), its event (``event_key``) and kind, the node's boot id and
-    the time of the cordon."""
+    """Who may return the node: the execution (run id), its event (``event_key``) and kind, the node's boot id, the
+    time of the cordon and what brings the node back (its ``ReturnCase``, for ``status``)."""
 
     run: str
     event: str
     kind: str
     at: float
     boot: str = ""
+    case: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
@@ -101,6 +102,7 @@ class ReturnMark:
                 kind=str(data["kind"]),
                 at=float(data["at"]),
                 boot=str(data.get("boot") or ""),
+                case=str(data.get("case") or ""),
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
@@ -121,7 +123,7 @@ def cordon_mark(node: Mapping[str, Any], mine: ReturnMark | None) -> dict[str, s
     if stored is not None and stored.run == mine.run:
         return {}  # this execution's own mark (a replayed cordon)
     boot = str(((node.get("status") or {}).get("nodeInfo") or {}).get("bootID") or "")
-    return {ANN_RETURN: ReturnMark(mine.run, mine.event, mine.kind, mine.at, boot).to_json()}
+    return {ANN_RETURN: replace(mine, boot=boot).to_json()}
 
 
 Refusal = Literal["not-ours", "superseded", "claimed", "cordoned-by-another"]
@@ -195,6 +197,29 @@ def first_look(event: Interruption, case: ReturnCase, return_after: int, now: fl
         end = event.window_end if event.window_end is not None else event.window_start
         return max(now, end) if end is not None and case != "closed" else now
     return now
+
+
+WHEN_BACK: dict[str, str] = {
+    "rebalance": "unless an interruption, termination or state change follows",
+    "reboot": "after its window, once Ready with a new boot",
+    "maintenance": "after its window, once Ready",
+    "restart": "once EC2 runs the instance again and its node is Ready with a new boot",
+    "closed": "only if the scheduled change is closed",
+}
+
+
+def pending_return(mark: ReturnMark, window_end: float | None, return_after: int) -> tuple[float | None, str]:
+    """For ``status``: when a node carrying ``mark`` is looked at again (epoch; None: when something happens) and
+    on what terms. A rebalance's watch looks ``return_after`` seconds after its event, which came before the cordon
+    (``mark.at``): by then at the latest. A reboot or maintenance change's at its window's end (``window_end``, from
+    the change's newest record on the node)."""
+    case = mark.case
+    terms = WHEN_BACK.get(case, "")
+    if case == "rebalance":
+        return mark.at + return_after, terms
+    if case in ("reboot", "maintenance") and window_end is not None:
+        return window_end, terms
+    return None, terms
 
 
 def next_poll(n: int, first: int) -> int:

@@ -20,6 +20,7 @@ from drain_orchestrator.returns import (
     look,
     max_polls,
     may_return,
+    pending_return,
     return_case,
 )
 
@@ -148,3 +149,16 @@ def test_a_cordon_set_again_by_another_tool_after_ours_is_not_ours_to_undo() -> 
     assert not cordoned_by_another({"metadata": {}}, "drain-orchestrator")
     state = NodeState(ready=True, boot="b", ready_since=None, mark=MINE, others_cordon=True)
     assert look("rebalance", state, "run-a", "running", None, 0.0) == ("stop", "cordoned-by-another")
+
+
+def test_a_pending_return_says_when_its_watch_looks_again_and_on_what_terms() -> None:
+    rebalance = ReturnMark("run-a", "ev-a", "rebalance", 100.0, case="rebalance")
+    assert ReturnMark.from_json(rebalance.to_json()) == rebalance
+    assert pending_return(rebalance, None, 3600)[0] == 3700.0
+    reboot = ReturnMark("run-b", "arn-b", "scheduled-change", 100.0, case="reboot")
+    assert pending_return(reboot, 5000.0, 3600) == (5000.0, "after its window, once Ready with a new boot")
+    restart = ReturnMark("run-c", "ev-c", "spot-interruption", 100.0, case="restart")
+    at, terms = pending_return(restart, None, 3600)
+    assert at is None and "runs the instance again" in terms
+    # a mark written without its case (hand-edited) still reads; nothing said about when
+    assert pending_return(ReturnMark("run-d", "ev-d", "rebalance", 100.0), None, 3600) == (None, "")

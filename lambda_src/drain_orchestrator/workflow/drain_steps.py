@@ -184,7 +184,7 @@ def _return_marks(job: DrainJob, now: float) -> Any:
     case = case_of(job)
     if case is None and job.event.kind == "rebalance":
         return None
-    mine = None if case is None else ReturnMark(job.run_id, event_key(job.event), job.event.kind, now)
+    mine = None if case is None else ReturnMark(job.run_id, event_key(job.event), job.event.kind, now, case=case)
     return marks_for(mine)
 
 
