@@ -59,10 +59,13 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def health_event(instance_ids: list[str], *, start: float | None = None) -> dict[str, Any]:
-    """The scheduled-change sample for these instances; ``start`` (epoch) moves its window there, its end the
-    sample's 8 hours later (a window that ended is a stale event for a running instance)."""
-    event = copy.deepcopy(load("health-scheduled-change.json"))
+def health_event(
+    instance_ids: list[str], *, start: float | None = None, sample: str = "health-scheduled-change.json"
+) -> dict[str, Any]:
+    """The scheduled-change sample for these instances (``sample``: another update of it, such as
+    health-scheduled-change-closed.json); ``start`` (epoch) moves its window there, its end the sample's 8 hours
+    later (a window that ended is a stale event for a running instance)."""
+    event = copy.deepcopy(load(sample))
     event["resources"] = list(instance_ids)
     event["detail"]["affectedEntities"] = [{"entityValue": i, "tags": {}} for i in instance_ids]
     if start is not None:

@@ -18,7 +18,7 @@ from drain_orchestrator.aws import ec2 as ec2_api
 from drain_orchestrator.corroborate import corroborate
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.interruption import Interruption
-from drain_orchestrator.ownership import Decision, decide, needs_asg_tags, with_node
+from drain_orchestrator.ownership import Decision, Reason, decide, needs_asg_tags, with_node
 from drain_orchestrator.settings import Settings
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
@@ -116,9 +116,19 @@ def decide_event(
             if facts.asg_name not in asg_cache:
                 asg_cache[facts.asg_name] = source.asg_tags(facts.asg_name)
             facts = facts.with_asg_tags(asg_cache[facts.asg_name])
-        decision = corroborate(decide(instance_id, facts, settings, event), facts, event, now, ws)
+        decision = closed_change(corroborate(decide(instance_id, facts, settings, event), facts, event, now, ws), event)
         assessments.append(Assessment(decision, facts))
     return assessments
+
+
+def closed_change(decision: Decision, event: Interruption) -> Decision:
+    """A closed scheduled change is never drained: an owned instance's flow only returns its node to service if it
+    was cordoned for that change (returns.py). Its age does not matter: returning a node destroys nothing."""
+    if event.change_status != "closed" or not decision.owned:
+        return decision
+    if decision.action == "skip" and decision.reason is not Reason.STALE_EVENT:
+        return decision  # ignored by settings, or another controller's instance
+    return replace(decision, reason=Reason.CHANGE_CLOSED, action="return")
 
 
 def locate_node(kube: Kube, assessment: Assessment, event: Interruption) -> Decision:

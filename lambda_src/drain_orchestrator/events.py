@@ -176,9 +176,13 @@ class HealthDetail(_Detail):
     eventRegion: str | None = None
     startTime: datetime | None = None
     endTime: datetime | None = None
+    # a scheduled change is published upcoming, may be updated (a new window; open once it starts) and ends closed
+    # (done or cancelled); absent: taken as upcoming
+    statusCode: Literal["upcoming", "open", "closed"] | None = None
+    lastUpdatedTime: datetime | None = None
     affectedEntities: list[HealthEntity] = Field(default_factory=list)
 
-    _parse_times = field_validator("startTime", "endTime", mode="before")(_health_time)
+    _parse_times = field_validator("startTime", "endTime", "lastUpdatedTime", mode="before")(_health_time)
 
 
 class HealthScheduledChangeEvent(_Event):
@@ -320,6 +324,9 @@ def _health(event: HealthScheduledChangeEvent) -> Interruption | Ignored:
         window_start=start,
         window_end=None if d.endTime is None else _epoch(d.endTime),
         event_type_code=clip(d.eventTypeCode),
+        change_arn=clip(d.eventArn, 400),
+        change_status=d.statusCode or "upcoming",
+        change_updated=_epoch(d.lastUpdatedTime or event.time),
     )
 
 

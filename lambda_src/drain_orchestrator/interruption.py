@@ -72,6 +72,11 @@ class Interruption:
     # end-date as the event says (EC2 starts terminating the instances 30 minutes before)
     capacity_reservation_id: str | None = None
     block_end: float | None = None
+    # scheduled-change: the Health event's own identity and state (an update of one change repeats its eventArn):
+    # upcoming | open | closed, and its lastUpdatedTime (epoch; the event's time when absent): the newest update wins
+    change_arn: str | None = None
+    change_status: str | None = None
+    change_updated: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -32,6 +32,9 @@ class Result(StrEnum):
     # IAM denied a heartbeat or the completion (the group fails the policy's tag condition): not retried, the drain
     # ran until the action's life without heartbeats ended; the hook falls to its DefaultResult
     LIFECYCLE_ACCESS_DENIED = "lifecycle-access-denied"
+    # a scheduled change whose newer update closed or rescheduled it before its drain began (scheduled_change.py):
+    # nothing cordoned or drained by this execution
+    CANCELLED = "cancelled"
 
 
 ON_FAILURE = "on-failure"  # the lifecycle action gets LIFECYCLE_RESULT_ON_FAILURE (or LAUNCH_TIMEOUT_RESULT)
@@ -67,6 +70,7 @@ RULES: dict[Result, Rule] = {
     Result.READY: Rule(True, "CONTINUE", None, None, None),
     Result.TIMED_OUT: Rule(False, ON_FAILURE, None, None, None),
     Result.LIFECYCLE_ACCESS_DENIED: Rule(False, None, "failed", "LifecycleAccessDenied", ACCESS_DENIED_ALARM),
+    Result.CANCELLED: Rule(False, None, None, None, None),
 }
 
 
@@ -117,6 +121,8 @@ class InstanceOutcome:
     surge_restored: list[str] | None = None
     # node-gone because another Node took the located node's name: the replacement's identity (node_identity.py)
     replaced_by: dict[str, Any] | None = None
+    # the return to service after the verdict (workflow/return_flow.py): {status, reason?, at?}
+    returned: dict[str, Any] | None = None
     heartbeats: int | None = None
     duration_seconds: float | None = None
     notified: bool | None = None

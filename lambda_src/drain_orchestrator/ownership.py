@@ -28,7 +28,8 @@ KARPENTER_TAG = "karpenter.sh/nodepool"
 NODE_GROUP_TAG = "eks:nodegroup-name"
 _CLUSTER_NAME_TAGS = (EKS_CLUSTER_NAME_TAG, EKS_CLUSTER_NAME_V1_TAG)
 
-Action = Literal["drain", "cordon", "wait-ready", "complete-lifecycle", "skip"]
+# "return": a closed scheduled change: nothing drained; its node is made schedulable again if it was cordoned for it
+Action = Literal["drain", "cordon", "wait-ready", "complete-lifecycle", "skip", "return"]
 
 
 class Reason(StrEnum):
@@ -55,6 +56,9 @@ class Reason(StrEnum):
     STATE_CONTRADICTS_EVENT = "state-contradicts-event"  # EC2's state for the instance is not where the event says
     ACTION_NOT_PENDING = "action-not-pending"  # the lifecycle action is no longer waiting (done, timed out, replaced)
     GROUP_MISMATCH = "group-mismatch"  # the event's Auto Scaling group is not the instance's
+    # a closed scheduled change (AWS Health statusCode closed: done or cancelled): not drained; the node returns to
+    # service if it was cordoned for that change (returns.py)
+    CHANGE_CLOSED = "change-closed"
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,7 @@ def with_node(decision: Decision, node: str | None, event: Interruption) -> Deci
     """Fold the node lookup into the decision: owned but nodeless means there is nothing to drain."""
     if node is not None:
         return replace(decision, node=node)
-    if not decision.owned or decision.action not in ("drain", "cordon"):
+    if not decision.owned or decision.action not in ("drain", "cordon", "return"):
         return decision  # not ours, or waiting for a node to join (asg-launch)
     if decision.reason is Reason.HOOK_NOT_OURS:
         return replace(decision, action="skip")  # nothing to drain, and the hook is its owner's to answer

@@ -65,6 +65,9 @@ class WorkflowSettings:
     deadline_asg_terminate: int | None = None  # cap below the hook's global timeout (min(48 h, 100 x heartbeat))
     deadline_state_change: int = 60
     deadline_rebalance: int = 7200
+    # a node cordoned for a rebalance recommendation that no interruption, termination or state change followed
+    # this long after it is made schedulable again (docs/drain.md "When the instance stays"); 0: never
+    rebalance_return: int = 3600
     scheduled_change_lead: int = 1800  # start draining this long before a scheduled change's window
     capacity_block_lead: int = 1800  # a delivered Capacity Block's drain starts this long before EC2's (end - 30 min)
     # lifecycle hooks
@@ -113,6 +116,7 @@ class WorkflowSettings:
             deadline_asg_terminate=_int_or_none(env, "DEADLINE_ASG_TERMINATE_SECONDS", 1),
             deadline_state_change=_int(env, "DEADLINE_STATE_CHANGE_SECONDS", d.deadline_state_change, 1),
             deadline_rebalance=_int(env, "DEADLINE_REBALANCE_SECONDS", d.deadline_rebalance, 1),
+            rebalance_return=_int(env, "REBALANCE_RETURN_SECONDS", d.rebalance_return, 0),
             scheduled_change_lead=_int(
                 env, "SCHEDULED_CHANGE_LEAD_SECONDS", d.scheduled_change_lead, 0, MAX_LEAD_SECONDS
             ),

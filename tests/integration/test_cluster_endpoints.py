@@ -36,7 +36,7 @@ def _cordon_through_the_handler(aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarn
     """A rebalance recommendation (cordon only) for a fresh node of ``blue``, in a fresh container."""
     iid = aws.instance(tags=OWNED)
     (node,) = aws.nodes_for(k8s, [iid])
-    lam.configure("blue", **env)
+    lam.configure("blue", **{"REBALANCE_RETURN_SECONDS": "0", **env})  # the cordon stays for the assertions
     run = lam.run(samples.ec2_event("rebalance-recommendation.json", instance_id=iid))
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]  # type: ignore[index]

@@ -143,7 +143,8 @@ def test_a_karpenter_node_is_explained_and_left_alone_unless_opted_in(
     assert not untouched.spec.unschedulable
     assert not any(k.startswith("drain-orchestrator.io/") for k in (untouched.metadata.annotations or {}))
 
-    lam.configure("blue", DRAIN_CONTROLLER_MANAGED_NODES="karpenter")
+    # the cordon stays for the assertions (no return to service: tests/integration/test_return_to_service.py)
+    lam.configure("blue", DRAIN_CONTROLLER_MANAGED_NODES="karpenter", REBALANCE_RETURN_SECONDS="0")
     opted = lam.run(samples.ec2_event("rebalance-recommendation.json", instance_id=iid))
 
     assert opted.status == "SUCCEEDED", opted.error

@@ -138,7 +138,7 @@ def test_one_deployment_routes_each_event_to_its_own_cluster(
     [green_iid] = aws.asg("green-nodes", size=1, tags={"eks:cluster-name": "green"}, az="us-east-1b")
     [blue_node] = aws.nodes_for(k8s, [blue_iid])
     [green_node] = aws.nodes_for(k8s, [green_iid])
-    lam.configure("blue,green")
+    lam.configure("blue,green", REBALANCE_RETURN_SECONDS="0")  # green's cordon stays for the assertions
     before_blue, before_green = _calls_to(testbed, "blue"), _calls_to(testbed, "green")
 
     blue = _succeeded(lam.run(samples.ec2_event("spot-interruption-terminate.json", instance_id=blue_iid)))
@@ -388,7 +388,9 @@ def test_health_event_with_instances_of_two_clusters_and_an_unknown_one(
     # one call for all instances; EC2 rejects the whole call for the unknown id, so one query by instance-id
     # filter, which answers for the ids EC2 knows (no error, no message text read)
     ids = [blue_iid, green_iid, IMPOSSIBLE]
-    assert calls == [("ids", ids), ("filter", ids)]
+    # then the drained instance's return watch asks EC2 once whether it is still there (docs/drain.md "When the
+    # instance stays")
+    assert calls == [("ids", ids), ("filter", ids), ("ids", [blue_iid])]
 
 
 def test_launch_into_the_warm_pool_completes_continue_without_waiting_for_a_node(

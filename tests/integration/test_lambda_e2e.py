@@ -151,7 +151,8 @@ def test_rebalance_cordons_only_by_default(
     (node,) = aws.nodes_for(k8s, [iid])
     k8s.deployment("web", 1, nodes=[node])
     k8s.wait_pods_ready("app=web", 1)
-    lam.configure("blue")
+    # no return to service (tests/integration/test_return_to_service.py): the cordon alone is under test
+    lam.configure("blue", REBALANCE_RETURN_SECONDS="0")
     run = lam.run(samples.ec2_event("rebalance-recommendation.json", instance_id=iid))
     assert run.status == "SUCCEEDED", run.error
     (inst,) = run.result["instances"]

@@ -16,9 +16,13 @@ import pytest
 import yaml
 
 from drain_orchestrator import __version__
+from drain_orchestrator.kube.change_marks import record_change
 from drain_orchestrator.kube.cordon import cordon
 from drain_orchestrator.kube.node_records import claim
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.return_marks import marks_for
+from drain_orchestrator.returns import ReturnMark
+from drain_orchestrator.scheduled_change import ChangeRecord
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
@@ -114,6 +118,57 @@ def test_status_shows_phase_deadline_and_what_holds_the_drain(aws: AwsSeed, k8s:
         assert "Traceback" not in unset.stderr + anyone.stderr
     finally:
         volumes.cleanup()
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def test_status_lists_pending_returns_with_their_execution_and_when(aws: AwsSeed, k8s: KubeScenario) -> None:
+    """Cordons written as the function writes them: a rebalance's and a reboot change's carry a return mark, an
+    operator's none."""
+    aws.eks_cluster("blue")
+    rebalanced, rebooted, operators = k8s.add_nodes(3)
+    kube = Kube(api_client=k8s.api_client)
+    now = time.time()
+    rebalance = ReturnMark("run-r", "ev-r", "rebalance", now, case="rebalance")
+    cordon(kube, rebalanced, reason="rebalance", event_id="ev-r", now=now, marks=marks_for(rebalance))
+    arn = "arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_REBOOT_MAINTENANCE_SCHEDULED/x"
+    end = now + 7200
+    record_change(kube, rebooted, ChangeRecord(arn, now, "upcoming", now + 3600, end))
+    reboot = ReturnMark("run-s", arn, "scheduled-change", now, case="reboot")
+    cordon(kube, rebooted, reason="scheduled-change", event_id="ev-s", now=now, marks=marks_for(reboot))
+    cordon(kube, operators, reason="spot-interruption", event_id="ev-t", now=now)
+    env, _queue = aws.lambda_env("blue")
+    env["REBALANCE_RETURN_SECONDS"] = "900"
+
+    proc = status(env, "--json", "--no-aws")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["node"]: r for r in json.loads(proc.stdout)["drains"]}
+    assert rows[rebalanced]["pending_return"] == {
+        "run": "run-r",
+        "kind": "rebalance",
+        "event": "ev-r",
+        "cordoned_at": _iso(now),
+        "returns_at": _iso(now + 900),
+        "terms": "unless an interruption, termination or state change follows",
+    }
+    assert rows[rebooted]["pending_return"] == {
+        "run": "run-s",
+        "kind": "scheduled-change",
+        "event": arn,
+        "cordoned_at": _iso(now),
+        "returns_at": _iso(end),
+        "terms": "after its window, once Ready with a new boot",
+    }
+    assert rows[operators]["pending_return"] is None  # an instance that goes away: nothing returns it
+
+    table = status(env, "--no-aws")
+    assert table.returncode == 0, table.stderr
+    section = table.stdout.split("pending returns to service", 1)[1].splitlines()
+    assert section[1].split()[:7] == ["CLUSTER", "NODE", "KIND", "EXECUTION", "CORDONED", "RETURNS", "TERMS"]
+    assert any(rebalanced in line and "run-r" in line and _iso(now + 900) in line for line in section)
+    assert not any(operators in line for line in section)
 
 
 def set_lifecycle_state(aws: AwsSeed, instance_id: str, state: str) -> None:

@@ -25,6 +25,7 @@ def test_the_results_keep_their_strings() -> None:
     assert [r.value for r in Result] == [
         "drained", "node-gone", "cordoned", "refused", "deadline-missed", "gate-held", "failed", "dry-run",
         "approved-continue", "approved-abandon", "claim-lost", "ready", "timed-out", "lifecycle-access-denied",
+        "cancelled",
     ]  # fmt: skip
     assert set(RULES) == set(Result)
     assert [r for r in Result if succeeded(r)] == [Result.DRAINED, Result.NODE_GONE, Result.READY]

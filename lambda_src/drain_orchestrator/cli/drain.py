@@ -204,11 +204,9 @@ def run_uncordon(args: argparse.Namespace) -> int:
 def _restore_uncordoned(kube: Kube, node: str) -> list[str]:
     """What drains of this node surged (its record, and entries naming it that lost their record) is taken back,
     as the verdict would: the node stays, so no replacement is needed any more."""
-    from drain_orchestrator.engine.surge_restore import restore_node  # noqa: PLC0415
-    from drain_orchestrator.engine.surge_sweep import find_left_behind  # noqa: PLC0415
+    from drain_orchestrator.engine.surge_sweep import restore_staying  # noqa: PLC0415
 
-    named = {s.deployment for s in find_left_behind(kube, time.time(), nodes=[node]) if s.node == node}
-    notes = restore_node(kube, node, named, why="the node was uncordoned")
+    notes = restore_staying(kube, node, time.time(), why="the node was uncordoned")
     return [f"{n.workload}: {n.status}: {n.detail}" for n in notes]
 
 

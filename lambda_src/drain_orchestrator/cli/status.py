@@ -5,15 +5,17 @@ Lambda) or the cluster of a kubeconfig, the nodes carrying ``drain-orchestrator.
 deadline and time left, and what holds the drain: pods a PodDisruptionBudget allows no disruption of, load-balancer
 targets of the instance still registered or draining, VolumeAttachments left. Also the instances of the clusters'
 Auto Scaling groups kept in ``Terminating:Retained`` (a terminate hook abandoned under an instance lifecycle policy
-that retains), and the surges no drain will take back (``surge restore`` takes them back). A table, or ``--json``
-(cli/status_report.py); a cluster that could not be read is said so on stdout and stderr, and the exit status is 1:
-an unreachable cluster is never shown as "no drains".
+that retains), the surges no drain will take back (``surge restore`` takes them back), and the pending returns to
+service: nodes cordoned for an event whose instance may stay, with the execution that may return each and when. A
+table, or ``--json`` (cli/status_report.py); a cluster that could not be read is said so on stdout and stderr, and
+the exit status is 1: an unreachable cluster is never shown as "no drains".
 """
 
 from __future__ import annotations
 
 import argparse
 import calendar
+import functools
 import json
 import os
 import sys
@@ -26,6 +28,7 @@ from drain_orchestrator.cli.status_report import (
     ClusterRead,
     LeftSurge,
     NodeStatus,
+    PendingReturn,
     Retained,
     StatusReport,
     render_report,
@@ -236,7 +239,45 @@ def _node_status(cluster: str, node: dict[str, Any], now: float) -> NodeStatus:
         seconds_left=left,
     )
     _read_held(status, ann)
+    status.pending_return = _pending_return(ann)
     return status
+
+
+def _pending_return(ann: dict[str, str]) -> PendingReturn | None:
+    """The node's return mark, and when its watch looks again: REBALANCE_RETURN_SECONDS as this shell has it (the
+    function's own setting when run with its environment; the default otherwise)."""
+    from drain_orchestrator.returns import ANN_RETURN, ReturnMark, pending_return  # noqa: PLC0415
+    from drain_orchestrator.scheduled_change import newest_of  # noqa: PLC0415
+
+    mark = ReturnMark.from_json(ann.get(ANN_RETURN))
+    if mark is None:
+        return None
+    record = newest_of(ann, mark.event)
+    at, terms = pending_return(mark, None if record is None else record.end, _rebalance_return())
+    return PendingReturn(
+        run=mark.run,
+        kind=mark.kind,
+        event=mark.event,
+        cordoned_at=_iso(mark.at),
+        returns_at=None if at is None else _iso(at),
+        terms=terms,
+    )
+
+
+@functools.cache
+def _rebalance_return() -> int:
+    from drain_orchestrator.workflow_settings import WorkflowSettings  # noqa: PLC0415
+
+    try:
+        return WorkflowSettings.from_env(os.environ).rebalance_return
+    except ValueError as exc:  # SettingsError: the function refuses these settings too
+        default = WorkflowSettings().rebalance_return
+        print(f"warning: {exc}; pending returns shown with REBALANCE_RETURN_SECONDS={default}", file=sys.stderr)
+        return default
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
 
 
 def _read_held(status: NodeStatus, ann: dict[str, str]) -> None:

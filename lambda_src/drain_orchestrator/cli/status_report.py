@@ -12,6 +12,19 @@ RETAINED_STATE = "Terminating:Retained"
 
 
 @dataclass
+class PendingReturn:
+    """A node cordoned for an event whose instance may stay: which execution may return it, for which event, when
+    it looks again (None: when something happens) and on what terms."""
+
+    run: str
+    kind: str
+    event: str
+    cordoned_at: str
+    returns_at: str | None
+    terms: str
+
+
+@dataclass
 class NodeStatus:
     cluster: str
     node: str
@@ -31,6 +44,8 @@ class NodeStatus:
     at_deadline: str | None = None  # force-delete | continue | abandon | stop
     drained_by: str | None = None  # run id of the execution holding the node's drain claim
     waiting: int = 0  # other executions waiting for its verdict
+    # the node's return mark (returns.py): the execution that may return it to service, and when it looks again
+    pending_return: PendingReturn | None = None
 
     @property
     def holds(self) -> list[str]:
@@ -116,6 +131,15 @@ def render_report(report: StatusReport) -> str:
         out.append(render(report.drains))
     elif read:
         out.append("no drains in the clusters read: no node carries drain-orchestrator.io/ annotations")
+    returns = [(s, s.pending_return) for s in report.drains if s.pending_return is not None]
+    if returns:
+        out.append("pending returns to service (cordoned for an interruption that may not come):")
+        out.append(
+            table(
+                ("CLUSTER", "NODE", "KIND", "EXECUTION", "CORDONED", "RETURNS", "TERMS"),
+                [(s.cluster, s.node, r.kind, r.run, r.cordoned_at, r.returns_at or "-", r.terms) for s, r in returns],
+            )
+        )
     if report.retained:
         out.append(f"retained instances ({RETAINED_STATE}: inspect, then terminate):")
         out.append(

@@ -20,7 +20,7 @@ from drain_orchestrator.clip import clip
 from drain_orchestrator.drain.report import SurgeNote
 from drain_orchestrator.drain.surge import HELD_LABEL, HOLDERS, SurgeStatus, parse_holders
 from drain_orchestrator.drain.surge_expiry import LeftBehind, left_behind
-from drain_orchestrator.engine.surge_restore import restore_entry
+from drain_orchestrator.engine.surge_restore import restore_entry, restore_node
 from drain_orchestrator.kube.rest import Kube
 
 LISTS = {"deployment": "/apis/apps/v1/deployments", "hpa": "/apis/autoscaling/v2/horizontalpodautoscalers"}
@@ -116,6 +116,14 @@ def restore_left_behind(kube: Kube, now: float, *, nodes: Iterable[str] = (), la
             notes.append(note)
     notes += [SurgeNote(p.split(" skipped:", 1)[0], SurgeStatus.FAILED.value, p) for p in problems]
     return notes
+
+
+def restore_staying(kube: Kube, node: str, now: float, why: str) -> list[SurgeNote]:
+    """Before a node is made schedulable again (``uncordon``, a return to service): what drains of it surged (its
+    record, and entries naming it that lost their record) is taken back, as a verdict would: the node stays, so no
+    replacement is needed any more."""
+    named = {s.deployment for s in find_left_behind(kube, now, nodes=[node]) if s.node == node}
+    return restore_node(kube, node, named, why=why)
 
 
 class _Nodes:

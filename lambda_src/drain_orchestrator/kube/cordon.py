@@ -7,14 +7,14 @@ annotations under ``drain-orchestrator.io/`` that record why and since when the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from drain_orchestrator.drain_claim import Ask, Look, NodeClaim
 from drain_orchestrator.kube.node_claim import ANN_DRAINER
-from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, Write, gave_up, update_node
+from drain_orchestrator.kube.node_marks import ANNOTATION_PREFIX, AnnotationChange, Write, gave_up, update_node
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.node_identity import NodeIdentity
 
@@ -56,6 +56,7 @@ def cordon(
     claims: Mapping[str, str] | None = None,
     drain_claim: Ask | None = None,
     pin: NodeIdentity | None = None,
+    marks: Callable[[dict[str, Any]], AnnotationChange] | None = None,
 ) -> CordonResult:
     """Make ``node`` unschedulable (+ optional taint/label/annotations). Existing annotations are kept, so
     two drains of one node agree on the first started-at and reason.
@@ -63,10 +64,12 @@ def cordon(
     ``claims`` (phase → owner): phase claims taken in the same write (set only if absent, under the node's
     resourceVersion, as kube/node_records.py ``claim`` does), so a drain's start costs one GET and one PATCH.
     ``drain_claim``: the node's drain claim (kube/node_claim.py) taken, joined or found settled in the same write.
-    ``pin``: the Node object to cordon (node_identity.py); another under the name raises NodeReplaced untouched."""
+    ``pin``: the Node object to cordon (node_identity.py); another under the name raises NodeReplaced untouched.
+    ``marks``: more annotation changes computed from the node as read (the return mark, kube/return_marks.py), sent
+    in the same write under its resourceVersion."""
     asked = {ANNOTATION_PREFIX + phase: (phase, owner) for phase, owner in (claims or {}).items()}
 
-    def plan(body: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str], set[str], Look | None]:
+    def plan(body: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str | None], set[str], Look | None]:
         """The cordon's own patch, the claims still absent (and the drain claim's change), the claims the owner
         already holds, the drain claim's look."""
         own = _cordon_patch(
@@ -79,7 +82,7 @@ def cordon(
             now=now,
         )
         holders = (body.get("metadata") or {}).get("annotations") or {}
-        absent = {k: owner for k, (_, owner) in asked.items() if k not in holders}
+        absent: dict[str, str | None] = {k: owner for k, (_, owner) in asked.items() if k not in holders}
         held = {phase for k, (phase, owner) in asked.items() if holders.get(k) == owner}
         seen = None
         if drain_claim is not None:
@@ -87,6 +90,8 @@ def cordon(
             seen = drain_claim.look(current)
             if seen.claim != current:
                 absent[ANN_DRAINER] = seen.claim.to_json()
+        if marks is not None:
+            absent.update(marks(body))
         return own, absent, held, seen
 
     def change(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -123,7 +128,7 @@ def cordon(
     )
 
 
-def _with_claims(patch: dict[str, Any] | None, absent: dict[str, str], rv: str | None) -> dict[str, Any] | None:
+def _with_claims(patch: dict[str, Any] | None, absent: dict[str, str | None], rv: str | None) -> dict[str, Any] | None:
     """The cordon's patch plus the claims still absent, under the resourceVersion (a claim is set only if absent)."""
     if not absent:
         return patch
@@ -143,9 +148,11 @@ def _started_at(node: dict[str, Any]) -> float | None:
         return None
 
 
-def uncordon(kube: Kube, node: str, *, taint_key: str | None = None, dry_run: bool = False) -> CordonResult:
-    """Undo :func:`cordon`: schedulable again, our taint/label/annotations removed."""
-    done = update_node(kube, node, lambda body: _uncordon_patch(body, taint_key), dry_run=dry_run)
+def uncordon(
+    kube: Kube, node: str, *, taint_key: str | None = None, dry_run: bool = False, keep: tuple[str, ...] = ()
+) -> CordonResult:
+    """Undo :func:`cordon`: schedulable again, our taint/label/annotations removed (but those in ``keep``)."""
+    done = update_node(kube, node, lambda body: uncordon_patch(body, taint_key, keep), dry_run=dry_run)
     if done.write is Write.CONTENDED:
         raise gave_up(node)
     return CordonResult(node, changed=done.write is Write.WRITTEN, dry_run=dry_run)
@@ -194,13 +201,13 @@ def _cordon_patch(
     return patch
 
 
-def _uncordon_patch(node: dict[str, Any], taint_key: str | None) -> dict[str, Any] | None:
+def uncordon_patch(node: dict[str, Any], taint_key: str | None, keep: tuple[str, ...] = ()) -> dict[str, Any] | None:
     meta = node.get("metadata") or {}
     spec = node.get("spec") or {}
     patch: dict[str, Any] = {}
     if spec.get("unschedulable"):
         patch.setdefault("spec", {})["unschedulable"] = False
-    ours = [k for k in (meta.get("annotations") or {}) if k.startswith(ANNOTATION_PREFIX)]
+    ours = [k for k in (meta.get("annotations") or {}) if k.startswith(ANNOTATION_PREFIX) and k not in keep]
     if ours:
         patch.setdefault("metadata", {})["annotations"] = dict.fromkeys(ours)
     if (meta.get("labels") or {}).get(EXCLUDE_LB_LABEL) == EXCLUDE_LB_VALUE:

@@ -32,6 +32,9 @@ from drain_orchestrator.kube.rest import JSON_PATCH, STRATEGIC_MERGE, Kube, Resp
 from drain_orchestrator.node_identity import NodeIdentity
 
 ANNOTATION_PREFIX = "drain-orchestrator.io/"
+# the name the apiserver records in a node's managedFields for this product's writes: a return to service tells by it
+# whether another tool set spec.unschedulable after this product's cordon (returns.cordoned_by_another)
+FIELD_MANAGER = "drain-orchestrator"
 CONFLICT_RETRIES = 5
 
 # An annotation change: key → new value, or None to remove the key.
@@ -94,7 +97,7 @@ def patch_node(
     """One strategic-merge PATCH of the node (``dry_run``: validated by the apiserver, not stored). True when
     accepted, False when its resourceVersion precondition lost a race (409); NodeGone if the node is gone (or,
     ``pin``ned, replaced)."""
-    query = {"dryRun": "All"} if dry_run else None
+    query = {"fieldManager": FIELD_MANAGER, **({"dryRun": "All"} if dry_run else {})}
     body = _with_uid(patch, pin)
     resp = kube.request("PATCH", node_path(node), query=query, body=body, content_type=STRATEGIC_MERGE)
     return _accepted(kube, node, resp, lost=(409,), remember=not dry_run, pin=pin)

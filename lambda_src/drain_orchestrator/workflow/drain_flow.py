@@ -30,7 +30,7 @@ from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger
 from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
 from drain_orchestrator.ownership import Reason
-from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow import return_flow, runtime
 from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_now_step
 from drain_orchestrator.workflow.gate_defs import PodIps
@@ -98,11 +98,17 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     if decision.action == "skip" or decision.node is None:
         return summary
     logger.thread_safe_append_keys(node=decision.node)
+    if decision.action == "return":  # a closed scheduled change: nothing to drain (return_flow.py)
+        return return_flow.close_change(ctx, job, summary)
+    if event.change_arn is not None and not return_flow.change_goes_on(ctx, job, summary, "change-record"):
+        return summary
     if event.window_start is not None:  # a scheduled change's window
         start_at = event.window_start - ws.scheduled_change_lead
         if start_at - pace.now >= 1:
             ctx.wait(Duration.from_seconds(int(start_at - pace.now)), name="until-window")
             pace.now = start_at
+            if event.change_arn is not None and not return_flow.change_goes_on(ctx, job, summary, "change-check"):
+                return summary
 
     cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, job.plan.deadline)
     started_at = cordoned.now
@@ -118,14 +124,15 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         start = (said.drain_start, started_at) if said.drain_start else None
     if decision.action == "cordon":
         summary.result = Result.CORDONED
-        return summary
+        return return_flow.watch(ctx, job, summary, started_at)
     job = replace(job, counts_pods=cordoned.drain_claimed, cordon_claim=cordoned.claim, started_at=started_at)
     gated = Gates(ctx, job, pace, summary)
     drained = _one_drain(ctx, job, pace, summary, gated.ips, start)
     result, report, error = gated.after(drained)
     if result is Result.DRAINED:  # before the instance may go: pods bound after the cordon (late_look.py)
         result, report, error = late_look(ctx, job, pace, summary, Drained(result, report, error))
-    return _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
+    summary = _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
+    return return_flow.watch(ctx, job, summary, pace.now)
 
 
 def _one_drain(
@@ -263,6 +270,7 @@ def _verdict(
         _restore_surges(job, pace, report, summary)
     summary.heartbeats = pace.beats
     reported: Reported = ctx.step(report_step(job, summary, started_at), name="report", config=step_config(Reported))
+    pace.now = max(pace.now, reported.now)
     summary.duration_seconds = reported.duration
     summary.notified = reported.notified
     return summary

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import replace
+from typing import Any
 
 from aws_durable_execution_sdk_python import StepContext, durable_step
 
@@ -156,6 +157,7 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
                 ),
                 drain_claim=ask,
                 pin=job.pin,
+                marks=_return_marks(job, now),
             )
             cordon_claimed = "cordoned" in res.claimed
             first = "drain-started" in res.claimed
@@ -178,6 +180,20 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
         drain_claimed=bool(first),
         claim=claim,
     )
+
+
+def _return_marks(job: DrainJob, now: float) -> Any:
+    """The return mark's change in the cordon's write (returns.cordon_mark): this execution's when its instance may
+    stay, removed when it goes away; None (left as it is) for a rebalance that never returns its node."""
+    from drain_orchestrator.kube.return_marks import marks_for  # noqa: PLC0415
+    from drain_orchestrator.returns import ReturnMark, event_key  # noqa: PLC0415
+    from drain_orchestrator.workflow.return_flow import case_of  # noqa: PLC0415
+
+    case = case_of(job)
+    if case is None and job.event.kind == "rebalance":
+        return None
+    mine = None if case is None else ReturnMark(job.run_id, event_key(job.event), job.event.kind, now, case=case)
+    return marks_for(mine)
 
 
 FRESH_CLAIM_SECONDS = 30.0

@@ -281,3 +281,39 @@ class ReadyCheck(Checkpointed):
     hook_done: bool = False
     fault: StepFault | None = None
     heartbeat_interval: int | None = None
+
+
+@dataclass(frozen=True)
+class ChangeStanding(Checkpointed):
+    """A scheduled change's update recorded on its node ("change-record", "change-check"): what the newest update
+    means for this execution (scheduled_change.standing)."""
+
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    standing: str = "current"  # current | superseded | closed
+    gone: bool = False
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class ReturnLook(Checkpointed):
+    """One look of a return watch ("return-look-N"): returns.look's verdict and why."""
+
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    verdict: str = "wait"  # due | wait | stop
+    reason: str = ""
+    fault: StepFault | None = None
+
+
+@dataclass(frozen=True)
+class ReturnDone(Checkpointed):
+    """The return to service ("return"): returned, or why not (kube/return_marks.Returned)."""
+
+    _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
+    now: float
+    status: str = "returned"  # returned | not-ours | superseded | claimed | cordoned-by-another | node-gone | dry-run
+    # | failed
+    surge_restored: list[str] = field(default_factory=list)
+    notified: bool = False
+    fault: StepFault | None = None
