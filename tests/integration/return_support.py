@@ -38,7 +38,9 @@ def marked(k8s: KubeScenario, node: str) -> bool:
 
 
 def node_events(k8s: KubeScenario, node: str) -> list[str]:
-    items = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    items = k8s.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node},source=drain-orchestrator"
+    ).items
     return [e.reason for e in items]
 
 

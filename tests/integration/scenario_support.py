@@ -125,7 +125,9 @@ def wait_evicting(k8s: KubeScenario, node: str, timeout: float = 120) -> None:
 
 
 def node_events(k8s: KubeScenario, node: str) -> set[str]:
-    events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    events = k8s.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node},source=drain-orchestrator"
+    ).items
     return {e.reason for e in events}
 
 

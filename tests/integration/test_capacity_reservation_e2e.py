@@ -56,7 +56,8 @@ def test_warning_is_owned_and_drained_with_grace_clipped_to_the_termination_time
     # a pod asking for 10 minutes of grace; EC2 terminates the instance 20 s from now
     k8s.deployment_on("slow", 1, [node], spare, grace=600)
     (pod,) = _node_pods(k8s, node)
-    lam.configure("blue")
+    # the respectful minimum (MIN_DRAIN_SECONDS, 30 s by default) would put the deadline past a termination 20 s away
+    lam.configure("blue", MIN_DRAIN_SECONDS="10")
     started = time.time()
     # sent just now: without the termination time the deadline would be ~115 s away, and the grace with it
     terminates = int(started) + 20

@@ -64,7 +64,9 @@ def _only(run: Run) -> dict[str, Any]:
 
 
 def _node_events(k8s: KubeScenario, node: str) -> dict[str, str]:
-    items = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    items = k8s.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node},source=drain-orchestrator"
+    ).items
     return {e.reason: e.message for e in items}
 
 

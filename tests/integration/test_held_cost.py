@@ -66,12 +66,14 @@ def test_a_held_drain_ends_its_passes_early_and_polls_rarely(
 
     requests = function_requests(testbed, offset)
     assert requests, "the audit log recorded none of the function's requests"
-    # the first held pass watches the budget for 30 s after its evictions were refused, then ends: no watch after it
+    # the first held pass watches the budget for 30 s after its evictions were refused, then ends: no budget watch later
     first_end = _logged_at(passes[first_held]) + 1
     later = [e for e in requests if first_end <= at(e) <= ended]
     counted = dict(by_verb_and_resource(later))
-    assert not any(k.startswith("watch") for k in counted), counted
+    # (a pass's look at the node, its presence and the cordon's witness, is one short watch of the node: one a pass)
     quick = len(passes) - first_held - 1  # the passes after it end at their first look
+    watches = {k: v for k, v in counted.items() if k.startswith("watch")}
+    assert set(watches) <= {"watch nodes"} and watches.get("watch nodes", 0) <= quick, (watches, quick)
     assert len(later) <= 12 * quick + 8, (quick, counted)  # each a few requests, then the verdict's
     # between passes nothing asks: the requests come in one burst per pass (polling asked about once a second)
     busy_seconds = {int(at(e)) for e in later}

@@ -77,7 +77,9 @@ def test_crash_mid_drain_resumes_without_repeating_finished_steps(
     notes = final_notification(lam, "completed", "drained")
     assert sorted(n["phase"] for n in notes) == ["completed", "started"]
     assert run.metric_total("LifecycleActionsCompleted") == 1
-    events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    events = k8s.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node},source=drain-orchestrator"
+    ).items
     reasons = [e.reason for e in events]
     # drained by its first pass (run again after the crash): the verdict's Event alone tells the drain, once
     assert reasons == ["DrainCompleted"], reasons

@@ -86,7 +86,9 @@ def test_asg_terminate_drains_heartbeats_and_completes_continue(
         node,
         "asg-terminate",
     )
-    events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    events = k8s.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node},source=drain-orchestrator"
+    ).items
     # drained by its first pass: one Event tells the whole drain, its kind and event included
     assert [e.reason for e in events] == ["DrainCompleted"], [e.reason for e in events]
     assert f"for asg-terminate (event {event['id']})" in events[0].message, events[0].message
@@ -160,7 +162,9 @@ def test_rebalance_cordons_only_by_default(
     assert k8s.core.read_node(node).spec.unschedulable is True
     assert len(_node_pods(k8s, node)) >= 1  # nothing evicted
     assert lam.notifications() == []
-    events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    events = k8s.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node},source=drain-orchestrator"
+    ).items
     assert [e.reason for e in events] == ["NodeCordoned"]  # a cordon only says so, and nothing of a drain
 
 

@@ -84,7 +84,9 @@ def test_a_drain_held_by_a_pdb_is_said_once_with_the_pdbs_pods_and_what_the_dead
     note = k8s.core.read_node(node).metadata.annotations["drain-orchestrator.io/held"]
     assert json.loads(note)["pods_per_namespace"] == {k8s.ns: len(held_pods)}
     # a drain that outlives its first pass says it started, once, before it says it is held
-    events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    events = k8s.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node},source=drain-orchestrator"
+    ).items
     events.sort(key=lambda e: int(e.metadata.resource_version))
     assert [e.reason for e in events] == ["DrainStarted", "DrainHeld", "DrainFailed"], [e.reason for e in events]
     assert events[0].message.startswith("cordoned and draining for asg-terminate since "), events[0].message

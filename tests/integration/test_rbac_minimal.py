@@ -112,8 +112,15 @@ def _drain_every_path(
     k8s.bare_pod("static", node=node, metadata_extra=mirror, spec_extra=claim_volume("static-data"))
     attachments = VolumeAttachments(k8s)
     attachments.attach(node, f"pv-static-{k8s.run_id}")  # the mirror pod's: stays, does not hold the gate
-    # the drain ends drained long before its deadline; the deadline only bounds a loaded machine's slower run
-    lam.configure("blue", DEADLINE_STATE_CHANGE_SECONDS="60", WAIT_FOR_VOLUME_DETACH="always", **settings)
+    # the budgets never allow (their pods' replacements fit no node): the deadline's policy deletes those pods, in the
+    # pass after the drain's respectful minimum (10 s here), 20 s after the event
+    lam.configure(
+        "blue",
+        DEADLINE_STATE_CHANGE_SECONDS="20",
+        MIN_DRAIN_SECONDS="10",
+        WAIT_FOR_VOLUME_DETACH="always",
+        **settings,
+    )
     offset = testbed.audit_log.stat().st_size
 
     aws.stop_instance(iid)

@@ -115,7 +115,9 @@ def test_runtime_killed_mid_step_resumes_without_repeating_finished_steps(
     assert finished and all(started.count(op) == 1 for op in finished)  # finished steps never ran again
     assert killed_in in _steps(history, "StepSucceeded")  # the interrupted step was run again and finished
     assert sorted(set(_steps(history, "StepSucceeded"))) == sorted(_steps(history, "StepSucceeded"))
-    node_events = k8s.core.list_namespaced_event("default", field_selector=f"involvedObject.name={node}").items
+    node_events = k8s.core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={node},source=drain-orchestrator"
+    ).items
     reasons = [e.reason for e in node_events]
     # killed inside the first pass, which drained once run again: the verdict's Event alone tells the drain
     assert reasons == ["DrainCompleted"], reasons
