@@ -70,7 +70,15 @@ def locate_binaries() -> BinDir:
     """Build (or find cached) binaries; raises with the build's output when that fails."""
     override = os.environ.get("DRAIN_TESTBED_BIN")
     if override:
-        return BinDir(Path(override))
+        bins = BinDir(Path(override))
+        wanted = os.environ.get(KUBE_VERSION_VAR)
+        stamp = bins.path / ".kube-apiserver.stamp"
+        if wanted and stamp.is_file() and bins.kube_version != selected_kube_version():
+            raise RuntimeError(
+                f"DRAIN_TESTBED_BIN={override} holds Kubernetes {bins.kube_version}, but "
+                f"{KUBE_VERSION_VAR}={wanted} selects {selected_kube_version()}: unset one of them"
+            )
+        return bins
     proc = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.binaries import BUILD_SCRIPT, KUBE_VERSION_VAR, REPO, selected_kube_version
+from testbed.binaries import BUILD_SCRIPT, KUBE_VERSION_VAR, REPO, locate_binaries, selected_kube_version
 
 K8S_MODULES = REPO / "build" / "k8s"
 
@@ -59,3 +59,13 @@ def test_each_wrapper_module_builds_the_version_its_directory_names(version: str
         assert at == f"v0.{minor}.{patch}", f"{module} replaced at {at} in {version}"
     assert {"k8s.io/api", "k8s.io/apiserver", "k8s.io/client-go"} <= {m for m, _, _ in replaced}
     assert (K8S_MODULES / version / "go.sum").is_file()
+
+
+def test_binaries_given_by_path_must_be_the_selected_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".kube-apiserver.stamp").write_text("v1.35.4")
+    monkeypatch.setenv("DRAIN_TESTBED_BIN", str(tmp_path))
+    monkeypatch.setenv(KUBE_VERSION_VAR, "1.35.4")
+    assert locate_binaries().kube_version == "v1.35.4"
+    monkeypatch.setenv(KUBE_VERSION_VAR, "1.36.3")
+    with pytest.raises(RuntimeError, match=rf"holds Kubernetes v1\.35\.4, but {KUBE_VERSION_VAR}=1\.36\.3"):
+        locate_binaries()
