@@ -22,12 +22,14 @@ TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-quick test-durations test-unit test-integration test-infra synth \
         test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-cold-import bench-hold bench-storm bench-storm-waves bench-fleet bench-reclaim bench-nth build-nth clean \
-        prune-versions
+        prune-versions test-k8s-range
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
 	@echo "make test          lint + type-check + every test (what CI runs; PYTEST_WORKERS=6 workers with a bed each)"
 	@echo "make test-quick    lint + type-check + unit and infra tests, no bed (the inner loop, < 2 min)"
+	@echo "make test-k8s-range  the drain, RBAC and surge suites on each Kubernetes version of build/k8s/v*/"
+	@echo "                   (DRAIN_TESTBED_KUBE_VERSIONS='1.36.3' picks some; one version: DRAIN_TESTBED_KUBE_VERSION=1.36.3 make ...)"
 	@echo "make test-bare     what CI runs, from a fresh clone of HEAD with empty package caches (BARE=all: all caches)"
 	@echo "make setup         venv on Python 3.13 with pinned deps, npm deps, test-bed binaries (idempotent)"
 	@echo "make cluster-up    start the local control plane + AWS emulator (kubeconfig: .local/cluster/kubeconfig)"
@@ -95,6 +97,25 @@ QUICK_WORKERS ?= 2
 test:
 	@PYTEST_WORKERS=$(PYTEST_WORKERS) QUICK_WORKERS=$(QUICK_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" MAKE="$(MAKE)" \
 	  bash build/run-tests.sh
+
+# the Kubernetes range (docs/testbed.md#kubernetes-versions): the suites that talk most to the apiserver on each
+# version of build/k8s/v*/, one version after another, each on a bed of that version. A version not built yet builds
+# first (niced: ~15-20 min on 2 cores). Every version runs; the exit status says whether all passed.
+DRAIN_TESTBED_KUBE_VERSIONS ?= $(sort $(patsubst build/k8s/v%/go.mod,%,$(wildcard build/k8s/v*/go.mod)))
+K8S_RANGE_TESTS ?= tests/integration/test_testbed_smoke.py::test_the_control_plane_runs_the_selected_kubernetes_version \
+  $(wildcard tests/integration/test_drain_*.py) tests/integration/test_rbac_minimal.py $(wildcard tests/integration/test_surge*.py)
+K8S_RANGE_WORKERS ?= 2
+test-k8s-range: setup-python
+	@failed=; for v in $(DRAIN_TESTBED_KUBE_VERSIONS); do \
+	  echo "[make test-k8s-range] Kubernetes $$v: building the bed's binaries (a no-op once cached)"; \
+	  DRAIN_TESTBED_KUBE_VERSION=$$v nice -n 10 bash build/build-bins.sh > /dev/null || { failed="$$failed $$v(build)"; continue; }; \
+	  start=$$(date +%s); \
+	  DRAIN_TESTBED_KUBE_VERSION=$$v nice -n 5 $(PY) -m pytest $(K8S_RANGE_TESTS) -n $(K8S_RANGE_WORKERS) $(PYTEST_ARGS) \
+	    || failed="$$failed $$v"; \
+	  echo "[make test-k8s-range] Kubernetes $$v: $$(( $$(date +%s) - start )) s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "[make test-k8s-range] failed on:$$failed"; exit 1; fi; \
+	echo "[make test-k8s-range] passed on: $(DRAIN_TESTBED_KUBE_VERSIONS)"
 
 # the inner loop: lint and types beside the unit and infra tests; no bed, no Go
 test-quick: setup-python setup-node

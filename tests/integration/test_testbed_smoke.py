@@ -18,6 +18,7 @@ from kubernetes.client.rest import ApiException
 
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
+from testbed.binaries import selected_kube_version
 from testbed.kube import KubeScenario
 
 pytestmark = pytest.mark.integration
@@ -33,6 +34,13 @@ def _evict(k8s: KubeScenario, pod: Any) -> None:
             metadata=client.V1ObjectMeta(name=pod.metadata.name, namespace=k8s.ns),
         ),
     )
+
+
+def test_the_control_plane_runs_the_selected_kubernetes_version(testbed: Testbed) -> None:
+    """DRAIN_TESTBED_KUBE_VERSION (else the build's default) is the version the apiserver reports."""
+    api = testbed.admin_api_client()
+    with api:
+        assert client.VersionApi(api).get_code().git_version == selected_kube_version()
 
 
 def test_two_nodes_ready(k8s: KubeScenario) -> None:
