@@ -21,9 +21,8 @@ from drain_orchestrator.drain.surge import (
     pdb_never_allows,
     replacement_ready,
     restore,
-    selector_string,
-    unschedulable_message,
 )
+from drain_orchestrator.drain.workload_reads import selector_string, unschedulable_message
 
 
 def deployment(

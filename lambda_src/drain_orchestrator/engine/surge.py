@@ -25,11 +25,10 @@ from drain_orchestrator.drain.surge import (
     parse_node_record,
     pdb_never_allows,
     replacement_ready,
-    selector_string,
     surge_enabled,
-    unschedulable_message,
 )
 from drain_orchestrator.drain.surge_expiry import expiry_of
+from drain_orchestrator.drain.workload_reads import selector_string, unschedulable_message
 from drain_orchestrator.engine.surge_restore import (
     RETRIES,
     apply_scale,
