@@ -324,6 +324,23 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
             nag.acknowledge_findings(grantee, {finding: reason})
         return grant
 
+    def grant_read_history(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let an operator read drains' timelines (`drain-orchestrator history`): list this function's durable
+        executions and read their histories; nothing that changes, stops or answers a drain."""
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["lambda:ListDurableExecutionsByFunction", "lambda:GetDurableExecutionHistory"],
+            # the executions run on published versions: ":*" is this function's versions and their executions
+            resource_arns=[self.function.function_arn, f"{self.function.function_arn}:*"],
+        )
+        if isinstance(grantee, Construct):
+            default = self.function.node.default_child
+            assert isinstance(default, cdk.CfnElement)
+            finding = f"{_IAM5}[Resource::<{cdk.Stack.of(self).get_logical_id(default)}.Arn>:*]"
+            reason = "The `*` stands for this function's versions, which its durable executions run on."
+            nag.acknowledge_findings(grantee, {finding: reason})
+        return grant
+
     @property
     def role_arn(self) -> str:
         role = self.function.role
