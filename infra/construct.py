@@ -310,27 +310,19 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
         """Let an operator (a role, user or group) answer held drains' approvals (HELD_APPROVAL=on,
         `drain-orchestrator approve`): lambda:SendDurableExecutionCallbackSuccess on this function's executions.
         The function itself needs nothing to wait on its callbacks."""
-        grant = iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["lambda:SendDurableExecutionCallbackSuccess"],
-            # executions run on a published version (version-qualified ARNs): ":*" is this function's versions
-            resource_arns=[self.function.function_arn, f"{self.function.function_arn}:*"],
-        )
-        if isinstance(grantee, Construct):
-            default = self.function.node.default_child
-            assert isinstance(default, cdk.CfnElement)
-            finding = f"{_IAM5}[Resource::<{cdk.Stack.of(self).get_logical_id(default)}.Arn>:*]"
-            reason = "The `*` stands for this function's versions, which its durable executions run on."
-            nag.acknowledge_findings(grantee, {finding: reason})
-        return grant
+        return self._grant_on_executions(grantee, ["lambda:SendDurableExecutionCallbackSuccess"])
 
     def grant_read_history(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let an operator read drains' timelines (`drain-orchestrator history`): list this function's durable
         executions and read their histories; nothing that changes, stops or answers a drain."""
+        actions = ["lambda:ListDurableExecutionsByFunction", "lambda:GetDurableExecutionHistory"]
+        return self._grant_on_executions(grantee, actions)
+
+    def _grant_on_executions(self, grantee: iam.IGrantable, actions: list[str]) -> iam.Grant:
         grant = iam.Grant.add_to_principal(
             grantee=grantee,
-            actions=["lambda:ListDurableExecutionsByFunction", "lambda:GetDurableExecutionHistory"],
-            # the executions run on published versions: ":*" is this function's versions and their executions
+            actions=actions,
+            # executions run on a published version (version-qualified ARNs): ":*" is this function's versions
             resource_arns=[self.function.function_arn, f"{self.function.function_arn}:*"],
         )
         if isinstance(grantee, Construct):
