@@ -8,6 +8,8 @@ path, whatever the kind.
 
 from __future__ import annotations
 
+import hashlib
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -67,6 +69,15 @@ class RetryPolicy:
         if attempt >= self.slow_after:
             return max(self.cap, self.slow_cap)
         return int(min(self.cap, self.first * 2 ** min(attempt, 16)))
+
+    def jittered(self, attempt: int, key: str) -> int:
+        """Full jitter: the wait before the retry after ``attempt`` drawn evenly from 1 s to :meth:`delay`, so the
+        executions a storm failed together (one throttled API, one apiserver restart) come back spread out instead
+        of in step. The draw is a hash of ``key`` (the step's name and attempt and the failed result's checkpointed
+        time), not a random number: a replay of the execution waits exactly as its first run did."""
+        top = self.delay(attempt)
+        draw = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0**64
+        return max(1, math.ceil(draw * top))
 
     def gives_up_after(self, attempt: int) -> bool:
         """True when ``attempt`` (0 = the first failure) was the last one this policy allows."""

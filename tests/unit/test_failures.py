@@ -111,3 +111,17 @@ def test_a_turned_away_request_waits_what_the_server_asked_within_a_cap() -> Non
     assert rule.wait(1.0, 1.0) == 1.5  # jitter spreads a storm's clients
     # every in-place wait together stays a few seconds of a drain's budget
     assert (APF_RETRY.attempts - 1) * (APF_RETRY.max_wait + APF_RETRY.jitter) <= 5.0
+
+
+def test_backoffs_are_jittered_over_the_whole_range_and_the_same_on_replay() -> None:
+    policy = RETRY_POLICIES[FailureKind.THROTTLED]  # 5, 10, 20, 40, 60 s
+    # a storm: 200 executions whose step failed at the same second (times differ in their fractions)
+    keys = [f"locate@{1796540000 + i / 1000}" for i in range(200)]
+    for attempt in range(5):
+        waits = [policy.jittered(attempt, k) for k in keys]
+        assert all(1 <= w <= policy.delay(attempt) for w in waits)
+        assert len(set(waits)) >= min(policy.delay(attempt), 200) // 2  # spread out, not in step
+        assert waits == [policy.jittered(attempt, k) for k in keys]  # a replay waits the same
+    # over many draws the mean is half the exponential backoff (full jitter), not the backoff itself
+    draws = [policy.jittered(4, f"cordon@{i}") for i in range(2000)]
+    assert 25 <= sum(draws) / len(draws) <= 35

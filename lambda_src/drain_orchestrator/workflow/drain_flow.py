@@ -197,7 +197,7 @@ def _drain_passes(
             policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
             if policy.gives_up_after(faults) or pace.now >= deadline:
                 return Drained(Result.FAILED, report, out.fault)
-            want = float(policy.delay(faults))
+            want = float(policy.jittered(faults, f"drain-pass-{n}@{out.now}"))
             faults += 1
             if n == 0 and start is not None:
                 _announce_start(ctx, job, start)

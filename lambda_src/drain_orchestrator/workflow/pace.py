@@ -149,7 +149,8 @@ class Pace:
             policy = RETRY_POLICIES[FailureKind(fault.kind)]
             if policy.gives_up_after(attempt) or self.now >= until:
                 return res
-            self.wait(policy.delay(attempt), f"{name}-backoff-{attempt}", until)
+            backoff = policy.jittered(attempt, f"{label}@{getattr(res, 'now', self.now)}")
+            self.wait(backoff, f"{name}-backoff-{attempt}", until)
             attempt += 1
 
 
@@ -168,7 +169,7 @@ def retried[T: Checkpointed](ctx: DurableContext, make: Any, name: str, cls: typ
         now: float = getattr(res, "now")  # noqa: B009 - every faulting result carries its time (step_guard)
         if policy.gives_up_after(attempt) or now >= until:
             return res
-        seconds = deadlines.wait_seconds(now, policy.delay(attempt), until, None)
+        seconds = deadlines.wait_seconds(now, policy.jittered(attempt, f"{label}@{now}"), until, None)
         ctx.wait(Duration.from_seconds(seconds), name=f"{name}-backoff-{attempt}")
         attempt += 1
 
