@@ -50,7 +50,11 @@ def test_demo_replay(testbed: Testbed, tmp_path: Path, monkeypatch: pytest.Monke
     assert by_title["Unsupported event"]["result"]["ignored"] == "unsupported"
     assert "detail.EC2InstanceId" in by_title["Malformed event"]["error"].message
     # three drained nodes, each announced once (the duplicate Spot warning adds nothing)
-    assert sorted(n["phase"] for n in notes) == ["completed"] * 3 + ["started"] * 3
+    # and the rebalance's node returned to service: nothing followed it (the demo's runner skips the hour's wait)
+    assert sorted(n["phase"] for n in notes) == ["completed"] * 3 + ["returned-to-service"] + ["started"] * 3
+    (rebalanced,) = by_title["Rebalance recommendation"]["result"]["instances"]
+    (returned,) = [n for n in notes if n["phase"] == "returned-to-service"]
+    assert returned["instance_id"] == rebalanced["instance_id"] and rebalanced["returned"]["status"] == "returned"
 
 
 def _printed(outcome: dict[str, Any]) -> list[str]:

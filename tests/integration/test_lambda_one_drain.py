@@ -100,8 +100,9 @@ def test_a_claim_its_holder_stopped_renewing_is_waited_on_then_taken_over_and_th
     dead = NodeClaim(holder="dead-run", expires=now + 8, deadlines={"dead-run": now + 3600}, since=now - 100)
     k8s.core.patch_node(node, {"metadata": {"annotations": {ANN_DRAINER: dead.to_json()}}})
     lam.configure("blue", DRAIN_PASS_SECONDS="5")
-    aws.stop_instance(iid)
-    run = lam.run(samples.ec2_event("state-change-stopping.json", instance_id=iid), skip_time=False)
+    # terminated, not stopped: a stopped instance's node is watched, in real time here, until the instance runs again
+    aws.terminate_instance(iid)
+    run = lam.run(samples.ec2_event("state-change-terminated.json", instance_id=iid), skip_time=False)
     inst = instance_summary(run)
     assert (inst["result"], inst["took_over_from"]) == ("drained", "dead-run"), inst
     assert time.time() >= now + 8  # it waited for the expiry, then drained

@@ -22,7 +22,7 @@ from drain_orchestrator.kube.node_marks import add_taint, patch_node
 from drain_orchestrator.kube.node_records import claim
 from drain_orchestrator.kube.node_watch import NodePresence
 from drain_orchestrator.node_identity import NodeIdentity
-from testbed.kube import KubeScenario
+from testbed.kube import NOT_READY_TAINT, KubeScenario
 from tests.integration.drain_support import drainer
 
 pytestmark = pytest.mark.integration
@@ -50,7 +50,9 @@ def _replace(k8s: KubeScenario, node: str, instance: str | None = None) -> NodeI
 
 def _untouched(k8s: KubeScenario, node: str) -> None:
     n = k8s.core.read_node(node)
-    assert not n.spec.unschedulable and not n.spec.taints, n.spec
+    # the only taint is the apiserver's admission's on a new node until it is Ready (TaintNodesByCondition)
+    taints = [t.key for t in n.spec.taints or [] if t.key != NOT_READY_TAINT]
+    assert not n.spec.unschedulable and taints == [], n.spec
     ours = [k for k in (n.metadata.annotations or {}) if k.startswith("drain-orchestrator.io/")]
     assert ours == [], ours
 
