@@ -76,7 +76,9 @@ class KubeScenario:
         self.nodes.extend(created)
         if wait_ready:
             for name in created:
-                self.wait_for(lambda n=name: self.node_schedulable(n), timeout=60, what=f"node {name} Ready")
+                # Ready and untainted within seconds on an idle machine; kwok's status and the node lifecycle
+                # controller's untaint have taken over 60 s under a full suite's load
+                self.wait_for(lambda n=name: self.node_schedulable(n), timeout=180, what=f"node {name} Ready")
                 # an m5.2xlarge-like node with EKS' usual 110-pod limit (kwok's initializer would say 1M pods);
                 # patched once Ready, because kwok's initializer may still overwrite status until then
                 self.core.patch_node_status(name, {"status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY}})
