@@ -85,11 +85,10 @@ class Slots:
                 if (slot := _try_lock(path)) is not None:
                     return slot
         # CPU-heavy tests wait their turn in order of arrival: a ticket, held locked while it waits
-        ticket = _try_lock(self.directory / f"wait-{time.time_ns():020d}-{os.getpid()}")
-        assert ticket is not None
+        ticket, mine = self._ticket()
         try:
             while True:
-                if self._first_in_line(Path(ticket.name)):
+                if self._first_in_line(mine):
                     for path in self.free_for_all:
                         if (slot := _try_lock(path)) is not None:
                             return slot
@@ -99,8 +98,18 @@ class Slots:
                                 return slot
                 time.sleep(0.2)
         finally:
-            Path(ticket.name).unlink(missing_ok=True)
+            mine.unlink(missing_ok=True)
             ticket.close()
+
+    def _ticket(self) -> tuple[IO[str], Path]:
+        """A place in line, locked before it is seen: written under another name and renamed once locked, so a
+        waiter looking for stale tickets never takes a new one for a gone worker's."""
+        name = f"{time.time_ns():020d}-{os.getpid()}"
+        ticket = _try_lock(self.directory / f"new-{name}")
+        assert ticket is not None  # a name no one else has
+        mine = self.directory / f"wait-{name}"
+        os.rename(self.directory / f"new-{name}", mine)
+        return ticket, mine
 
     def _first_in_line(self, mine: Path) -> bool:
         for waiting in sorted(self.directory.glob("wait-*")):
