@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from testbed.kube import KubeScenario
 
@@ -91,8 +92,23 @@ class LateBindings:
 
     def placed_by_scheduler(self, name: str) -> bool:
         """The scheduler's own record (its Scheduled Event) that it bound ``name`` to the node."""
+        return self._scheduled_event(name) is not None
+
+    def bound_after_cordon(self, name: str) -> float:
+        """When ``name`` was bound, in seconds after the cordon: as the watcher saw it, or, when the pod was bound
+        and gone between two of its looks (a loaded machine), as the scheduler's Scheduled Event records it."""
+        if name in self.bound_at:
+            return self.after_cordon(name, self.bound_at)
+        event = self._scheduled_event(name)
+        assert event is not None, f"{name} was never seen on the node and the scheduler recorded no binding"
+        recorded = event.event_time or event.first_timestamp
+        assert recorded is not None, f"{name}'s Scheduled Event has no time"
+        assert self.cordoned_at is not None, "the node was never seen cordoned"
+        return recorded.timestamp() - self.cordoned_at
+
+    def _scheduled_event(self, name: str) -> Any:
         events = self.k8s.core.list_namespaced_event(self.k8s.ns, field_selector=f"involvedObject.name={name}").items
-        return any(e.reason == "Scheduled" and self.node in (e.message or "") for e in events)
+        return next((e for e in events if e.reason == "Scheduled" and self.node in (e.message or "")), None)
 
     def wait_gone(self, timeout: float = 30) -> None:
         """Until every pod created has left the node (the test's verdict is read after they did)."""

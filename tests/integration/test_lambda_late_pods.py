@@ -93,7 +93,7 @@ def test_a_pod_bound_six_seconds_after_the_cordon_while_a_gate_holds_is_drained_
     assert inst["late_look"] == {"late_pods": [f"{k8s.ns}/late-6"]}
     assert _evicted_by(run, "late-look") == [f"{k8s.ns}/late-6"]
     assert late.placed_by_scheduler("late-6")
-    assert late.after_cordon("late-6", late.bound_at) >= 6.0
+    assert late.bound_after_cordon("late-6") >= 6.0
     assert late.gone_at["late-6"] <= action["completed_at"]
 
 
@@ -140,5 +140,5 @@ def test_pods_bound_half_a_second_three_and_six_seconds_after_the_cordon_while_a
     for name in scheduled:
         assert late.placed_by_scheduler(name), f"{name} was not bound by the scheduler"
         assert late.gone_at[name] <= action["completed_at"], (name, late.gone_at[name], action["completed_at"])
-    assert late.after_cordon("late-6", late.bound_at) >= 6.0
+    assert late.bound_after_cordon("late-6") >= 6.0
     assert pods_on(k8s, node) == []
