@@ -79,6 +79,11 @@ class Run:
                 out.append({"name": m["Name"], "value": doc[m["Name"]], "dims": dims, "namespace": meta["Namespace"]})
         return out
 
+    def step(self, name: str) -> Any:
+        """The checkpointed result of the one step named ``name``."""
+        (op,) = [op for op in self.operations if getattr(op, "name", None) == name]
+        return json.loads(op.result)
+
     def metric_total(self, name: str, **dims: str) -> float:
         total = 0.0
         for m in self.emf():
@@ -174,6 +179,23 @@ class LambdaHarness:
         run.stdout, run.stderr = self.capfd.readouterr()
         return run
 
+    def start(self, event: dict[str, Any], *, timeout: int = 240) -> LiveRun:
+        """Start the handler on ``event`` (stamped now) on the real clock and return at once: the test acts on the
+        bed while the execution runs, watching its finished steps (:class:`LiveRun`). Several may run at once; their
+        output is shared (:meth:`collect` reads the metrics of all)."""
+        from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
+
+        from drain_orchestrator.handler import handler
+
+        self._reset()
+        enforce_checkpoint_limit()
+        event = {**event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        seen = len(oversized_checkpoints())
+        runner = DurableFunctionTestRunner(handler=handler, skip_time=False)
+        runner.__enter__()
+        arn = runner.run_async(input=json.dumps(event), execution_timeout=timeout)
+        return LiveRun(runner, arn, timeout, seen)
+
     def collect(self) -> Run:
         """Everything printed since the last capture (metrics of concurrent runs) as one Run."""
         out, err = self.capfd.readouterr()
@@ -201,3 +223,48 @@ class CallbackApi:
             error = {"Code": type(exc).__name__, "Message": str(exc)}
             raise ClientError({"Error": error}, "SendDurableExecutionCallbackSuccess") from exc
         return {}
+
+
+class LiveRun:
+    """An execution started by :meth:`LambdaHarness.start`, still running: what its finished steps returned so far
+    (read from its history, as ``get-durable-execution-history`` shows it), then its end."""
+
+    def __init__(self, runner: Any, arn: str, timeout: int, seen: int = 0) -> None:
+        self.runner, self.arn, self.timeout, self.seen = runner, arn, timeout, seen
+
+    def steps(self) -> dict[str, Any]:
+        """The checkpointed result of each step that succeeded so far, by name."""
+        from aws_durable_execution_sdk_python.lambda_service import OperationStatus, OperationType
+        from aws_durable_execution_sdk_python_testing.model import events_to_operations
+
+        history = self.runner.get_execution_history(self.arn, include_execution_data=True)
+        done: dict[str, Any] = {}
+        for op in events_to_operations(history.events):
+            if op.operation_type is OperationType.STEP and op.status is OperationStatus.SUCCEEDED and op.name:
+                result = op.step_details.result if op.step_details else None
+                done[op.name] = json.loads(result) if result else None
+        return done
+
+    def step(self, name: str, timeout: float = 120) -> Any:
+        """The result of the step ``name`` once it succeeded (polled until ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            done = self.steps()
+            if name in done:
+                return done[name]
+            assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for step {name}: {sorted(done)}"
+            time.sleep(0.2)
+
+    def finish(self) -> Run:
+        """Wait for the execution's end (its timeout at most); the runner is closed. The output is not captured
+        here: :meth:`LambdaHarness.collect` reads it."""
+        try:
+            res = self.runner.wait_for_result(self.arn, timeout=self.timeout)
+            ops = list(res.get_all_operations())
+        finally:
+            self.runner.__exit__(None, None, None)
+        oversized = oversized_checkpoints()[self.seen :]
+        assert not oversized, f"checkpoints over the service's 256 KB limit: {oversized}"
+        status = getattr(res.status, "name", str(res.status))
+        result = json.loads(res.result) if res.result else None
+        return Run(status=status, result=result, error=res.error, stdout="", operations=ops)
