@@ -15,7 +15,7 @@ from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
 from tests.integration.lambda_support import LambdaHarness, LiveRun, Run
-from tests.integration.return_support import booted, mark_of, node_events, owned_node_with_a_pod, until
+from tests.integration.return_support import booted, mark_of, node_events, owned_node_with_a_pod
 
 pytestmark = pytest.mark.integration
 REBOOT = "health-reboot-maintenance.json"
@@ -84,3 +84,55 @@ def test_a_reboot_change_drains_before_its_window_and_returns_the_node_once_it_b
     _returned_here(k8s, node, pod_uid)
     assert [said["phase"] for said in lam.notifications()][-1] == "returned-to-service"
     assert out.metric_total("NodesReturned", cluster="blue", kind="scheduled-change") == 1
+
+
+def test_a_spot_stop_drains_the_node_and_returns_it_only_once_ec2_runs_the_instance_again_with_a_new_boot(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node, pod_uid = owned_node_with_a_pod(aws, k8s)
+    booted(k8s, node, "boot-before")
+    lam.configure("blue")
+    warned = lam.start(samples.ec2_event("spot-interruption-stop.json", instance_id=iid))
+    # drained; EC2 still runs the instance and the node reports the boot it had before: not back
+    first = warned.step("return-look-0")
+    assert (first["verdict"], first["reason"]) == ("wait", "not-back")
+    assert k8s.core.read_node(node).spec.unschedulable is True
+
+    aws.stop_instance(iid)  # EC2 stops it: the state change's event is borne out
+    assert aws.describe(iid)["State"]["Name"] == "stopped"
+    stopped = lam.start(samples.ec2_event("state-change-stopped.json", instance_id=iid))
+    # the state change's cordon takes the return over (the newest event decides)
+    look = stopped.step("return-look-0")
+    assert (look["verdict"], look["reason"]) == ("wait", "not-back")
+    mark = mark_of(k8s, node)
+    assert mark is not None and (mark.kind, mark.case) == ("state-change", "restart")
+
+    # the node's status alone brings nothing back: its kubelet says a new boot (kwok keeps the node Ready
+    # throughout), EC2 still says stopped: not back, still cordoned
+    booted(k8s, node, "boot-after")
+    after = max(_looks(stopped)) + 2  # a look that began after the new boot (the one running now may not have)
+    look = stopped.step(f"return-look-{after}")
+    assert (look["verdict"], look["reason"]) == ("wait", "not-back")
+    assert k8s.core.read_node(node).spec.unschedulable is True
+
+    running_since = time.time()
+    aws.start_instance(iid)
+    assert aws.describe(iid)["State"]["Name"] == "running"
+    done = stopped.finish()
+    spot = warned.finish()
+    out = lam.collect()
+
+    inst = _one(done)
+    assert inst["result"] == "drained"
+    returned = inst["returned"]
+    assert isinstance(returned, dict)
+    assert (returned["status"], returned["reason"]) == ("returned", "instance-back")
+    assert float(returned["at"]) >= running_since
+    warning = _one(spot)
+    assert warning["result"] == "drained"
+    # the warning's watch ended on the state change's mark (or, if it looked only after the return, on none)
+    assert warning["returned"] in ({"status": "kept", "reason": r} for r in ("superseded", "not-ours"))
+    _returned_here(k8s, node, pod_uid)
+    assert [said["phase"] for said in lam.notifications()][-1] == "returned-to-service"
+    assert out.metric_total("NodesReturned") == 1
+    assert out.metric_total("NodesReturned", cluster="blue", kind="state-change") == 1
