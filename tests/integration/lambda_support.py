@@ -232,14 +232,22 @@ class LiveRun:
     def __init__(self, runner: Any, arn: str, timeout: int, seen: int = 0) -> None:
         self.runner, self.arn, self.timeout, self.seen = runner, arn, timeout, seen
 
-    def steps(self) -> dict[str, Any]:
-        """The checkpointed result of each step that succeeded so far, by name."""
-        from aws_durable_execution_sdk_python.lambda_service import OperationStatus, OperationType
+    def _operations(self) -> list[Any]:
         from aws_durable_execution_sdk_python_testing.model import events_to_operations
 
         history = self.runner.get_execution_history(self.arn, include_execution_data=True)
+        return list(events_to_operations(history.events))
+
+    def begun(self) -> set[str]:
+        """The names of the operations begun so far (steps, waits, contexts), finished or not."""
+        return {op.name for op in self._operations() if op.name}
+
+    def steps(self) -> dict[str, Any]:
+        """The checkpointed result of each step that succeeded so far, by name."""
+        from aws_durable_execution_sdk_python.lambda_service import OperationStatus, OperationType
+
         done: dict[str, Any] = {}
-        for op in events_to_operations(history.events):
+        for op in self._operations():
             if op.operation_type is OperationType.STEP and op.status is OperationStatus.SUCCEEDED and op.name:
                 result = op.step_details.result if op.step_details else None
                 done[op.name] = json.loads(result) if result else None
