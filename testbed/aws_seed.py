@@ -187,6 +187,10 @@ class AwsSeed:
         """EC2 stops the instance (moto: at once): what a state-change "stopping" event is about."""
         self.client("ec2").stop_instances(InstanceIds=[instance_id])
 
+    def start_instance(self, instance_id: str) -> None:
+        """EC2 starts the stopped instance again (moto: running at once): a stop or hibernation that ended."""
+        self.client("ec2").start_instances(InstanceIds=[instance_id])
+
     def terminate_instance(self, instance_id: str) -> None:
         """EC2 terminates the instance (moto: at once): what a state-change "shutting-down"/"terminated" is about."""
         self.client("ec2").terminate_instances(InstanceIds=[instance_id])

@@ -60,15 +60,21 @@ def _iso(epoch: float) -> str:
 
 
 def health_event(
-    instance_ids: list[str], *, start: float | None = None, sample: str = "health-scheduled-change.json"
+    instance_ids: list[str],
+    *,
+    start: float | None = None,
+    end: float | None = None,
+    sample: str = "health-scheduled-change.json",
 ) -> dict[str, Any]:
     """The scheduled-change sample for these instances (``sample``: another update of it, such as
-    health-scheduled-change-closed.json); ``start`` (epoch) moves its window there, its end the sample's 8 hours
-    later (a window that ended is a stale event for a running instance)."""
+    health-scheduled-change-closed.json, or another change, such as health-reboot-maintenance.json); ``start``
+    (epoch) moves its window there, its end to ``end``, by default the sample's 8 hours later (a window that ended
+    is a stale event for a running instance). The header's date format has whole seconds."""
     event = copy.deepcopy(load(sample))
     event["resources"] = list(instance_ids)
     event["detail"]["affectedEntities"] = [{"entityValue": i, "tags": {}} for i in instance_ids]
     if start is not None:
         event["detail"]["startTime"] = email.utils.formatdate(start, usegmt=True)
-        event["detail"]["endTime"] = email.utils.formatdate(start + HEALTH_WINDOW_SECONDS, usegmt=True)
+        ends = start + HEALTH_WINDOW_SECONDS if end is None else end
+        event["detail"]["endTime"] = email.utils.formatdate(ends, usegmt=True)
     return event

@@ -73,7 +73,9 @@ def lam(
     from drain_orchestrator.workflow import runtime
     from tests.integration.lambda_support import LambdaHarness
 
-    yield LambdaHarness(testbed, aws, monkeypatch, capfd)
+    harness = LambdaHarness(testbed, aws, monkeypatch, capfd)
+    yield harness
+    harness.close()
     runtime.fault_injection = None
     runtime.reset_config()
 

@@ -79,6 +79,11 @@ class Run:
                 out.append({"name": m["Name"], "value": doc[m["Name"]], "dims": dims, "namespace": meta["Namespace"]})
         return out
 
+    def step(self, name: str) -> Any:
+        """The checkpointed result of the one step named ``name``."""
+        (op,) = [op for op in self.operations if getattr(op, "name", None) == name]
+        return json.loads(op.result)
+
     def metric_total(self, name: str, **dims: str) -> float:
         total = 0.0
         for m in self.emf():
@@ -92,6 +97,7 @@ class LambdaHarness:
     def __init__(self, testbed: Testbed, aws: AwsSeed, monkeypatch: pytest.MonkeyPatch, capfd: Any) -> None:
         self.testbed, self.aws, self.monkeypatch, self.capfd = testbed, aws, monkeypatch, capfd
         self.queue_url: str | None = None
+        self.started: list[LiveRun] = []
 
     def configure(self, clusters: str = "blue", **env: str) -> None:
         """Served clusters, the Lambda's identity and access entries, a notification topic read through SQS."""
@@ -174,6 +180,28 @@ class LambdaHarness:
         run.stdout, run.stderr = self.capfd.readouterr()
         return run
 
+    def start(self, event: dict[str, Any], *, timeout: int = 240) -> LiveRun:
+        """Start the handler on ``event`` (stamped now) on the real clock and return at once: the test acts on the
+        bed while the execution runs, watching its finished steps (:class:`LiveRun`). Several may run at once; their
+        output is shared (:meth:`collect` reads the metrics of all)."""
+        from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
+
+        from drain_orchestrator.handler import handler
+
+        self._reset()
+        enforce_checkpoint_limit()
+        event = {**event, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        seen = len(oversized_checkpoints())
+        runner = DurableFunctionTestRunner(handler=handler, skip_time=False)
+        live = LiveRun(runner, runner.run_async(input=json.dumps(event), execution_timeout=timeout), timeout, seen)
+        self.started.append(live)
+        return live
+
+    def close(self) -> None:
+        """Stop the runners of started executions a failed test left running (the fixture's teardown)."""
+        for live in self.started:
+            live.close()
+
     def collect(self) -> Run:
         """Everything printed since the last capture (metrics of concurrent runs) as one Run."""
         out, err = self.capfd.readouterr()
@@ -201,3 +229,76 @@ class CallbackApi:
             error = {"Code": type(exc).__name__, "Message": str(exc)}
             raise ClientError({"Error": error}, "SendDurableExecutionCallbackSuccess") from exc
         return {}
+
+
+class LiveRun:
+    """An execution started by :meth:`LambdaHarness.start`, still running: what its finished steps returned so far
+    (read from its history, as ``get-durable-execution-history`` shows it), then its end."""
+
+    def __init__(self, runner: Any, arn: str, timeout: int, seen: int = 0) -> None:
+        self.runner, self.arn, self.timeout, self.seen = runner, arn, timeout, seen
+        self.closed = False
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.runner.close()
+
+    def _operations(self) -> list[Any]:
+        from aws_durable_execution_sdk_python_testing.model import events_to_operations
+
+        history = self.runner.get_execution_history(self.arn, include_execution_data=True)
+        return list(events_to_operations(history.events))
+
+    def begun(self) -> set[str]:
+        """The names of the operations begun so far (steps, waits, contexts), finished or not."""
+        return {op.name for op in self._operations() if op.name}
+
+    def steps(self) -> dict[str, Any]:
+        """The checkpointed result of each step that succeeded so far, by name."""
+        return _succeeded_steps(self._operations())
+
+    def step(self, name: str, timeout: float = 120) -> Any:
+        """The result of the step ``name`` once it succeeded (polled until ``timeout``); fails at once when the
+        execution ended without it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ops = self._operations()
+            done = _succeeded_steps(ops)
+            if name in done:
+                return done[name]
+            assert not _ended(ops), f"the execution ended without a step {name}: {sorted(done)}"
+            assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for step {name}: {sorted(done)}"
+            time.sleep(0.2)
+
+    def finish(self) -> Run:
+        """Wait for the execution's end (its timeout at most); the runner is closed. The output is not captured
+        here: :meth:`LambdaHarness.collect` reads it."""
+        try:
+            res = self.runner.wait_for_result(self.arn, timeout=self.timeout)
+            ops = list(res.get_all_operations())
+        finally:
+            self.close()
+        oversized = oversized_checkpoints()[self.seen :]
+        assert not oversized, f"checkpoints over the service's 256 KB limit: {oversized}"
+        status = getattr(res.status, "name", str(res.status))
+        result = json.loads(res.result) if res.result else None
+        return Run(status=status, result=result, error=res.error, stdout="", operations=ops)
+
+
+def _succeeded_steps(ops: list[Any]) -> dict[str, Any]:
+    from aws_durable_execution_sdk_python.lambda_service import OperationStatus, OperationType
+
+    done: dict[str, Any] = {}
+    for op in ops:
+        if op.operation_type is OperationType.STEP and op.status is OperationStatus.SUCCEEDED and op.name:
+            result = op.step_details.result if op.step_details else None
+            done[op.name] = json.loads(result) if result else None
+    return done
+
+
+def _ended(ops: list[Any]) -> bool:
+    from aws_durable_execution_sdk_python.lambda_service import OperationStatus, OperationType
+
+    running = (OperationStatus.STARTED, OperationStatus.PENDING, OperationStatus.READY)
+    return any(op.operation_type is OperationType.EXECUTION and op.status not in running for op in ops)

@@ -1,12 +1,12 @@
 """What the bed tests of return to service and of the scheduled-change lifecycle share: an owned node running one
-pod, and what its Node object says (cordon, return mark, Events)."""
+pod, what its Node object says (cordon, return mark, Events), and its boot as its kubelet reports it."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-from drain_orchestrator.returns import ANN_RETURN
+from drain_orchestrator.returns import ANN_RETURN, ReturnMark
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
 
@@ -48,3 +48,14 @@ def pod_stayed(k8s: KubeScenario, node: str, pod_uid: str) -> bool:
     """The one pod is the same and still on the node: nothing was evicted."""
     pods = k8s.core.list_namespaced_pod(k8s.ns, label_selector="app=web").items
     return [(p.metadata.uid, p.spec.node_name) for p in pods] == [(pod_uid, node)]
+
+
+def mark_of(k8s: KubeScenario, node: str) -> ReturnMark | None:
+    """The node's return mark: which execution may return it, for which event."""
+    return ReturnMark.from_json((k8s.core.read_node(node).metadata.annotations or {}).get(ANN_RETURN))
+
+
+def booted(k8s: KubeScenario, node: str, boot_id: str) -> None:
+    """The node's kubelet reports this boot (``status.nodeInfo.bootID``), as after the machine (re)started. kwok
+    keeps the value it finds there (its node stages write ``bootID`` back as read)."""
+    k8s.core.patch_node_status(node, {"status": {"nodeInfo": {"bootID": boot_id}}})

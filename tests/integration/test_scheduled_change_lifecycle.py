@@ -5,14 +5,19 @@ and leaves its node schedulable, returned to service if it had been cordoned for
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from drain_orchestrator.cli import main
 from drain_orchestrator.returns import ANN_RETURN
 from drain_orchestrator.scheduled_change import ANN_CHANGES, read_records
 from testbed import samples
 from testbed.aws_seed import AwsSeed
+from testbed.bed import Testbed
 from testbed.kube import KubeScenario
 from tests.integration.lambda_support import CallbackApi, LambdaHarness, Run
 from tests.integration.return_support import node_events, owned_node_with_a_pod, pod_stayed, until
@@ -58,6 +63,38 @@ def test_a_closed_scheduled_change_is_not_acted_on(aws: AwsSeed, k8s: KubeScenar
     assert "NodeCordoned" not in node_events(k8s, node)
     assert set(_recorded(k8s, node).values()) == {"closed"}  # a late upcoming update of it will find it closed
     assert lam.notifications() == []
+
+
+def test_explain_says_a_closed_change_returns_its_node_where_its_upcoming_update_drains_it(
+    testbed: Testbed,
+    aws: AwsSeed,
+    k8s: KubeScenario,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    iid, node, pod_uid = owned_node_with_a_pod(aws, k8s)
+    monkeypatch.setenv("CLUSTER_NAMES", "blue")
+    start = time.time() + 600
+
+    def explained(event: dict[str, object]) -> dict[str, Any]:
+        path = tmp_path / "event.json"
+        path.write_text(json.dumps(event))
+        capsys.readouterr()
+        assert main(["explain", str(path), "--kubeconfig", str(testbed.kubeconfig)]) == 0
+        (decision,) = json.loads(capsys.readouterr().out)["decisions"]
+        return dict(decision)
+
+    upcoming = explained(_upcoming(iid, start))
+    assert (upcoming["reason"], upcoming["action"], upcoming["node"]) == ("owned-instance-tag", "drain", node)
+    closed = explained(_closed(iid, start))
+    assert (closed["reason"], closed["action"], closed["node"]) == ("change-closed", "return", node)
+    assert (closed["owned"], closed["cluster"], closed["ec2_state"]) == (True, "blue", "running")
+    # read-only: no record of the change, no cordon
+    n = k8s.core.read_node(node)
+    assert not n.spec.unschedulable
+    assert ANN_CHANGES not in (n.metadata.annotations or {})
+    assert pod_stayed(k8s, node, pod_uid)
 
 
 def test_an_upcoming_change_closed_before_its_window_never_cordons(
