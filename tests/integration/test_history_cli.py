@@ -81,11 +81,12 @@ def test_history_shows_each_step_of_a_held_drain_with_its_reason(
     assert timeline["verdict"] == "drained" and timeline["execution"]["status"] == "SUCCEEDED"
     steps = timeline["steps"]
     names = [s["name"] for s in steps]
-    order = ["settings", "parse", "decide", "plan-now", "locate", "cordon", "drain-pass-0", "recheck-0"]
+    order = ["admit", "plan-now", "locate", "cordon", "drain-pass-0", "recheck-0"]
     assert names[0] == names[-1] == "execution" and [n for n in names if n in order] == order, names
     assert names.index("drain-pass-0") < names.index("complete-lifecycle") < names.index("report"), names
     by_name = _steps(timeline)
-    assert by_name["decide"]["outcome"] == "drain" and "owned-instance-tag" in by_name["decide"]["detail"]
+    admit = by_name["admit"]  # settings, parse and decide in one step: the decision, and the run id
+    assert admit["outcome"] == "drain" and "owned-instance-tag" in admit["detail"] and "run id " in admit["detail"]
     assert by_name["locate"]["detail"] == f"node {node}"
     completed = by_name["complete-lifecycle"]
     assert (completed["outcome"], completed["detail"]) == ("completed", "CONTINUE")
@@ -110,8 +111,9 @@ def test_history_shows_each_step_of_a_held_drain_with_its_reason(
     (skipped,) = _doc(runtime, other)["executions"]
     assert (skipped["instance_id"], skipped["node"], skipped["kind"]) == (other, None, "spot-interruption")
     assert skipped["verdict"] == "not acted on"
-    decide = _steps(skipped)["decide"]
-    assert (decide["outcome"], decide["detail"]) == ("not acted on", "other-cluster (action skip)")
+    admitted = _steps(skipped)["admit"]
+    assert admitted["outcome"] == "not acted on", admitted
+    assert admitted["detail"].startswith("other-cluster (action skip), run id "), admitted
     assert skipped["steps"][-1]["detail"] == "other-cluster (cluster green)"
     assert "locate" not in _steps(skipped)
 

@@ -51,6 +51,15 @@ def _parse(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     return str(event.get("kind") or "ok"), f"{len(ids)} instance{'s' if len(ids) != 1 else ''}"
 
 
+def _admit(result: dict[str, Any], instance_id: str | None) -> tuple[str, str]:
+    """Settings, parse and decide in one step: the decision's words when it decided, else the parse's."""
+    run_id = f"run id {(result.get('settings') or {}).get('run_id')}"
+    parsed = result.get("parsed") or {}
+    decided = result.get("decided")
+    outcome, detail = _decide(decided, instance_id) if decided and not decided.get("fault") else _parse(parsed, None)
+    return outcome, f"{detail}, {run_id}" if detail else run_id
+
+
 def _plan(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     beat = result.get("heartbeat_interval")
     return "ok", f"deadline {_when(result.get('deadline'))}" + (f", heartbeat every {beat} s" if beat else "")
@@ -133,6 +142,7 @@ def _settle(result: dict[str, Any], _: str | None) -> tuple[str, str]:
 
 # step name prefix -> its summary (names are a contract: docs/architecture.md); the first prefix that matches
 _SUMMARIES: list[tuple[str, Summary]] = [
+    ("admit", _admit),
     ("settings", _settings),
     ("parse", _parse),
     ("plan", _plan),

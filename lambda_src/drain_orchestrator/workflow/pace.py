@@ -154,14 +154,20 @@ class Pace:
             attempt += 1
 
 
-def retried[T: Checkpointed](ctx: DurableContext, make: Any, name: str, cls: type[T], until: float) -> T:
+def retried[T: Checkpointed](
+    ctx: DurableContext, make: Any, name: str, cls: type[T], until: float, *, first: T | None = None
+) -> T:
     """An event's step (before any instance's flow: no heartbeat to keep) run as ``make()`` until it succeeds, its
     failure kind gives up, or ``until`` passes, with the kind's backoff as durable waits "<name>-backoff-N" in
-    between. Returns the last result (fault set if it never succeeded)."""
+    between. Returns the last result (fault set if it never succeeded). ``first``: the first attempt's result,
+    when a step of another name made it (the admit step's decision); the retries are "<name>-retry-N"."""
     attempt = 0
     while True:
         label = name if attempt == 0 else f"{name}-retry-{attempt}"
-        res: T = ctx.step(make(), name=label, config=step_config(cls))
+        if attempt == 0 and first is not None:
+            res: T = first
+        else:
+            res = ctx.step(make(), name=label, config=step_config(cls))
         fault: StepFault | None = getattr(res, "fault", None)
         if fault is None:
             return res
