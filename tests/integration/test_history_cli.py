@@ -81,13 +81,15 @@ def test_history_shows_each_step_of_a_held_drain_with_its_reason(
     assert timeline["verdict"] == "drained" and timeline["execution"]["status"] == "SUCCEEDED"
     steps = timeline["steps"]
     names = [s["name"] for s in steps]
-    order = ["admit", "plan-now", "locate", "cordon", "drain-pass-0", "recheck-0"]
+    order = ["admit", "begin", "drain-pass-0", "recheck-0"]
     assert names[0] == names[-1] == "execution" and [n for n in names if n in order] == order, names
     assert names.index("drain-pass-0") < names.index("complete-lifecycle") < names.index("report"), names
     by_name = _steps(timeline)
     admit = by_name["admit"]  # settings, parse and decide in one step: the decision, and the run id
     assert admit["outcome"] == "drain" and "owned-instance-tag" in admit["detail"] and "run id " in admit["detail"]
-    assert by_name["locate"]["detail"] == f"node {node}"
+    begun = by_name["begin"]  # the clock, locate, cordon and announcement in one step
+    assert begun["outcome"] == "cordoned", begun
+    assert begun["detail"].startswith(f"node {node}, drains the node, deadline "), begun
     completed = by_name["complete-lifecycle"]
     assert (completed["outcome"], completed["detail"]) == ("completed", "CONTINUE")
     last_pass = [s for s in steps if s["name"].startswith("drain-pass-")][-1]
@@ -115,7 +117,7 @@ def test_history_shows_each_step_of_a_held_drain_with_its_reason(
     assert admitted["outcome"] == "not acted on", admitted
     assert admitted["detail"].startswith("other-cluster (action skip), run id "), admitted
     assert skipped["steps"][-1]["detail"] == "other-cluster (cluster green)"
-    assert "locate" not in _steps(skipped)
+    assert not {"begin", "locate"} & set(_steps(skipped))
 
     unknown = _history(runtime, "i-00000000000000000")
     assert unknown.returncode == 1 and unknown.stdout == ""

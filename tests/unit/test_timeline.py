@@ -121,19 +121,19 @@ def test_a_failed_execution_ends_with_its_error_and_a_step_fault_is_named() -> N
 
 def test_one_instance_admitted_and_drained_in_the_executions_own_context() -> None:
     """Settings, parse and decide as one "admit" step, and the event's one instance drained without a map: its
-    steps are the execution's own, its node the one its locate step found."""
+    steps are the execution's own, its node the one its begin step located."""
     admitted = {
         "settings": {"max_concurrent_nodes": 10, "dry_run": False, "run_id": "r1"},
         "parsed": {"event": {"kind": "asg-terminate", "event_id": "ev-2", "instance_ids": [A]}},
         "decided": {"now": 101.0, "assessments": [_decision(A)], "fault": None},
     }
-    located = {"decision": {"node": "node-a"}, "now": 101.5}
+    begun = {"plan": {"deadline": 900.0}, "located": {"decision": {"node": "node-a"}, "now": 101.5}}
     history = [
         _event("ExecutionStarted", 100.0, "x", "e1", ExecutionStartedDetails={"Input": {"Payload": "{}"}}),
         _event("StepStarted", 100.5, "s1", "admit"),
         _event("StepSucceeded", 101.0, "s1", "admit", **_result(admitted)),
-        _event("StepStarted", 101.2, "s2", "locate"),
-        _event("StepSucceeded", 101.6, "s2", "locate", **_result(located)),
+        _event("StepStarted", 101.2, "s2", "begin"),
+        _event("StepSucceeded", 101.6, "s2", "begin", **_result(begun)),
         _event("WaitStarted", 102.0, "w", "recheck-0", Duration=60, ScheduledEndTimestamp=162.0),
     ]
     for target in (A, "node-a", f"ip-{A}.internal"):
@@ -143,7 +143,7 @@ def test_one_instance_admitted_and_drained_in_the_executions_own_context() -> No
         assert [(s.name, s.outcome) for s in timeline.steps] == [
             ("execution", "started"),
             ("admit", "drain"),
-            ("locate", "found"),
+            ("begin", "found"),
             ("recheck-0", "waiting"),
         ]
     (admit,) = [s for s in build(SUMMARY, history, A).steps if s.name == "admit"]  # type: ignore[union-attr]

@@ -90,6 +90,21 @@ def _cordon(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     return ("cordoned" if result.get("cordoned") else "not cordoned"), detail
 
 
+def _begin(result: dict[str, Any], instance_id: str | None) -> tuple[str, str]:
+    """The clock, locate, cordon and announcement in one step: what its furthest part said, and the deadline."""
+    deadline = f"deadline {_when((result.get('plan') or {}).get('deadline'))}"
+    cordoned, located = result.get("cordoned"), result.get("located")
+    if cordoned:
+        outcome, detail = _cordon(cordoned, instance_id)
+        node = ((located or {}).get("decision") or {}).get("node")
+        detail = ", ".join(d for d in (f"node {node}" if node else "", detail) if d)
+    elif located:
+        outcome, detail = _locate(located, instance_id)
+    else:
+        outcome, detail = str((result.get("plan") or {}).get("proof") or "planned"), ""
+    return outcome, ", ".join(d for d in (detail, deadline) if d)
+
+
 def _drain_pass(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     if result.get("gone"):
         return "node gone", ""
@@ -143,6 +158,7 @@ def _settle(result: dict[str, Any], _: str | None) -> tuple[str, str]:
 # step name prefix -> its summary (names are a contract: docs/architecture.md); the first prefix that matches
 _SUMMARIES: list[tuple[str, Summary]] = [
     ("admit", _admit),
+    ("begin", _begin),
     ("settings", _settings),
     ("parse", _parse),
     ("plan", _plan),

@@ -205,12 +205,14 @@ def _branches(ops: list[Operation], decided: list[dict[str, Any]]) -> dict[str, 
 
 
 def _located(ops: list[Operation], branches: dict[str, str]) -> dict[str, str]:
-    """Instance id -> the node its branch's locate step found."""
+    """Instance id -> the node its branch's locate step (or begin step) found."""
     instance_of = {branch: instance for instance, branch in branches.items()}
     out: dict[str, str] = {}
     for op in ops:
         branch = ROOT if op.parent is None else op.parent
         located = op.result if op.name == "locate" else None
+        if op.name == "begin" and isinstance(op.result, dict):
+            located = op.result.get("located")
         node = (located.get("decision") or {}).get("node") if isinstance(located, dict) else None
         if node and branch in instance_of:
             out[instance_of[branch]] = str(node)

@@ -1,7 +1,8 @@
 """One instance's drain, from plan to verdict; every path ends in `_verdict`.
 
-    plan (deadline, heartbeat pace) -> locate node -> [scheduled-change: durable wait until window start - lead]
-    -> cordon + annotate -> announce (once: metric, "started" notification; NodeCordoned for a cordon only)
+    begin (begin.py, one step): plan (deadline, heartbeat pace) -> locate node -> cordon + annotate -> announce
+    (once: metric, "started" notification; NodeCordoned for a cordon only); where it stopped, the flow goes on with
+    the parts' own steps: [scheduled-change: durable wait until window start - lead] -> cordon -> announce
     -> drain passes separated by durable waits (heartbeats when due); DrainStarted once the first pass did not drain
     -> gates (gates.py): load-balancer deregistration and volume detach, bounded by the deadline
     -> drained: the late look (late_look.py): pods bound after the cordon, until LATE_LOOK_SECONDS after it
@@ -32,7 +33,8 @@ from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
 from drain_orchestrator.ownership import Reason
 from drain_orchestrator.workflow import return_flow, runtime
 from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
-from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_now_step
+from drain_orchestrator.workflow.begin import begin_step
+from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step
 from drain_orchestrator.workflow.gate_defs import PodIps
 from drain_orchestrator.workflow.gates import Gates
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
@@ -44,8 +46,8 @@ from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_conf
 from drain_orchestrator.workflow.report_step import announce_step, report_step, start_event_step
 from drain_orchestrator.workflow.results import (
     Announced,
+    Begun,
     Cordoned,
-    DrainPlan,
     EventWritten,
     Located,
     PassOutcome,
@@ -61,7 +63,9 @@ StartNote = tuple[str, float]  # what the drain's DrainStarted Event says it doe
 def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> InstanceOutcome:
     ws = runtime.wsettings()
     iid = assessment.decision.instance_id
-    plan: DrainPlan = ctx.step(plan_now_step(event, iid), name="plan-now", config=step_config(DrainPlan))
+    # the clock, locate, cordon and announcement in one step, as far as it could go (begin.py)
+    begun: Begun = ctx.step(begin_step(event, assessment, run_id), name="begin", config=step_config(Begun))
+    plan = begun.plan
     job = DrainJob(event, assessment.decision, plan, run_id)
     pace = Pace(
         ctx,
@@ -86,7 +90,8 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     job = _unkept(job, pace)
     pace.beat_if_due("start")
 
-    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, job.plan.deadline)
+    located = begun.located
+    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, job.plan.deadline, located)
     if loc.fault is not None:
         return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=plan.now, error=loc.fault)
     decision = loc.decision
@@ -110,7 +115,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
             if event.change_arn is not None and not return_flow.change_goes_on(ctx, job, summary, "change-check"):
                 return summary
 
-    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, job.plan.deadline)
+    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, job.plan.deadline, begun.cordoned)
     started_at = cordoned.now
     summary.cordoned = cordoned.cordoned
     if cordoned.fault is not None:
@@ -120,7 +125,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         return _verdict(ctx, job, pace, summary, Result.NODE_GONE, None, started_at=started_at)
     start: StartNote | None = None
     if cordoned.cordon_claimed or cordoned.drain_claimed:
-        said: Announced = ctx.step(announce_step(job, cordoned), name="announce", config=step_config(Announced))
+        said = begun.announced or ctx.step(announce_step(job, cordoned), name="announce", config=step_config(Announced))
         start = (said.drain_start, started_at) if said.drain_start else None
     if decision.action == "cordon":
         summary.result = Result.CORDONED

@@ -134,14 +134,18 @@ class Pace:
         else:
             self.answered(res.outcome, res.now)
 
-    def retrying(self, name: str, make: Any, cls: type[R], until: float) -> R:
+    def retrying(self, name: str, make: Any, cls: type[R], until: float, first: R | None = None) -> R:
         """Run ``make(last_beat)`` as a step until it succeeds, its failure kind gives up, or ``until`` passes,
         with the failure kind's backoff as durable waits in between. Returns the last result (fault set if it
-        never succeeded)."""
+        never succeeded). ``first``: the first attempt's result, when a step of another name made it (the begin
+        step's); the retries are "<name>-retry-N"."""
         attempt = 0
         while True:
             label = name if attempt == 0 else f"{name}-retry-{attempt}"
-            res: R = self.ctx.step(make(self.last_beat), name=label, config=step_config(cls))
+            if attempt == 0 and first is not None:
+                res: R = first
+            else:
+                res = self.ctx.step(make(self.last_beat), name=label, config=step_config(cls))
             self.absorb(res)
             fault: StepFault | None = getattr(res, "fault", None)
             if fault is None:

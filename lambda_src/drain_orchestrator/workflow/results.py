@@ -260,6 +260,23 @@ class Announced(Checkpointed):
 
 
 @dataclass(frozen=True)
+class Begun(Checkpointed):
+    """The "begin" step (begin.py): the drain's clock, then as far as it went of locate, cordon and announce
+    (None: not done there; the flow goes on with a step of its own)."""
+
+    _nested: ClassVar[dict[str, Any]] = {
+        "plan": DrainPlan,
+        "located": Located,
+        "cordoned": Cordoned,
+        "announced": Announced,
+    }
+    plan: DrainPlan
+    located: Located | None = None
+    cordoned: Cordoned | None = None
+    announced: Announced | None = None
+
+
+@dataclass(frozen=True)
 class EventWritten(Checkpointed):
     written: bool
 
