@@ -149,3 +149,23 @@ def test_one_instance_admitted_and_drained_in_the_executions_own_context() -> No
     (admit,) = [s for s in build(SUMMARY, history, A).steps if s.name == "admit"]  # type: ignore[union-attr]
     assert admit.detail == "owned-instance-tag, cluster blue, run id r1"
     assert build(SUMMARY, history, "i-0ddddddddddddddd4") is None
+
+
+def test_a_verdict_step_says_how_far_it_went() -> None:
+    from drain_orchestrator.cli.step_notes import summary
+
+    done = {
+        "completion": {"outcome": "completed", "result": "CONTINUE", "now": 1.0},
+        "surge": {"now": 1.1, "restored": ["Deployment ns/web: replicas 3"]},
+        "reported": {"duration": 7.5, "notified": True, "now": 1.2},
+    }
+    assert summary("verdict", done, A) == (
+        "notified",
+        "lifecycle action completed CONTINUE, 1 surges restored, drain took 7.5 s",
+    )
+    fault = {"step": "complete-lifecycle", "kind": "throttled", "message": "Rate exceeded"}
+    stopped = {"completion": {"outcome": "failed", "result": "CONTINUE", "now": 1.0, "fault": fault}}
+    assert summary("verdict", stopped, A) == (
+        "fault",
+        "lifecycle action failed CONTINUE, complete-lifecycle: throttled: Rate exceeded",
+    )

@@ -145,6 +145,20 @@ def _report(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     return ("notified" if result.get("notified") else "reported"), f"drain took {result.get('duration')} s"
 
 
+def _verdict(result: dict[str, Any], instance_id: str | None) -> tuple[str, str]:
+    """The lifecycle action's completion, the surges' restore and the report in one step: how far it went."""
+    completion, surge, reported = result.get("completion"), result.get("surge") or {}, result.get("reported")
+    parts = (
+        [f"lifecycle action {completion.get('outcome')} {completion.get('result') or ''}".strip()] if completion else []
+    )
+    parts += [f"{len(surge['restored'])} surges restored"] if surge.get("restored") else []
+    if reported:
+        outcome, detail = _report(reported, instance_id)
+        return outcome, ", ".join([*parts, detail])
+    failed = (surge or completion or {}).get("fault") or {}
+    return "fault", ", ".join([*parts, f"{failed.get('step')}: {failed.get('kind')}: {failed.get('message')}"])
+
+
 def _announce(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     return ("announced" if result.get("drain_start") else "ok"), str(result.get("drain_start") or "")
 
@@ -174,4 +188,5 @@ _SUMMARIES: list[tuple[str, Summary]] = [
     ("gate-volumes-", _gate("attached")),
     ("complete-lifecycle", _completion),
     ("report", _report),
+    ("verdict", _verdict),
 ]

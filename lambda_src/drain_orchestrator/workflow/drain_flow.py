@@ -6,8 +6,9 @@
     -> drain passes separated by durable waits (heartbeats when due); DrainStarted once the first pass did not drain
     -> gates (gates.py): load-balancer deregistration and volume detach, bounded by the deadline
     -> drained: the late look (late_look.py): pods bound after the cordon, until LATE_LOOK_SECONDS after it
-    -> verdict: complete the lifecycle action (CONTINUE when drained or the node is gone, LIFECYCLE_RESULT_ON_FAILURE
-       otherwise), then phase claim, metrics, Kubernetes Event, final notification.
+    -> verdict (verdict.py, one step): complete the lifecycle action (CONTINUE when drained or the node is gone,
+       LIFECYCLE_RESULT_ON_FAILURE otherwise), take back the node's surges, then phase claim, metrics, Kubernetes
+       Event, final notification; a part that failed is retried as its own step, and the parts after it follow.
 
 Failed steps are retried with durable waits by their failure kind (failures.RETRY_POLICIES) until the deadline;
 then the failure path runs, and it does not depend on what failed.
@@ -42,7 +43,7 @@ from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.job import Drained, DrainJob
 from drain_orchestrator.workflow.late_look import late_look
 from drain_orchestrator.workflow.one_drain import OneDrain
-from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
+from drain_orchestrator.workflow.pace import Pace, answerable, complete_lifecycle, step_config
 from drain_orchestrator.workflow.report_step import announce_step, report_step, start_event_step
 from drain_orchestrator.workflow.results import (
     Announced,
@@ -54,8 +55,10 @@ from drain_orchestrator.workflow.results import (
     Reported,
     StepFault,
     SurgeRestored,
+    Verdict,
 )
 from drain_orchestrator.workflow.surge_step import surge_restore_step
+from drain_orchestrator.workflow.verdict import Completing, Surged, settle_lifecycle, settle_surges, verdict_step
 
 StartNote = tuple[str, float]  # what the drain's DrainStarted Event says it does, and since when (epoch)
 
@@ -261,20 +264,32 @@ def _verdict(
     started_at: float,
     error: StepFault | None = None,
 ) -> InstanceOutcome:
-    """Settle the lifecycle action first (the instance must not wait on a report), then report."""
+    """Settle the lifecycle action first (the instance must not wait on a report), then report: one "verdict" step
+    (verdict.py), the parts it did not finish as their own steps."""
     summary.result = result
     summary.report = summary_of(report)
     if error is not None:
         summary.error = error.to_dict()
+    completing: Completing | None = None
     if job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle:
-        outcome = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure)
-        summary.lifecycle = complete_lifecycle(pace, job, outcome, result.value)
-        if summary.lifecycle.get("outcome") == "denied":  # IAM will not let this function answer the hook
-            summary.result = Result.LIFECYCLE_ACCESS_DENIED
-    if summary.cordoned and job.decision.action == "drain" and not runtime.wsettings().dry_run:
-        _restore_surges(job, pace, report, summary)
+        why = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure), result.value
+        if answerable(pace):
+            completing = why
+        else:  # the answer is known without a call
+            settle_lifecycle(summary, complete_lifecycle(pace, job, *why))
+    surged = _surges(job, report, summary)
     summary.heartbeats = pace.beats
-    reported: Reported = ctx.step(report_step(job, summary, started_at), name="report", config=step_config(Reported))
+    said: Verdict = ctx.step(
+        verdict_step(job, summary, started_at, completing, surged), name="verdict", config=step_config(Verdict)
+    )
+    if completing is not None:  # done in the step, or retried here from its first attempt
+        settle_lifecycle(summary, complete_lifecycle(pace, job, *completing, first=said.completion))
+    if surged is not None:
+        _restore_surges(job, pace, surged, summary, said.surge)
+    summary.heartbeats = pace.beats
+    reported = said.reported or ctx.step(
+        report_step(job, summary, started_at), name="report", config=step_config(Reported)
+    )
     pace.now = max(pace.now, reported.now)
     summary.duration_seconds = reported.duration
     summary.notified = reported.notified
@@ -285,17 +300,26 @@ def _verdict(
 SURGE_RESTORE_RETRY_SECONDS = 600
 
 
-def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summary: InstanceOutcome) -> None:
-    """Whatever ended the drain, workloads surged for this node get their figures back (engine/surge.py)."""
+def _surges(job: DrainJob, report: DrainReport | None, summary: InstanceOutcome) -> Surged | None:
+    """Whatever ended the drain, workloads surged for this node get their figures back (engine/surge.py): the
+    workloads, and whether this verdict also sweeps surges left behind; None when this drain surged nothing."""
+    if not summary.cordoned or job.decision.action != "drain" or runtime.wsettings().dry_run:
+        return None
     surged = sorted({n.workload.split(" ", 1)[1] for n in (report.surge if report else []) if n.via})
-    until = pace.now + SURGE_RESTORE_RETRY_SECONDS
     scheduled = runtime.settings().surge_sweep_minutes > 0
-    sweep = sweeps_at_verdict(job.node, report.draining_seen if report else None, scheduled=scheduled)
-    out = pace.retrying("surge-restore", lambda _lb: surge_restore_step(job, surged, sweep), SurgeRestored, until)
-    if out.fault is not None:
-        summary.surge_restored = [f"failed: {out.fault.message}"]
-    elif out.restored:
-        summary.surge_restored = out.restored
+    return surged, sweeps_at_verdict(job.node, report.draining_seen if report else None, scheduled=scheduled)
+
+
+def _restore_surges(
+    job: DrainJob, pace: Pace, surged: Surged, summary: InstanceOutcome, first: SurgeRestored | None
+) -> None:
+    until = pace.now + SURGE_RESTORE_RETRY_SECONDS
+    workloads, sweep = surged
+
+    def step(_last_beat: float | None) -> Any:
+        return surge_restore_step(job, workloads, sweep)
+
+    settle_surges(summary, pace.retrying("surge-restore", step, SurgeRestored, until, first))
 
 
 def summary_of(report: DrainReport | None) -> dict[str, Any] | None:

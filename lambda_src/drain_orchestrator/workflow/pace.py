@@ -184,9 +184,12 @@ def retried[T: Checkpointed](
         attempt += 1
 
 
-def complete_lifecycle(pace: Pace, job: DrainJob, result: str, why: str) -> dict[str, Any]:
+def complete_lifecycle(
+    pace: Pace, job: DrainJob, result: str, why: str, first: Completion | None = None
+) -> dict[str, Any]:
     """CompleteLifecycleAction, retried until the job's completion deadline; the outcome as summary data. Not
-    tried once IAM denied the action's heartbeats or its group is gone: the answer is known."""
+    tried once IAM denied the action's heartbeats or its group is gone (``answerable``): the answer is known.
+    ``first``: the first attempt, when the verdict step made it (verdict.py)."""
     if pace.hook_denied:
         return {"outcome": "denied", "result": None}
     if pace.group_gone_at is not None:
@@ -196,7 +199,18 @@ def complete_lifecycle(pace: Pace, job: DrainJob, result: str, why: str) -> dict
         lambda _lb: complete_step(job.event, job.decision, result, why),
         Completion,
         job.plan.completion_deadline,
+        first,
     )
+    return lifecycle_of(done)
+
+
+def answerable(pace: Pace) -> bool:
+    """Whether completing the lifecycle action is worth a call (complete_lifecycle tries it)."""
+    return not pace.hook_denied and pace.group_gone_at is None
+
+
+def lifecycle_of(done: Completion) -> dict[str, Any]:
+    """A completion as the summary's ``lifecycle``: {outcome, result, error?}."""
     out: dict[str, Any] = {"outcome": done.outcome, "result": done.result}
     if done.fault is not None:
         out["error"] = done.fault.to_dict()

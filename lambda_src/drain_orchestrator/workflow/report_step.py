@@ -6,7 +6,8 @@ a step of its own ("announce") after a cordon step. Either way a crash after the
 step's checkpoint repeats it (at least once, as the report's notification). A drain's DrainStarted Event waits for
 `start_event_step`, run once the drain outlives its first pass: a drain done in one pass is told by its verdict's
 Event alone (one request fewer a node in a storm).
-`report_step` runs once the lifecycle action is settled, whatever happened before: phase claim (the holder of the
+`report` runs once the lifecycle action is settled, whatever happened before (in the verdict step, verdict.py, or
+a step of its own, "report"): phase claim (the holder of the
 node's drain took it in its settle write, for the result it drained to), metrics, Kubernetes Event and the final
 notification (``completed``, ``failed``, or ``stopped`` when an operator's decision ended it).
 Every part is best effort and independent:
@@ -78,6 +79,10 @@ def start_event_step(step_ctx: StepContext, job: DrainJob, what: str, started_at
 
 @durable_step
 def report_step(step_ctx: StepContext, job: DrainJob, outcome: InstanceOutcome, started_at: float) -> Reported:
+    return report(job, outcome, started_at)
+
+
+def report(job: DrainJob, outcome: InstanceOutcome, started_at: float) -> Reported:
     from drain_orchestrator.kube.errors import NodeGone  # noqa: PLC0415
     from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
 

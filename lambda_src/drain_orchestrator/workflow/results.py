@@ -289,6 +289,17 @@ class Reported(Checkpointed):
 
 
 @dataclass(frozen=True)
+class Verdict(Checkpointed):
+    """The "verdict" step (verdict.py): the lifecycle action's completion, the surges' restore and the report, as
+    far as it went (None: not due, or not reached; the flow goes on with a step of its own)."""
+
+    _nested: ClassVar[dict[str, Any]] = {"completion": Completion, "surge": SurgeRestored, "reported": Reported}
+    completion: Completion | None = None
+    surge: SurgeRestored | None = None
+    reported: Reported | None = None
+
+
+@dataclass(frozen=True)
 class ReadyCheck(Checkpointed):
     _nested: ClassVar[dict[str, Any]] = {"fault": StepFault}
     now: float
