@@ -91,8 +91,8 @@ def _cordon(result: dict[str, Any], _: str | None) -> tuple[str, str]:
 
 
 def _begin(result: dict[str, Any], instance_id: str | None) -> tuple[str, str]:
-    """The clock, locate, cordon and announcement in one step: what its furthest part said, and the deadline."""
-    deadline = f"deadline {_when((result.get('plan') or {}).get('deadline'))}"
+    """The clock, locate, cordon and announcement in one step: what its furthest part said, and the clock's."""
+    deadline = _plan(result.get("plan") or {}, instance_id)[1]
     cordoned, located = result.get("cordoned"), result.get("located")
     if cordoned:
         outcome, detail = _cordon(cordoned, instance_id)
