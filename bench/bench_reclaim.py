@@ -50,7 +50,7 @@ def deliver(aws: AwsSeed, event: dict[str, Any], seed: int, timeout: int = 600) 
         requeues += 1
     admitted = time.time()
     try:
-        status, ops, err = _run_execution(event, timeout)
+        status, ops, err, _ = _run_execution(event, timeout)
     except Exception as exc:
         status, ops, err = "CRASHED", {}, f"{type(exc).__name__}: {exc}"[:300]
     finally:

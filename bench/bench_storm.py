@@ -54,6 +54,8 @@ class Phase:
     aws_calls: dict[str, int]  # "service:action" -> count, the tool's own credentials only
     relanded: int = 0  # replacement pods scheduled onto one of these nodes after the event (moved twice)
     operations: list[dict[str, int]] = field(default_factory=list)  # per execution: operation type -> count
+    # per execution that cordoned: the checkpoints before its cordon (checkpoints_before_cordon)
+    before_cordon: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     t0: float = 0.0  # epoch the events were delivered
     requests: dict[str, int] = field(default_factory=dict)  # the tool's requests from the audit log, by kind
@@ -64,7 +66,10 @@ class Phase:
         return self.kube_requests / self.pods if self.pods else 0.0
 
 
-def _run_execution(event: dict[str, Any], timeout: int) -> tuple[str, dict[str, int], str]:
+Result = tuple[str, dict[str, int], str] | tuple[str, dict[str, int], str, int | None]
+
+
+def _run_execution(event: dict[str, Any], timeout: int) -> tuple[str, dict[str, int], str, int | None]:
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
 
     from drain_orchestrator.handler import handler
@@ -73,9 +78,15 @@ def _run_execution(event: dict[str, Any], timeout: int) -> tuple[str, dict[str, 
     # storm's time) while its steps read the real clock
     with DurableFunctionTestRunner(handler=handler, skip_time=False) as runner:
         res = runner.run(input=json.dumps(event), execution_timeout=timeout)
-        ops = Counter(getattr(op.operation_type, "name", str(op.operation_type)) for op in res.get_all_operations())
+        every = list(res.get_all_operations())
+        ops = Counter(getattr(op.operation_type, "name", str(op.operation_type)) for op in every)
     status = getattr(res.status, "name", str(res.status))
-    return status, dict(ops), "" if status == "SUCCEEDED" else str(res.error)[:300]
+    return (
+        status,
+        dict(ops),
+        "" if status == "SUCCEEDED" else str(res.error)[:300],
+        storm.checkpoints_before_cordon(every),
+    )
 
 
 def _process_worker(i: int, event: dict[str, Any], timeout: int, ready: Any, go: Any, out: Any) -> None:
@@ -90,7 +101,7 @@ def _process_worker(i: int, event: dict[str, Any], timeout: int, ready: Any, go:
     try:
         out.put((i, _run_execution(event, timeout)))
     except Exception as exc:
-        out.put((i, ("CRASHED", {}, f"{type(exc).__name__}: {exc}"[:300])))
+        out.put((i, ("CRASHED", {}, f"{type(exc).__name__}: {exc}"[:300], None)))
 
 
 def _run_in_processes(obs: storm.Observer, events: list[dict[str, Any]], timeout: int) -> tuple[float, list[Any]]:
@@ -137,7 +148,7 @@ def run_phase(
             raise ValueError("a start spread is for executions in threads, not processes")
         t0, results = _run_in_processes(obs, events, timeout)
         return _finish_phase(aws, k8s, fleet, ids, nodes, obs, t0, before, aws_before, access_key, results)
-    results: list[tuple[str, dict[str, int], str] | None] = [None] * len(ids)
+    results: list[Result | None] = [None] * len(ids)
     gate = threading.Barrier(len(ids) + 1)
     draws = random.Random(len(ids))
     delays = [draws.uniform(0.0, spread) for _ in ids]
@@ -148,7 +159,7 @@ def run_phase(
         try:
             results[i] = _run_execution(events[i], timeout)
         except Exception as exc:
-            results[i] = ("CRASHED", {}, f"{type(exc).__name__}: {exc}"[:300])
+            results[i] = ("CRASHED", {}, f"{type(exc).__name__}: {exc}"[:300], None)
 
     threads = [threading.Thread(target=go, args=(i,), daemon=True) for i in range(len(ids))]
     for t in threads:
@@ -191,7 +202,7 @@ def build_phase(
     aws_before: dict[tuple[str, str, str], int],
     aws_after: dict[tuple[str, str, str], int],
     access_key: str,
-    results: list[tuple[str, dict[str, int], str] | None],
+    results: list[Result | None],
     flow_schema: str = OUR_FLOW_SCHEMA,
 ) -> Phase:
     hooks = storm.hooks_completed(aws, fleet.asg)
@@ -221,6 +232,7 @@ def build_phase(
         aws_calls=calls,
         relanded=len(obs.relanded),
         operations=[r[1] for r in results if r],
+        before_cordon=[r[3] for r in results if r and len(r) > 3 and r[3] is not None],
         errors=sorted({r[2] for r in results if r and r[2]}),
         t0=t0,
         waves=obs.waves(t0),
@@ -246,7 +258,7 @@ def warm_up(aws: AwsSeed, k8s: KubeScenario) -> float:
     iid = aws.instance(tags=OWNED)
     aws.nodes_for(k8s, [iid])
     t = time.monotonic()
-    status, _, err = _run_execution(samples.ec2_event("rebalance-recommendation.json", instance_id=iid), 120)
+    status, _, err, _ = _run_execution(samples.ec2_event("rebalance-recommendation.json", instance_id=iid), 120)
     if status != "SUCCEEDED":
         raise RuntimeError(f"warm-up execution {status}: {err}")
     return time.monotonic() - t
@@ -311,9 +323,11 @@ def render(res: dict[str, Any]) -> str:
         else "n/a"
     )
 
+    def spread(values: list[int]) -> str:
+        return f"{min(values)}-{max(values)}" if values else "n/a"
+
     def ops(p: Phase) -> str:
-        totals = [sum(o.values()) for o in p.operations]
-        return f"{min(totals)}-{max(totals)}" if totals else "n/a"
+        return spread([sum(o.values()) for o in p.operations])
 
     def t(v: float | None) -> str:
         return f"{v:.2f} s" if v is not None else "not all done"
@@ -332,6 +346,8 @@ def render(res: dict[str, Any]) -> str:
         ("emulator calls per node", f"{sum(solo.aws_calls.values()) / solo.nodes:.1f}",
          f"{sum(wave.aws_calls.values()) / max(1, wave.nodes):.1f}"),
         ("durable operations per execution (min-max)", ops(solo), ops(wave)),
+        ("checkpoints before the cordon per execution (min-max)", spread(solo.before_cordon),
+         spread(wave.before_cordon)),
     ]  # fmt: skip
     out = ["| | solo (1 node) | storm |", "|---|---|---|"]
     out += [f"| {a} | {b} | {c} |" for a, b, c in rows]

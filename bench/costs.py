@@ -42,7 +42,7 @@ class PassCost:
 
 # A terminate drain done in one pass: the solo drain of `bench_storm` (10 pods of 10 Deployments, hook completed)
 SOLO = "python -m bench.bench_storm --nodes 3 --pods-per-node 10"
-TYPICAL_OPERATIONS = Measured(16, "durable operations of a terminate drain done in one pass", SOLO, "2026-12-06")
+TYPICAL_OPERATIONS = Measured(8, "durable operations of a terminate drain done in one pass", SOLO, "2026-12-06")
 LOG_BYTES_PER_DRAIN = Measured(
     3482, "bytes of logs per drained node (10.6 JSON lines, 5.2 of them EMF)", SOLO, "2026-12-06"
 )
@@ -59,7 +59,7 @@ HOLD = "make bench-hold"
 FIRST_PASS = PassCost(requests=10, seconds=30.03)  # it watches the budget for 30 s before ending held
 HELD_PASS = PassCost(requests=5.2, seconds=0.01)  # every later pass looks once and ends
 HOLD_OUTSIDE_LOOP_OPERATIONS = Measured(
-    14, "durable operations of a held drain outside its pass loop", HOLD, "2026-12-06"
+    5, "durable operations of a held drain outside its pass loop", HOLD, "2026-12-06"
 )
 HOLD_MEASURED_ON = "2026-12-06"
 # the loop before held passes ended early: every pass polled its whole 120 s budget, 137 requests each

@@ -345,3 +345,18 @@ def summary(values: list[float]) -> str:
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=str)
+
+
+CORDONING_STEPS = ("begin", "cordon")  # the steps whose write cordons (a cordon step: where begin stopped short)
+
+
+def checkpoints_before_cordon(operations: list[Any]) -> int | None:
+    """The operations that ended before the step that cordons ended: each ended with a blocking checkpoint (a round
+    trip to the durable service in AWS) on the way to the cordon's write, which that step makes before its own.
+    By the ends: a step's start is checkpointed without waiting, and under load it is recorded with its end. None:
+    nothing was cordoned."""
+    cordoning = [op for op in operations if op.name in CORDONING_STEPS and op.end_timestamp is not None]
+    if not cordoning:
+        return None
+    first = min(cordoning, key=lambda op: op.end_timestamp)
+    return sum(1 for op in operations if op.end_timestamp is not None and op.end_timestamp < first.end_timestamp)

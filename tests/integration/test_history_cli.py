@@ -81,14 +81,18 @@ def test_history_shows_each_step_of_a_held_drain_with_its_reason(
     assert timeline["verdict"] == "drained" and timeline["execution"]["status"] == "SUCCEEDED"
     steps = timeline["steps"]
     names = [s["name"] for s in steps]
-    order = ["settings", "parse", "decide", "plan-now", "locate", "cordon", "drain-pass-0", "recheck-0"]
+    order = ["admit", "begin", "drain-pass-0", "recheck-0"]
     assert names[0] == names[-1] == "execution" and [n for n in names if n in order] == order, names
-    assert names.index("drain-pass-0") < names.index("complete-lifecycle") < names.index("report"), names
+    assert names.index("drain-pass-0") < names.index("verdict") == len(names) - 2, names
     by_name = _steps(timeline)
-    assert by_name["decide"]["outcome"] == "drain" and "owned-instance-tag" in by_name["decide"]["detail"]
-    assert by_name["locate"]["detail"] == f"node {node}"
-    completed = by_name["complete-lifecycle"]
-    assert (completed["outcome"], completed["detail"]) == ("completed", "CONTINUE")
+    admit = by_name["admit"]  # settings, parse and decide in one step: the decision, and the run id
+    assert admit["outcome"] == "drain" and "owned-instance-tag" in admit["detail"] and "run id " in admit["detail"]
+    begun = by_name["begin"]  # the clock, locate, cordon and announcement in one step
+    assert begun["outcome"] == "cordoned", begun
+    assert begun["detail"].startswith(f"node {node}, drains the node, deadline "), begun
+    verdict = by_name["verdict"]  # the lifecycle action's completion, the surges' restore and the report in one step
+    assert verdict["outcome"] == "notified", verdict
+    assert verdict["detail"].startswith("lifecycle action completed CONTINUE, drain took "), verdict
     last_pass = [s for s in steps if s["name"].startswith("drain-pass-")][-1]
     assert last_pass["outcome"] == "drained" and last_pass["detail"].startswith("2 evicted")
     assert by_name["recheck-0"]["type"] == "wait" and by_name["recheck-0"]["seconds"] >= 1.5
@@ -102,18 +106,19 @@ def test_history_shows_each_step_of_a_held_drain_with_its_reason(
     assert title == f"asg-terminate for {iid} (node {node}): drained"
     assert subtitle.startswith("execution held-drain on version $LATEST, SUCCEEDED, started ")
     assert header.split() == ["TIME", "(UTC)", "+S", "STEP", "RESULT", "TOOK", "DETAIL"]
-    (line,) = [r.split() for r in rows if " complete-lifecycle " in r]
-    assert (line[2], line[3], line[-1]) == ("complete-lifecycle", "completed", "CONTINUE"), line
+    (line,) = [r.split() for r in rows if " verdict " in r]
+    assert (line[2], line[3], line[5:9]) == ("verdict", "notified", ["lifecycle", "action", "completed", "CONTINUE,"])
     assert rows[-1].split()[2:4] == ["execution", "drained"]
 
     # the other instance: decided, not acted on, and why; no node was looked for
     (skipped,) = _doc(runtime, other)["executions"]
     assert (skipped["instance_id"], skipped["node"], skipped["kind"]) == (other, None, "spot-interruption")
     assert skipped["verdict"] == "not acted on"
-    decide = _steps(skipped)["decide"]
-    assert (decide["outcome"], decide["detail"]) == ("not acted on", "other-cluster (action skip)")
+    admitted = _steps(skipped)["admit"]
+    assert admitted["outcome"] == "not acted on", admitted
+    assert admitted["detail"].startswith("other-cluster (action skip), run id "), admitted
     assert skipped["steps"][-1]["detail"] == "other-cluster (cluster green)"
-    assert "locate" not in _steps(skipped)
+    assert not {"begin", "locate"} & set(_steps(skipped))
 
     unknown = _history(runtime, "i-00000000000000000")
     assert unknown.returncode == 1 and unknown.stdout == ""

@@ -32,7 +32,9 @@ pytestmark = pytest.mark.integration
 @pytest.mark.parametrize(
     "crash_at",
     [
-        "after-cordon",  # inside the cordon step, after it cordoned and took the phase claims: the step runs again
+        # inside the begin step, after it cordoned and took the phase claims, before its announcement: the step runs
+        # again (its clock, its look, its cordon) and announces once
+        "after-cordon",
         "pass-0",  # at the start of the first drain pass, after the cordon and its announcement were checkpointed
     ],
 )

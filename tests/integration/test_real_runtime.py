@@ -71,7 +71,7 @@ def test_asg_terminate_drains_across_a_durable_wait_and_a_replay(
     assert _count(history, "WaitSucceeded") >= 1, summary  # a durable wait ended ...
     assert _count(history, "InvocationCompleted") >= 2  # ... and a new invocation replayed to carry on
     # a replay re-runs the handler but not the finished steps
-    for name in ("parse", "cordon"):
+    for name in ("admit", "cordon"):
         started = [e for e in history if e["EventType"] == "StepStarted" and name in (e.get("Name") or "")]
         assert len(started) <= 1, (name, started)
 

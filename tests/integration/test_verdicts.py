@@ -160,6 +160,13 @@ def test_plain_text_503s_from_aws_are_retried(
     verdict = assert_completed_by_function(aws, iid, "CONTINUE")
     assert aws_faults.injected(action) == 3 and aws_faults.count(action) >= 4
     final_notification(lam, "completed", "drained")
+    assert run.metric_total("LifecycleActionsCompleted") == 1
+    # the step that made the first call stopped at its fault; the retries are steps of their own
+    names = {str(getattr(op, "name", "") or "") for op in run.operations}
+    if action == "DescribeInstances":  # the admit step's decision, then "decide-retry-N"
+        assert {"admit", "decide-retry-1", "decide-retry-3"} <= names, names
+    else:  # the verdict step's completion, then "complete-lifecycle-retry-N"; the parts after it on their own
+        assert {"verdict", "complete-lifecycle-retry-3", "surge-restore", "report"} <= names, names
     assert fault.ended_at is not None
     measure(lam, f"plain-503-{action}", fault_end_to_verdict_s=verdict["completed_at"] - fault.ended_at)
 

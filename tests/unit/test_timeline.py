@@ -117,3 +117,55 @@ def test_a_failed_execution_ends_with_its_error_and_a_step_fault_is_named() -> N
         ("execution", "failed", "WorkflowError cannot"),
     ]
     assert timeline.verdict == "failed"
+
+
+def test_one_instance_admitted_and_drained_in_the_executions_own_context() -> None:
+    """Settings, parse and decide as one "admit" step, and the event's one instance drained without a map: its
+    steps are the execution's own, its node the one its begin step located."""
+    admitted = {
+        "settings": {"max_concurrent_nodes": 10, "dry_run": False, "run_id": "r1"},
+        "parsed": {"event": {"kind": "asg-terminate", "event_id": "ev-2", "instance_ids": [A]}},
+        "decided": {"now": 101.0, "assessments": [_decision(A)], "fault": None},
+    }
+    begun = {"plan": {"deadline": 900.0}, "located": {"decision": {"node": "node-a"}, "now": 101.5}}
+    history = [
+        _event("ExecutionStarted", 100.0, "x", "e1", ExecutionStartedDetails={"Input": {"Payload": "{}"}}),
+        _event("StepStarted", 100.5, "s1", "admit"),
+        _event("StepSucceeded", 101.0, "s1", "admit", **_result(admitted)),
+        _event("StepStarted", 101.2, "s2", "begin"),
+        _event("StepSucceeded", 101.6, "s2", "begin", **_result(begun)),
+        _event("WaitStarted", 102.0, "w", "recheck-0", Duration=60, ScheduledEndTimestamp=162.0),
+    ]
+    for target in (A, "node-a", f"ip-{A}.internal"):
+        timeline = build(SUMMARY, history, target)
+        assert timeline is not None
+        assert (timeline.instance_id, timeline.node, timeline.kind) == (A, "node-a", "asg-terminate")
+        assert [(s.name, s.outcome) for s in timeline.steps] == [
+            ("execution", "started"),
+            ("admit", "drain"),
+            ("begin", "found"),
+            ("recheck-0", "waiting"),
+        ]
+    (admit,) = [s for s in build(SUMMARY, history, A).steps if s.name == "admit"]  # type: ignore[union-attr]
+    assert admit.detail == "owned-instance-tag, cluster blue, run id r1"
+    assert build(SUMMARY, history, "i-0ddddddddddddddd4") is None
+
+
+def test_a_verdict_step_says_how_far_it_went() -> None:
+    from drain_orchestrator.cli.step_notes import summary
+
+    done = {
+        "completion": {"outcome": "completed", "result": "CONTINUE", "now": 1.0},
+        "surge": {"now": 1.1, "restored": ["Deployment ns/web: replicas 3"]},
+        "reported": {"duration": 7.5, "notified": True, "now": 1.2},
+    }
+    assert summary("verdict", done, A) == (
+        "notified",
+        "lifecycle action completed CONTINUE, 1 surges restored, drain took 7.5 s",
+    )
+    fault = {"step": "complete-lifecycle", "kind": "throttled", "message": "Rate exceeded"}
+    stopped = {"completion": {"outcome": "failed", "result": "CONTINUE", "now": 1.0, "fault": fault}}
+    assert summary("verdict", stopped, A) == (
+        "fault",
+        "lifecycle action failed CONTINUE, complete-lifecycle: throttled: Rate exceeded",
+    )

@@ -51,6 +51,15 @@ def _parse(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     return str(event.get("kind") or "ok"), f"{len(ids)} instance{'s' if len(ids) != 1 else ''}"
 
 
+def _admit(result: dict[str, Any], instance_id: str | None) -> tuple[str, str]:
+    """Settings, parse and decide in one step: the decision's words when it decided, else the parse's."""
+    run_id = f"run id {(result.get('settings') or {}).get('run_id')}"
+    parsed = result.get("parsed") or {}
+    decided = result.get("decided")
+    outcome, detail = _decide(decided, instance_id) if decided and not decided.get("fault") else _parse(parsed, None)
+    return outcome, f"{detail}, {run_id}" if detail else run_id
+
+
 def _plan(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     beat = result.get("heartbeat_interval")
     return "ok", f"deadline {_when(result.get('deadline'))}" + (f", heartbeat every {beat} s" if beat else "")
@@ -79,6 +88,21 @@ def _cordon(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     detail = {"holder": "drains the node", "waiter": f"waits for {claim.get('holder')}'s drain",
               "settled": f"the node's drain ended {claim.get('verdict')}"}.get(str(role), "")  # fmt: skip
     return ("cordoned" if result.get("cordoned") else "not cordoned"), detail
+
+
+def _begin(result: dict[str, Any], instance_id: str | None) -> tuple[str, str]:
+    """The clock, locate, cordon and announcement in one step: what its furthest part said, and the clock's."""
+    deadline = _plan(result.get("plan") or {}, instance_id)[1]
+    cordoned, located = result.get("cordoned"), result.get("located")
+    if cordoned:
+        outcome, detail = _cordon(cordoned, instance_id)
+        node = ((located or {}).get("decision") or {}).get("node")
+        detail = ", ".join(d for d in (f"node {node}" if node else "", detail) if d)
+    elif located:
+        outcome, detail = _locate(located, instance_id)
+    else:
+        outcome, detail = str((result.get("plan") or {}).get("proof") or "planned"), ""
+    return outcome, ", ".join(d for d in (detail, deadline) if d)
 
 
 def _drain_pass(result: dict[str, Any], _: str | None) -> tuple[str, str]:
@@ -121,6 +145,20 @@ def _report(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     return ("notified" if result.get("notified") else "reported"), f"drain took {result.get('duration')} s"
 
 
+def _verdict(result: dict[str, Any], instance_id: str | None) -> tuple[str, str]:
+    """The lifecycle action's completion, the surges' restore and the report in one step: how far it went."""
+    completion, surge, reported = result.get("completion"), result.get("surge") or {}, result.get("reported")
+    parts = (
+        [f"lifecycle action {completion.get('outcome')} {completion.get('result') or ''}".strip()] if completion else []
+    )
+    parts += [f"{len(surge['restored'])} surges restored"] if surge.get("restored") else []
+    if reported:
+        outcome, detail = _report(reported, instance_id)
+        return outcome, ", ".join([*parts, detail])
+    failed = (surge or completion or {}).get("fault") or {}
+    return "fault", ", ".join([*parts, f"{failed.get('step')}: {failed.get('kind')}: {failed.get('message')}"])
+
+
 def _announce(result: dict[str, Any], _: str | None) -> tuple[str, str]:
     return ("announced" if result.get("drain_start") else "ok"), str(result.get("drain_start") or "")
 
@@ -133,6 +171,8 @@ def _settle(result: dict[str, Any], _: str | None) -> tuple[str, str]:
 
 # step name prefix -> its summary (names are a contract: docs/architecture.md); the first prefix that matches
 _SUMMARIES: list[tuple[str, Summary]] = [
+    ("admit", _admit),
+    ("begin", _begin),
     ("settings", _settings),
     ("parse", _parse),
     ("plan", _plan),
@@ -148,4 +188,5 @@ _SUMMARIES: list[tuple[str, Summary]] = [
     ("gate-volumes-", _gate("attached")),
     ("complete-lifecycle", _completion),
     ("report", _report),
+    ("verdict", _verdict),
 ]

@@ -129,15 +129,13 @@ def build(summary: ExecutionSummary, events: list[dict[str, Any]], target: str) 
     """The timeline of ``target`` (an instance id or a node name) in this execution, or None when the execution
     is not about it."""
     ops = operations(events)
-    by_name = {op.name: op for op in ops if op.parent is None}
-    parsed = (by_name.get("parse") or Operation("", "", "", "", None, 0)).result or {}
-    event = parsed.get("event") or {}
+    event = _event(ops)
     decided = _decided(ops)
     branches = _branches(ops, decided)
     instance_id, node, branch = _find(target, event, decided, branches, _located(ops, branches))
     if instance_id is None and node is None:
         return None
-    wanted = _descendants(ops, branch) if branch else set()
+    wanted = _descendants(ops, branch) if branch and branch != ROOT else set()
     shown = [op for op in ops if (op.parent is None and op.subtype != "Map") or op.id in wanted]
     timeline = Timeline(
         execution=summary,
@@ -164,36 +162,61 @@ def build(summary: ExecutionSummary, events: list[dict[str, Any]], target: str) 
 # ---- which instance and branch ------------------------------------------------------------------------------------
 
 
+def _event(ops: list[Operation]) -> dict[str, Any]:
+    """The parsed event: the admit step's, or (executions of earlier releases) the parse step's."""
+    for op in ops:
+        if op.parent is None and op.name in ("admit", "parse") and isinstance(op.result, dict):
+            parsed = op.result.get("parsed") if op.name == "admit" else op.result
+            return dict((parsed or {}).get("event") or {})
+    return {}
+
+
 def _decided(ops: list[Operation]) -> list[dict[str, Any]]:
-    """The assessments of the decide steps that succeeded, chunk by chunk (decide, decide-1, …; retries replace)."""
+    """The assessments of the decide steps that succeeded, chunk by chunk (decide, decide-1, …; retries replace),
+    the admit step's decision first."""
     chunks: dict[int, list[dict[str, Any]]] = {}
     for op in ops:
-        found = _DECIDE.fullmatch(op.name) if op.parent is None else None
-        if found and isinstance(op.result, dict) and not op.result.get("fault"):
-            chunks[int(found.group(1) or 0)] = list(op.result.get("assessments") or [])
+        if op.parent is not None or not isinstance(op.result, dict):
+            continue
+        name, result = op.name, op.result
+        if name == "admit":  # its decision is the first chunk's ("decide-retry-N" replace it)
+            name, result = "decide", result.get("decided") or {}
+        found = _DECIDE.fullmatch(name)
+        if found and result and not result.get("fault"):
+            chunks[int(found.group(1) or 0)] = list(result.get("assessments") or [])
     return [a for k in sorted(chunks) for a in chunks[k]]
 
 
+ROOT = "execution"  # the branch of an event's one instance: the execution's own context (no map)
+
+
 def _branches(ops: list[Operation], decided: list[dict[str, Any]]) -> dict[str, str]:
-    """Instance id -> the id of its branch of the map: the n-th instance acted on runs in map item n."""
+    """Instance id -> the id of its branch of the map: the n-th instance acted on runs in map item n; without a map,
+    the one instance acted on runs in the execution's own context (ROOT)."""
     acted = [a["decision"]["instance_id"] for a in decided if Decision.from_dict(a["decision"]).acts]
     out: dict[str, str] = {}
     for op in ops:
         item = _MAP_ITEM.fullmatch(op.name) if op.type == "Context" else None
         if item and int(item.group(1)) < len(acted):
             out[acted[int(item.group(1))]] = op.id
+    if not out and len(acted) == 1 and not any(op.subtype == "Map" for op in ops):
+        out[acted[0]] = ROOT
     return out
 
 
 def _located(ops: list[Operation], branches: dict[str, str]) -> dict[str, str]:
-    """Instance id -> the node its branch's locate step found."""
+    """Instance id -> the node its branch's locate step (or begin step) found."""
     instance_of = {branch: instance for instance, branch in branches.items()}
-    return {
-        instance_of[op.parent]: str(op.result["decision"]["node"])
-        for op in ops
-        if op.name == "locate" and op.parent in instance_of and isinstance(op.result, dict)
-        and (op.result.get("decision") or {}).get("node")
-    }  # fmt: skip
+    out: dict[str, str] = {}
+    for op in ops:
+        branch = ROOT if op.parent is None else op.parent
+        located = op.result if op.name == "locate" else None
+        if op.name == "begin" and isinstance(op.result, dict):
+            located = op.result.get("located")
+        node = (located.get("decision") or {}).get("node") if isinstance(located, dict) else None
+        if node and branch in instance_of:
+            out[instance_of[branch]] = str(node)
+    return out
 
 
 def _find(

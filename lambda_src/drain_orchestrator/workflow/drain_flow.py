@@ -1,12 +1,14 @@
 """One instance's drain, from plan to verdict; every path ends in `_verdict`.
 
-    plan (deadline, heartbeat pace) -> locate node -> [scheduled-change: durable wait until window start - lead]
-    -> cordon + annotate -> announce (once: metric, "started" notification; NodeCordoned for a cordon only)
+    begin (begin.py, one step): plan (deadline, heartbeat pace) -> locate node -> cordon + annotate -> announce
+    (once: metric, "started" notification; NodeCordoned for a cordon only); where it stopped, the flow goes on with
+    the parts' own steps: [scheduled-change: durable wait until window start - lead] -> cordon -> announce
     -> drain passes separated by durable waits (heartbeats when due); DrainStarted once the first pass did not drain
     -> gates (gates.py): load-balancer deregistration and volume detach, bounded by the deadline
     -> drained: the late look (late_look.py): pods bound after the cordon, until LATE_LOOK_SECONDS after it
-    -> verdict: complete the lifecycle action (CONTINUE when drained or the node is gone, LIFECYCLE_RESULT_ON_FAILURE
-       otherwise), then phase claim, metrics, Kubernetes Event, final notification.
+    -> verdict (verdict.py, one step): complete the lifecycle action (CONTINUE when drained or the node is gone,
+       LIFECYCLE_RESULT_ON_FAILURE otherwise), take back the node's surges, then phase claim, metrics, Kubernetes
+       Event, final notification; a part that failed is retried as its own step, and the parts after it follow.
 
 Failed steps are retried with durable waits by their failure kind (failures.RETRY_POLICIES) until the deadline;
 then the failure path runs, and it does not depend on what failed.
@@ -32,7 +34,8 @@ from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
 from drain_orchestrator.ownership import Reason
 from drain_orchestrator.workflow import return_flow, runtime
 from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
-from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step, plan_now_step
+from drain_orchestrator.workflow.begin import begin_step
+from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step
 from drain_orchestrator.workflow.gate_defs import PodIps
 from drain_orchestrator.workflow.gates import Gates
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, held_of, held_step
@@ -40,20 +43,22 @@ from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.job import Drained, DrainJob
 from drain_orchestrator.workflow.late_look import late_look
 from drain_orchestrator.workflow.one_drain import OneDrain
-from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
+from drain_orchestrator.workflow.pace import Pace, answerable, complete_lifecycle, step_config
 from drain_orchestrator.workflow.report_step import announce_step, report_step, start_event_step
 from drain_orchestrator.workflow.results import (
     Announced,
+    Begun,
     Cordoned,
-    DrainPlan,
     EventWritten,
     Located,
     PassOutcome,
     Reported,
     StepFault,
     SurgeRestored,
+    Verdict,
 )
 from drain_orchestrator.workflow.surge_step import surge_restore_step
+from drain_orchestrator.workflow.verdict import Completing, Surged, settle_lifecycle, settle_surges, verdict_step
 
 StartNote = tuple[str, float]  # what the drain's DrainStarted Event says it does, and since when (epoch)
 
@@ -61,7 +66,9 @@ StartNote = tuple[str, float]  # what the drain's DrainStarted Event says it doe
 def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessment, run_id: str) -> InstanceOutcome:
     ws = runtime.wsettings()
     iid = assessment.decision.instance_id
-    plan: DrainPlan = ctx.step(plan_now_step(event, iid), name="plan-now", config=step_config(DrainPlan))
+    # the clock, locate, cordon and announcement in one step, as far as it could go (begin.py)
+    begun: Begun = ctx.step(begin_step(event, assessment, run_id), name="begin", config=step_config(Begun))
+    plan = begun.plan
     job = DrainJob(event, assessment.decision, plan, run_id)
     pace = Pace(
         ctx,
@@ -86,7 +93,8 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     job = _unkept(job, pace)
     pace.beat_if_due("start")
 
-    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, job.plan.deadline)
+    located = begun.located
+    loc = pace.retrying("locate", lambda lb: locate_step(job, assessment, lb), Located, job.plan.deadline, located)
     if loc.fault is not None:
         return _verdict(ctx, job, pace, summary, Result.FAILED, None, started_at=plan.now, error=loc.fault)
     decision = loc.decision
@@ -110,7 +118,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
             if event.change_arn is not None and not return_flow.change_goes_on(ctx, job, summary, "change-check"):
                 return summary
 
-    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, job.plan.deadline)
+    cordoned = pace.retrying("cordon", lambda lb: cordon_step(job, lb), Cordoned, job.plan.deadline, begun.cordoned)
     started_at = cordoned.now
     summary.cordoned = cordoned.cordoned
     if cordoned.fault is not None:
@@ -120,7 +128,7 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
         return _verdict(ctx, job, pace, summary, Result.NODE_GONE, None, started_at=started_at)
     start: StartNote | None = None
     if cordoned.cordon_claimed or cordoned.drain_claimed:
-        said: Announced = ctx.step(announce_step(job, cordoned), name="announce", config=step_config(Announced))
+        said = begun.announced or ctx.step(announce_step(job, cordoned), name="announce", config=step_config(Announced))
         start = (said.drain_start, started_at) if said.drain_start else None
     if decision.action == "cordon":
         summary.result = Result.CORDONED
@@ -256,20 +264,32 @@ def _verdict(
     started_at: float,
     error: StepFault | None = None,
 ) -> InstanceOutcome:
-    """Settle the lifecycle action first (the instance must not wait on a report), then report."""
+    """Settle the lifecycle action first (the instance must not wait on a report), then report: one "verdict" step
+    (verdict.py), the parts it did not finish as their own steps."""
     summary.result = result
     summary.report = summary_of(report)
     if error is not None:
         summary.error = error.to_dict()
+    completing: Completing | None = None
     if job.event.lifecycle is not None and rule_of(job.event.kind).lifecycle:
-        outcome = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure)
-        summary.lifecycle = complete_lifecycle(pace, job, outcome, result.value)
-        if summary.lifecycle.get("outcome") == "denied":  # IAM will not let this function answer the hook
-            summary.result = Result.LIFECYCLE_ACCESS_DENIED
-    if summary.cordoned and job.decision.action == "drain" and not runtime.wsettings().dry_run:
-        _restore_surges(job, pace, report, summary)
+        why = lifecycle_result(result, runtime.wsettings().lifecycle_result_on_failure), result.value
+        if answerable(pace):
+            completing = why
+        else:  # the answer is known without a call
+            settle_lifecycle(summary, complete_lifecycle(pace, job, *why))
+    surged = _surges(job, report, summary)
     summary.heartbeats = pace.beats
-    reported: Reported = ctx.step(report_step(job, summary, started_at), name="report", config=step_config(Reported))
+    said: Verdict = ctx.step(
+        verdict_step(job, summary, started_at, completing, surged), name="verdict", config=step_config(Verdict)
+    )
+    if completing is not None:  # done in the step, or retried here from its first attempt
+        settle_lifecycle(summary, complete_lifecycle(pace, job, *completing, first=said.completion))
+    if surged is not None:
+        _restore_surges(job, pace, surged, summary, said.surge)
+    summary.heartbeats = pace.beats
+    reported = said.reported or ctx.step(
+        report_step(job, summary, started_at), name="report", config=step_config(Reported)
+    )
     pace.now = max(pace.now, reported.now)
     summary.duration_seconds = reported.duration
     summary.notified = reported.notified
@@ -280,17 +300,26 @@ def _verdict(
 SURGE_RESTORE_RETRY_SECONDS = 600
 
 
-def _restore_surges(job: DrainJob, pace: Pace, report: DrainReport | None, summary: InstanceOutcome) -> None:
-    """Whatever ended the drain, workloads surged for this node get their figures back (engine/surge.py)."""
+def _surges(job: DrainJob, report: DrainReport | None, summary: InstanceOutcome) -> Surged | None:
+    """Whatever ended the drain, workloads surged for this node get their figures back (engine/surge.py): the
+    workloads, and whether this verdict also sweeps surges left behind; None when this drain surged nothing."""
+    if not summary.cordoned or job.decision.action != "drain" or runtime.wsettings().dry_run:
+        return None
     surged = sorted({n.workload.split(" ", 1)[1] for n in (report.surge if report else []) if n.via})
-    until = pace.now + SURGE_RESTORE_RETRY_SECONDS
     scheduled = runtime.settings().surge_sweep_minutes > 0
-    sweep = sweeps_at_verdict(job.node, report.draining_seen if report else None, scheduled=scheduled)
-    out = pace.retrying("surge-restore", lambda _lb: surge_restore_step(job, surged, sweep), SurgeRestored, until)
-    if out.fault is not None:
-        summary.surge_restored = [f"failed: {out.fault.message}"]
-    elif out.restored:
-        summary.surge_restored = out.restored
+    return surged, sweeps_at_verdict(job.node, report.draining_seen if report else None, scheduled=scheduled)
+
+
+def _restore_surges(
+    job: DrainJob, pace: Pace, surged: Surged, summary: InstanceOutcome, first: SurgeRestored | None
+) -> None:
+    until = pace.now + SURGE_RESTORE_RETRY_SECONDS
+    workloads, sweep = surged
+
+    def step(_last_beat: float | None) -> Any:
+        return surge_restore_step(job, workloads, sweep)
+
+    settle_surges(summary, pace.retrying("surge-restore", step, SurgeRestored, until, first))
 
 
 def summary_of(report: DrainReport | None) -> dict[str, Any] | None:

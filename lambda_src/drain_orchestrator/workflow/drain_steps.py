@@ -30,6 +30,10 @@ from drain_orchestrator.workflow.step_guard import fault_of
 
 @durable_step
 def plan_now_step(step_ctx: StepContext, event: Interruption, instance_id: str) -> DrainPlan:
+    return plan_now(event, instance_id)
+
+
+def plan_now(event: Interruption, instance_id: str) -> DrainPlan:
     """The drain's clock from what is true now (deadlines.drain_clock: a respectful minimum first, a lifecycle
     drain bounded by its action's own expiry). For a lifecycle action, also the hook's timeouts and one
     heartbeat: it proves the action still waits for this instance (AWS answers that it has no active action
@@ -102,6 +106,10 @@ def _prove(event: Interruption, instance_id: str) -> tuple[str, float | None]:
 
 @durable_step
 def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, last_beat: float | None) -> Located:
+    return locate(job, assessment, last_beat)
+
+
+def locate(job: DrainJob, assessment: Assessment, last_beat: float | None) -> Located:
     from drain_orchestrator.decide import locate_node  # noqa: PLC0415 - only owned instances reach this
     from drain_orchestrator.kube.node_lookup import identity_of  # noqa: PLC0415
 
@@ -126,6 +134,10 @@ def locate_step(step_ctx: StepContext, job: DrainJob, assessment: Assessment, la
 
 @durable_step
 def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -> Cordoned:
+    return cordon_node(job, last_beat)
+
+
+def cordon_node(job: DrainJob, last_beat: float | None) -> Cordoned:
     from drain_orchestrator.drain_claim import Ask  # noqa: PLC0415
     from drain_orchestrator.kube.cordon import cordon  # noqa: PLC0415
     from drain_orchestrator.workflow.claim_steps import check_of, ttl  # noqa: PLC0415
@@ -149,8 +161,8 @@ def cordon_step(step_ctx: StepContext, job: DrainJob, last_beat: float | None) -
                 now=now,
                 dry_run=opts.dry_run,
                 # one execution announces each phase, however many events arrived for this node (claims taken in
-                # the cordon's write); the announcement is a step of its own (report_step.announce_step), so a
-                # crash here cannot announce twice. Only a drain announces itself: a cordon-only run (rebalance)
+                # the cordon's write); the announcement follows the cordon's write (report_step.announce), in
+                # the same step or one of its own. Only a drain announces itself: a cordon-only run (rebalance)
                 # must not take the "started" claim.
                 claims=dict.fromkeys(
                     ("cordoned", "drain-started") if decision.action == "drain" else ("cordoned",), job.run_id

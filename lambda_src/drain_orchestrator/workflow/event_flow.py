@@ -1,10 +1,16 @@
-"""The durable execution of one EventBridge event: settings -> parse -> decide -> per-instance flows -> result.
+"""The durable execution of one EventBridge event: admit (settings, parse, decide) -> per-instance flows -> result.
 
-    settings (validated once per container) -> parse (the parser loads only here) -> decide (one
-    DescribeInstances, ASG tags if needed; retried with durable waits) -> for each owned instance, bounded
-    concurrency: drain_flow (or launch_flow for asg-launch) -> the execution fails only after every instance
-    reached its verdict, when one of them failed (so the event reaches the dead-letter queue). The surge sweep's
-    schedule (workflow/sweep_flow.py) and the liveness check's (workflow/liveness_flow.py) branch off after settings.
+    admit: settings (validated once per container), parse (the parser loads only here) and decide (one
+    DescribeInstances, ASG tags if needed) in one step, one checkpoint before any instance's flow; a decision that
+    failed is retried with durable waits ("decide-retry-N"); an event naming more than DECIDE_CHUNK instances, or a
+    Capacity Block's (its instances are listed first), is decided in steps of its own ("decide", "decide-1", ...)
+    -> for each owned instance, bounded concurrency (a map, "instances", a child context per instance; the one
+    instance of an event naming one runs in the execution's own context): drain_flow (or launch_flow for
+    asg-launch) -> the execution
+    fails only after every instance reached its verdict, when one of them failed (so the event reaches the
+    dead-letter queue). The surge sweep's schedule (workflow/sweep_flow.py) and the liveness check's
+    (workflow/liveness_flow.py) run a "settings" step and branch off before any parse.
+    (Executions of earlier releases ran "settings", "parse" and "decide" as steps of their own.)
 
 Replay rules (aws-durable-execution-sdk-python): the handler body re-runs from the top on every invocation, so
 everything that reads the clock, calls an API or emits a metric happens inside a step; step names are stable
@@ -21,6 +27,7 @@ from typing import Any, ClassVar
 
 from aws_durable_execution_sdk_python import BatchResult, DurableContext, StepContext, durable_step
 from aws_durable_execution_sdk_python.config import CompletionConfig, MapConfig
+from aws_durable_execution_sdk_python.exceptions import ExecutionError, InvocationError
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.clip import clip
@@ -64,6 +71,17 @@ class Decided(Checkpointed):
     fault: StepFault | None = None
 
 
+@dataclass(frozen=True)
+class Admitted(Checkpointed):
+    """The "admit" step: the settings' run id, the parsed event (or why it is ignored), and the decision when
+    this step could make it (None: the event is decided in "decide" steps of its own)."""
+
+    _nested: ClassVar[dict[str, Any]] = {"settings": RunSettings, "parsed": Parsed, "decided": Decided}
+    settings: RunSettings
+    parsed: Parsed
+    decided: Decided | None = None
+
+
 def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     event_id = raw_event.get("id") if isinstance(raw_event, dict) else None
     # a warm container serves many events: start each invocation's log context afresh
@@ -71,12 +89,13 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     logger.thread_safe_clear_keys()
     logger.set_correlation_id(str(event_id) if event_id else None)
     context.set_logger(logger)
-    cfg: RunSettings = context.step(settings_step(), name="settings", config=step_config(RunSettings))
-    if sweep_flow.is_sweep(raw_event):  # the schedule's own input, not an AWS event: no parse, no decide
-        return sweep_flow.run(raw_event, context)
-    if liveness_flow.is_liveness(raw_event):  # the liveness schedule's input: settings valid, one step, counted
-        return liveness_flow.run(raw_event, context)
-    parsed: Parsed = context.step(parse_step(raw_event), name="parse", config=step_config(Parsed))
+    if sweep_flow.is_sweep(raw_event) or liveness_flow.is_liveness(raw_event):  # a schedule's own input
+        context.step(settings_step(), name="settings", config=step_config(RunSettings))
+        if sweep_flow.is_sweep(raw_event):  # not an AWS event: no parse, no decide
+            return sweep_flow.run(raw_event, context)
+        return liveness_flow.run(raw_event, context)  # settings valid, one step, counted
+    admitted: Admitted = context.step(admit_step(raw_event), name="admit", config=step_config(Admitted))
+    cfg, parsed = admitted.settings, admitted.parsed
     if parsed.event is None:
         shown_id = clip(event_id) if isinstance(event_id, str) else None
         return {"event_id": shown_id, "ignored": parsed.ignored, "message": parsed.message, "instances": []}
@@ -88,7 +107,7 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
             raise WorkflowError(f"cannot list the reservation's instances: {fault.kind}: {fault.message}")
         if not event.instance_ids:
             return _no_instances(event)
-    assessments = [Assessment.from_dict(a) for a in _decide(context, event)]
+    assessments = [Assessment.from_dict(a) for a in _decide(context, event, admitted.decided)]
     acted = [a for a in assessments if _acted_on(a)]
     others = [a.decision for a in assessments if not _acted_on(a)]
     # each branch gets the event narrowed to its instance: a copy of thousands of ids per branch would not fit
@@ -97,7 +116,9 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
         for a in acted
     ]
     results: list[InstanceOutcome] = []
-    if items:
+    if len(items) == 1:
+        results = [_in_place(context, items[0])]
+    elif items:
         batch: BatchResult[dict[str, Any]] = context.map(
             items,
             _instance_branch,
@@ -160,8 +181,11 @@ def _acted_on(assessment: Assessment) -> bool:
     return assessment.decision.acts
 
 
-def _decide(context: DurableContext, event: Interruption) -> list[dict[str, Any]]:
-    """Decide chunk by chunk (one step each: "decide", "decide-1", ...)."""
+def _decide(context: DurableContext, event: Interruption, admitted: Decided | None) -> list[dict[str, Any]]:
+    """The admit step's decision (retried as "decide-retry-N" when it failed), or chunk by chunk (one step each:
+    "decide", "decide-1", ...)."""
+    if admitted is not None:
+        return _decide_chunk(context, event, "decide", first=admitted)
     ids = event.instance_ids
     decided: list[dict[str, Any]] = []
     for k, start in enumerate(range(0, len(ids), DECIDE_CHUNK)):
@@ -170,14 +194,31 @@ def _decide(context: DurableContext, event: Interruption) -> list[dict[str, Any]
     return decided
 
 
-def _decide_chunk(context: DurableContext, event: Interruption, name: str) -> list[dict[str, Any]]:
+def _decide_chunk(
+    context: DurableContext, event: Interruption, name: str, first: Decided | None = None
+) -> list[dict[str, Any]]:
     """Decide, retrying AWS failures with durable waits for as long as the event's deadline allows; without facts
-    no instance can be claimed (it may be another cluster's), so giving up fails the execution."""
+    no instance can be claimed (it may be another cluster's), so giving up fails the execution. ``first``: the
+    decision the admit step already tried."""
     until = deadlines.decide_deadline(event, runtime.wsettings())
-    res = retried(context, lambda: decide_step(event), name, Decided, until)
+    res = retried(context, lambda: decide_step(event), name, Decided, until, first=first)
     if res.fault is not None:
         raise WorkflowError(f"cannot decide: {res.fault.kind}: {res.fault.message}")
     return res.assessments
+
+
+def _in_place(context: DurableContext, item: dict[str, Any]) -> InstanceOutcome:
+    """The one instance of an event naming one: its flow in the execution's own context, without a map and its
+    branch's child context (two durable operations fewer). The same keys on its log lines, the same outcome, and a
+    failure ends the execution as a failed branch of the map does (the SDK's own errors pass through)."""
+    try:
+        return InstanceOutcome.from_dict(_instance_branch(context, item, 0, [item]))
+    except ExecutionError:
+        raise
+    except Exception as exc:
+        if isinstance(exc, InvocationError) and exc.is_retryable():
+            raise
+        raise WorkflowError(f"1 of 1 instance workflows failed: {clip(str(exc), 200)}") from exc
 
 
 def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, items: Any) -> dict[str, Any]:
@@ -194,7 +235,26 @@ def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, item
 
 
 @durable_step
+def admit_step(step_ctx: StepContext, raw_event: Any) -> Admitted:
+    """Settings, parse and (for a few instances named outright) decide in one step: one checkpoint before any
+    instance's flow. Each part logs and counts as its own step did; a crash repeats them all, as a crash repeated
+    the one it was in (they change nothing)."""
+    cfg = load_settings()
+    parsed = parse(raw_event)
+    if parsed.event is None:
+        return Admitted(cfg, parsed)
+    event = Interruption.from_dict(parsed.event)
+    if event.capacity_reservation_id is not None or len(event.instance_ids) > DECIDE_CHUNK:
+        return Admitted(cfg, parsed)  # its instances listed first, or a decision in chunks: steps of their own
+    return Admitted(cfg, parsed, decide(event))
+
+
+@durable_step
 def settings_step(step_ctx: StepContext) -> RunSettings:
+    return load_settings()
+
+
+def load_settings() -> RunSettings:
     try:
         cfg = runtime.load_config()
     except SettingsError as exc:
@@ -206,6 +266,10 @@ def settings_step(step_ctx: StepContext) -> RunSettings:
 
 @durable_step
 def parse_step(step_ctx: StepContext, raw_event: Any) -> Parsed:
+    return parse(raw_event)
+
+
+def parse(raw_event: Any) -> Parsed:
     # the parser (pydantic + Powertools models) loads only here: replays read this step's checkpoint instead
     from drain_orchestrator.events import parse_event  # noqa: PLC0415
 
@@ -230,8 +294,12 @@ def parse_step(step_ctx: StepContext, raw_event: Any) -> Parsed:
 
 
 @durable_step
-@faults_as("decide", Decided)
 def decide_step(step_ctx: StepContext, event: Interruption) -> Decided:
+    return decide(event)
+
+
+@faults_as("decide", Decided)
+def decide(event: Interruption) -> Decided:
     facts = BotoFacts(runtime.ec2(), runtime.autoscaling())
     assessments = decide_event(event, runtime.settings(), facts, now=time.time(), ws=runtime.wsettings())
     # not ours (or nothing to do) is a decision, never an error or a retry loop: one metric and one line per

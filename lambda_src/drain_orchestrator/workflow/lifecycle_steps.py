@@ -41,6 +41,11 @@ def heartbeat_step(step_ctx: StepContext, event: Interruption, instance_id: str)
 
 @durable_step
 def complete_step(step_ctx: StepContext, event: Interruption, decision: Decision, result: str, why: str) -> Completion:
+    return complete_action(event, decision, result, why)
+
+
+def complete_action(event: Interruption, decision: Decision, result: str, why: str) -> Completion:
+    """CompleteLifecycleAction once (AWS answers a completed action "already done": safe to repeat)."""
     from drain_orchestrator.aws.autoscaling import complete_lifecycle_action  # noqa: PLC0415
 
     ref = event.lifecycle

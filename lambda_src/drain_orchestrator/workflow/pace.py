@@ -134,14 +134,18 @@ class Pace:
         else:
             self.answered(res.outcome, res.now)
 
-    def retrying(self, name: str, make: Any, cls: type[R], until: float) -> R:
+    def retrying(self, name: str, make: Any, cls: type[R], until: float, first: R | None = None) -> R:
         """Run ``make(last_beat)`` as a step until it succeeds, its failure kind gives up, or ``until`` passes,
         with the failure kind's backoff as durable waits in between. Returns the last result (fault set if it
-        never succeeded)."""
+        never succeeded). ``first``: the first attempt's result, when a step of another name made it (the begin
+        step's); the retries are "<name>-retry-N"."""
         attempt = 0
         while True:
             label = name if attempt == 0 else f"{name}-retry-{attempt}"
-            res: R = self.ctx.step(make(self.last_beat), name=label, config=step_config(cls))
+            if attempt == 0 and first is not None:
+                res: R = first
+            else:
+                res = self.ctx.step(make(self.last_beat), name=label, config=step_config(cls))
             self.absorb(res)
             fault: StepFault | None = getattr(res, "fault", None)
             if fault is None:
@@ -154,14 +158,20 @@ class Pace:
             attempt += 1
 
 
-def retried[T: Checkpointed](ctx: DurableContext, make: Any, name: str, cls: type[T], until: float) -> T:
+def retried[T: Checkpointed](
+    ctx: DurableContext, make: Any, name: str, cls: type[T], until: float, *, first: T | None = None
+) -> T:
     """An event's step (before any instance's flow: no heartbeat to keep) run as ``make()`` until it succeeds, its
     failure kind gives up, or ``until`` passes, with the kind's backoff as durable waits "<name>-backoff-N" in
-    between. Returns the last result (fault set if it never succeeded)."""
+    between. Returns the last result (fault set if it never succeeded). ``first``: the first attempt's result,
+    when a step of another name made it (the admit step's decision); the retries are "<name>-retry-N"."""
     attempt = 0
     while True:
         label = name if attempt == 0 else f"{name}-retry-{attempt}"
-        res: T = ctx.step(make(), name=label, config=step_config(cls))
+        if attempt == 0 and first is not None:
+            res: T = first
+        else:
+            res = ctx.step(make(), name=label, config=step_config(cls))
         fault: StepFault | None = getattr(res, "fault", None)
         if fault is None:
             return res
@@ -174,9 +184,12 @@ def retried[T: Checkpointed](ctx: DurableContext, make: Any, name: str, cls: typ
         attempt += 1
 
 
-def complete_lifecycle(pace: Pace, job: DrainJob, result: str, why: str) -> dict[str, Any]:
+def complete_lifecycle(
+    pace: Pace, job: DrainJob, result: str, why: str, first: Completion | None = None
+) -> dict[str, Any]:
     """CompleteLifecycleAction, retried until the job's completion deadline; the outcome as summary data. Not
-    tried once IAM denied the action's heartbeats or its group is gone: the answer is known."""
+    tried once IAM denied the action's heartbeats or its group is gone (``answerable``): the answer is known.
+    ``first``: the first attempt, when the verdict step made it (verdict.py)."""
     if pace.hook_denied:
         return {"outcome": "denied", "result": None}
     if pace.group_gone_at is not None:
@@ -186,7 +199,18 @@ def complete_lifecycle(pace: Pace, job: DrainJob, result: str, why: str) -> dict
         lambda _lb: complete_step(job.event, job.decision, result, why),
         Completion,
         job.plan.completion_deadline,
+        first,
     )
+    return lifecycle_of(done)
+
+
+def answerable(pace: Pace) -> bool:
+    """Whether completing the lifecycle action is worth a call (complete_lifecycle tries it)."""
+    return not pace.hook_denied and pace.group_gone_at is None
+
+
+def lifecycle_of(done: Completion) -> dict[str, Any]:
+    """A completion as the summary's ``lifecycle``: {outcome, result, error?}."""
     out: dict[str, Any] = {"outcome": done.outcome, "result": done.result}
     if done.fault is not None:
         out["error"] = done.fault.to_dict()

@@ -1,10 +1,13 @@
 """What a node's drain says: the announcement of its start, and the last word on it.
 
-`announce_step` runs once after the cordon step, for the execution holding the phase claims: metric, the
-NodeCordoned Event for a cordon only, the "started" notification. A step of its own, checkpointed, so a replay of the
-cordon does not repeat it. A drain's DrainStarted Event waits for `start_event_step`, run once the drain outlives its
-first pass: a drain done in one pass is told by its verdict's Event alone (one request fewer a node in a storm).
-`report_step` runs once the lifecycle action is settled, whatever happened before: phase claim (the holder of the
+`announce` runs once after the cordon's write, for the execution holding the phase claims: metric, the
+NodeCordoned Event for a cordon only, the "started" notification; in the begin step that cordoned (begin.py), or in
+a step of its own ("announce") after a cordon step. Either way a crash after the notification and before the
+step's checkpoint repeats it (at least once, as the report's notification). A drain's DrainStarted Event waits for
+`start_event_step`, run once the drain outlives its first pass: a drain done in one pass is told by its verdict's
+Event alone (one request fewer a node in a storm).
+`report` runs once the lifecycle action is settled, whatever happened before (in the verdict step, verdict.py, or
+a step of its own, "report"): phase claim (the holder of the
 node's drain took it in its settle write, for the result it drained to), metrics, Kubernetes Event and the final
 notification (``completed``, ``failed``, or ``stopped`` when an operator's decision ended it).
 Every part is best effort and independent:
@@ -30,6 +33,10 @@ from drain_orchestrator.workflow.results import Announced, Cordoned, EventWritte
 
 @durable_step
 def announce_step(step_ctx: StepContext, job: DrainJob, cordoned: Cordoned) -> Announced:
+    return announce(job, cordoned)
+
+
+def announce(job: DrainJob, cordoned: Cordoned) -> Announced:
     from drain_orchestrator.kube.node_records import node_event  # noqa: PLC0415
 
     ws = runtime.wsettings()
@@ -72,6 +79,10 @@ def start_event_step(step_ctx: StepContext, job: DrainJob, what: str, started_at
 
 @durable_step
 def report_step(step_ctx: StepContext, job: DrainJob, outcome: InstanceOutcome, started_at: float) -> Reported:
+    return report(job, outcome, started_at)
+
+
+def report(job: DrainJob, outcome: InstanceOutcome, started_at: float) -> Reported:
     from drain_orchestrator.kube.errors import NodeGone  # noqa: PLC0415
     from drain_orchestrator.kube.node_records import claim, node_event  # noqa: PLC0415
 

@@ -260,6 +260,23 @@ class Announced(Checkpointed):
 
 
 @dataclass(frozen=True)
+class Begun(Checkpointed):
+    """The "begin" step (begin.py): the drain's clock, then as far as it went of locate, cordon and announce
+    (None: not done there; the flow goes on with a step of its own)."""
+
+    _nested: ClassVar[dict[str, Any]] = {
+        "plan": DrainPlan,
+        "located": Located,
+        "cordoned": Cordoned,
+        "announced": Announced,
+    }
+    plan: DrainPlan
+    located: Located | None = None
+    cordoned: Cordoned | None = None
+    announced: Announced | None = None
+
+
+@dataclass(frozen=True)
 class EventWritten(Checkpointed):
     written: bool
 
@@ -269,6 +286,17 @@ class Reported(Checkpointed):
     duration: float
     notified: bool
     now: float
+
+
+@dataclass(frozen=True)
+class Verdict(Checkpointed):
+    """The "verdict" step (verdict.py): the lifecycle action's completion, the surges' restore and the report, as
+    far as it went (None: not due, or not reached; the flow goes on with a step of its own)."""
+
+    _nested: ClassVar[dict[str, Any]] = {"completion": Completion, "surge": SurgeRestored, "reported": Reported}
+    completion: Completion | None = None
+    surge: SurgeRestored | None = None
+    reported: Reported | None = None
 
 
 @dataclass(frozen=True)

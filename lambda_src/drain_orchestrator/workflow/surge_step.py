@@ -1,6 +1,7 @@
 """The drain's verdict takes back what surge before evict changed on workloads (docs/drain.md).
 
-A step of its own, run once the lifecycle action is settled and before the report: whatever ended the drain
+Run once the lifecycle action is settled and before the report (in the verdict step, verdict.py, or a step of its
+own): whatever ended the drain
 (drained, deadline, a fault, the node gone), the Deployments and HPAs this node surged get their original figures
 back. Idempotent against the cluster (each workload records this node's entry), so a replay repeats it harmlessly.
 The same step takes back surges other drains left behind (their execution lost before its verdict: expired, or
@@ -23,8 +24,12 @@ from drain_orchestrator.workflow.step_guard import faults_as
 
 
 @durable_step
-@faults_as("surge-restore", SurgeRestored)
 def surge_restore_step(step_ctx: StepContext, job: DrainJob, workloads: list[str], sweep: bool = True) -> SurgeRestored:
+    return restore_surges(job, workloads, sweep)
+
+
+@faults_as("surge-restore", SurgeRestored)
+def restore_surges(job: DrainJob, workloads: list[str], sweep: bool = True) -> SurgeRestored:
     from drain_orchestrator.engine.surge_restore import restore_node  # noqa: PLC0415
     from drain_orchestrator.engine.surge_sweep import restore_left_behind  # noqa: PLC0415
 
