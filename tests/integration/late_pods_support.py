@@ -37,6 +37,10 @@ class LateBindings:
         self.created_at: dict[str, float] = {}
         self.bound_at: dict[str, float] = {}
         self.gone_at: dict[str, float] = {}
+        # the start of the last look that still found the pod: it existed at some moment after this time, so a
+        # pod whose ``present_at`` is after an action's time was still there after it (``gone_at`` is a look later
+        # and may come after the action even when the pod went before it)
+        self.present_at: dict[str, float] = {}
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
         self._timers: list[threading.Timer] = []
@@ -71,6 +75,7 @@ class LateBindings:
                 if self.created_at:
                     pods = self.k8s.core.list_namespaced_pod(self.k8s.ns, label_selector="late=yes").items
                     for p in pods:
+                        self.present_at[p.metadata.name] = now
                         if p.spec.node_name == self.node:
                             self.bound_at.setdefault(p.metadata.name, now)
                     present = {p.metadata.name for p in pods}
@@ -89,6 +94,11 @@ class LateBindings:
         """When ``name`` was created / bound / gone (``times``), in seconds after the cordon."""
         assert self.cordoned_at is not None, "the node was never seen cordoned"
         return times[name] - self.cordoned_at
+
+    def gone_by(self, name: str, at: float) -> bool:
+        """Whether no look that started after ``at`` (epoch seconds) found ``name``: it was gone by then, as far as
+        the watcher's looks can tell."""
+        return name in self.gone_at and self.present_at.get(name, 0.0) <= at
 
     def placed_by_scheduler(self, name: str) -> bool:
         """The scheduler's own record (its Scheduled Event) that it bound ``name`` to the node."""

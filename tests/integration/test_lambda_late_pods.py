@@ -69,7 +69,7 @@ def test_pods_bound_within_the_late_look_are_drained_before_the_hook_is_complete
     for name in scheduled:
         assert late.placed_by_scheduler(name), f"{name} was not bound by the scheduler"
     for name in names:  # gone before the instance was let go
-        assert late.gone_at[name] <= action["completed_at"], (name, late.gone_at[name], action["completed_at"])
+        assert late.gone_by(name, action["completed_at"]), (name, late.present_at.get(name), action["completed_at"])
     assert late.cordoned_at is not None and action["completed_at"] >= late.cordoned_at + LATE_LOOK_SECONDS - 0.5
 
 
@@ -94,7 +94,7 @@ def test_a_pod_bound_six_seconds_after_the_cordon_while_a_gate_holds_is_drained_
     assert _evicted_by(run, "late-look") == [f"{k8s.ns}/late-6"]
     assert late.placed_by_scheduler("late-6")
     assert late.bound_after_cordon("late-6") >= 6.0
-    assert late.gone_at["late-6"] <= action["completed_at"]
+    assert late.gone_by("late-6", action["completed_at"]), (late.present_at.get("late-6"), action["completed_at"])
 
 
 def test_a_late_look_that_fails_is_retried_and_one_that_fails_for_good_leaves_the_verdict_drained(
@@ -139,6 +139,6 @@ def test_pods_bound_half_a_second_three_and_six_seconds_after_the_cordon_while_a
     assert sorted(evicted) == sorted(f"{k8s.ns}/{n}" for n in [*scheduled, "slow"])  # each once, none left
     for name in scheduled:
         assert late.placed_by_scheduler(name), f"{name} was not bound by the scheduler"
-        assert late.gone_at[name] <= action["completed_at"], (name, late.gone_at[name], action["completed_at"])
+        assert late.gone_by(name, action["completed_at"]), (name, late.present_at.get(name), action["completed_at"])
     assert late.bound_after_cordon("late-6") >= 6.0
     assert pods_on(k8s, node) == []
