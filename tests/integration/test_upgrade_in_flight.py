@@ -46,15 +46,9 @@ def versioned(
     function = FunctionConfig.from_template(template, {topic: env.pop("NOTIFICATION_TOPIC_ARN")})
     for name in ("CLUSTER_NAMES", "POWERTOOLS_SERVICE_NAME"):  # the template's own values stay
         env.pop(name, None)
-    # short passes are only accepted with a short lifecycle cap (the durable-operation bound, pacing.py); the held
-    # drain's waits stop growing at 8 s, so it looks again soon after the budget relaxes (what is shown is that it
-    # resumes on its version after the deploy, not how long it waited)
+    # short passes are only accepted with a short lifecycle cap (the durable-operation bound, pacing.py)
     env.update(
-        DRAIN_PASS_SECONDS="5",
-        RECHECK_MIN_SECONDS="2",
-        RECHECK_MAX_SECONDS="2",
-        HELD_RECHECK_MAX_SECONDS="8",
-        DEADLINE_ASG_TERMINATE_SECONDS="3600",
+        DRAIN_PASS_SECONDS="5", RECHECK_MIN_SECONDS="2", RECHECK_MAX_SECONDS="2", DEADLINE_ASG_TERMINATE_SECONDS="3600"
     )
     trust = {
         "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}]
