@@ -46,12 +46,14 @@ def test_deadline_missed_abandons_before_the_hook_times_out(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
     """A PDB that never allows a disruption and FORCE_DELETE_ON_DEADLINE=false: heartbeats keep the 30 s hook
-    alive for the whole 90 s deadline, then the function abandons it -- the hook never times out."""
+    alive for a deadline twice its timeout (60 s: without heartbeats it would time out halfway), then the function
+    abandons it -- the hook never times out."""
+    deadline = 60
     iid, node, spare = blue_asg_node(aws, k8s, heartbeat_timeout=30)
     hold_with_pdb(k8s, node, spare)
     lam.configure(
         "blue",
-        DEADLINE_ASG_TERMINATE_SECONDS="90",
+        DEADLINE_ASG_TERMINATE_SECONDS=str(deadline),
         FORCE_DELETE_ON_DEADLINE="false",
         LIFECYCLE_RESULT_ON_FAILURE="ABANDON",
         DRAIN_PASS_SECONDS="5",
@@ -67,7 +69,7 @@ def test_deadline_missed_abandons_before_the_hook_times_out(
     final_notification(lam, "failed", "deadline-missed")
     assert run.metric_total("DrainDeadlineMissed", cluster="blue", kind="asg-terminate") == 1
     assert pods_on(k8s, node)  # the budget was honoured: nothing forced
-    measure(lam, "deadline-missed-abandon", deadline_to_verdict_s=action["completed_at"] - (started + 90))
+    measure(lam, "deadline-missed-abandon", deadline_to_verdict_s=action["completed_at"] - (started + deadline))
 
 
 def test_deleted_notification_topic_does_not_stop_the_drain(
@@ -117,10 +119,14 @@ def test_access_entry_revoked_for_30_s_mid_drain_recovers(
 def test_access_entry_revoked_for_good_reaches_the_failure_verdict_before_the_deadline(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, bed_faults: BedFaults
 ) -> None:
+    deadline = 40  # the retries of a revoked access entry (every 5-30 s) go on until the verdict must come
     iid, node, spare = blue_asg_node(aws, k8s)
     hold_with_pdb(k8s, node, spare)
     lam.configure(
-        "blue", DEADLINE_ASG_TERMINATE_SECONDS="60", LIFECYCLE_RESULT_ON_FAILURE="ABANDON", DRAIN_PASS_SECONDS="5"
+        "blue",
+        DEADLINE_ASG_TERMINATE_SECONDS=str(deadline),
+        LIFECYCLE_RESULT_ON_FAILURE="ABANDON",
+        DRAIN_PASS_SECONDS="5",
     )
 
     def revoke() -> float:
@@ -137,7 +143,7 @@ def test_access_entry_revoked_for_good_reaches_the_failure_verdict_before_the_de
     # the verdict first, then the execution fails (so its event reaches the dead-letter queue)
     assert run.status == "FAILED", run.result
     action = assert_completed_by_function(aws, iid, "ABANDON")
-    assert action["completed_at"] <= started + 60 + 5  # before the deadline, with the bed's clock slack
+    assert action["completed_at"] <= started + deadline + 5  # before the deadline, with the bed's clock slack
     assert action["completed_at"] <= ended
     final_notification(lam, "failed", "failed")
     assert run.metric_total("Errors") > 0

@@ -97,7 +97,9 @@ def test_a_terminate_event_replayed_hours_later_respects_every_pdb_while_its_hoo
 
     def relax_after_the_respectful_minimum() -> None:
         wait_drain_started(k8s, node)  # the first pass did not drain: it was held, not forced
-        time.sleep(40)  # past MIN_DRAIN_SECONDS: the deadline policy would be on now, if it were due
+        # past MIN_DRAIN_SECONDS (the harness's 10 s) by twice as much again: the deadline policy would be on now,
+        # and a pass would have forced, if it were due (the held waits end at the respectful minimum's end)
+        time.sleep(25)
         assert {p.metadata.uid for p in pods_on(k8s, node)} == before
         set_pdb(k8s, "web", max_unavailable=1)
 
@@ -136,14 +138,15 @@ def test_a_forged_terminated_state_change_for_a_running_instance_adds_no_out_of_
 def test_a_short_lived_hook_is_completed_abandon_by_the_function_before_it_expires(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
-    """GlobalTimeout 60 s (the bed's knob; AWS's smallest is 50 min) and DefaultResult CONTINUE: a drain that ran
-    to the hook's own expiry would lose its ABANDON to the timeout's CONTINUE."""
+    """GlobalTimeout 40 s (the bed's knob; AWS's smallest is 50 min) and DefaultResult CONTINUE: a drain that ran
+    to the hook's own expiry would lose its ABANDON to the timeout's CONTINUE. The function keeps the time completing
+    the action needs (a third of the 30 s HeartbeatTimeout) free before the expiry, whatever the expiry's length."""
     aws.eks_cluster("blue")
     hook = {"name": HOOK, "heartbeat_timeout": 30, "default_result": "CONTINUE"}
     (iid,) = aws.asg(ASG, size=1, tags=OWNED, hooks=[hook])
     (node,) = aws.nodes_for(k8s, [iid])
     (spare,) = k8s.add_nodes(1)
-    aws.set_hook_global_timeout(ASG, HOOK, 60)
+    aws.set_hook_global_timeout(ASG, HOOK, 40)
     hold_with_pdb(k8s, node, spare)
     lam.configure("blue", FORCE_DELETE_ON_DEADLINE="false", LIFECYCLE_RESULT_ON_FAILURE="ABANDON")
 
