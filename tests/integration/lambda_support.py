@@ -84,6 +84,11 @@ class Run:
         (op,) = [op for op in self.operations if getattr(op, "name", None) == name]
         return json.loads(op.result)
 
+    def cordoned(self) -> Any:
+        """The cordon's result: its own "cordon" step's, or the "begin" step's part when the cordon ran there."""
+        names = {getattr(op, "name", None) for op in self.operations}
+        return self.step("cordon") if "cordon" in names else self.step("begin")["cordoned"]
+
     def metric_total(self, name: str, **dims: str) -> float:
         total = 0.0
         for m in self.emf():

@@ -121,7 +121,7 @@ def test_a_delivered_block_waits_durably_until_its_lead_then_drains_only_its_clu
     listed = done.step("reservation-instances")
     assert sorted(listed["instance_ids"]) == sorted([ours, theirs])
     assert listed["now"] >= begins - 1  # the wait's seconds are whole: it may end up to one early
-    assert done.step("cordon")["now"] >= begins - 1
+    assert done.cordoned()["now"] >= begins - 1
     marks = k8s.core.read_node(our_node)
     assert marks.spec.unschedulable is True
     assert marks.metadata.annotations[ANN_REASON] == "capacity-block-delivered"

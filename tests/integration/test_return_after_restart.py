@@ -73,7 +73,7 @@ def test_a_reboot_change_drains_before_its_window_and_returns_the_node_once_it_b
 
     inst = _one(done)
     assert inst["result"] == "drained"
-    cordon = done.step("cordon")
+    cordon = done.cordoned()
     # drained before the window, not before its lead (the wait's seconds are whole: it may end up to one early)
     assert start - LEAD - 1 <= cordon["now"] < start
     returned = inst["returned"]
