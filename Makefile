@@ -26,7 +26,7 @@ TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 help:
 	@echo "make demo          set up, start the local test bed, replay events/ through the handler"
-	@echo "make test          lint + type-check + every test (what CI runs; PYTEST_WORKERS=6 workers with a bed each)"
+	@echo "make test          lint + type-check + every test (what CI runs; PYTEST_WORKERS=8 workers with a bed each)"
 	@echo "make test-quick    lint + type-check + unit and infra tests, no bed (the inner loop, < 2 min)"
 	@echo "make test-k8s-range  the drain, RBAC and surge suites on each Kubernetes version of build/k8s/v*/"
 	@echo "                   (DRAIN_TESTBED_KUBE_VERSIONS='1.36.3' picks some; one version: DRAIN_TESTBED_KUBE_VERSION=1.36.3 make ...)"
@@ -92,7 +92,7 @@ test-infra: setup-python setup-node
 # test-quick run; then the bed's tests on PYTEST_WORKERS workers, each with a bed of its own, the longest tests first
 # (tests/scheduling.py). More workers than cores: the bed's tests mostly wait on the apiserver and on wall-clock
 # outages. aws-node-termination-handler (tests/integration/test_nth_smoke.py) builds in the background once collected.
-PYTEST_WORKERS ?= 6
+PYTEST_WORKERS ?= 8
 QUICK_WORKERS ?= 2
 test:
 	@PYTEST_WORKERS=$(PYTEST_WORKERS) QUICK_WORKERS=$(QUICK_WORKERS) PYTEST_ARGS="$(PYTEST_ARGS)" MAKE="$(MAKE)" \

@@ -11,7 +11,7 @@ set -m  # each background part in a process group of its own, so an interrupt re
 cd "$(dirname "$0")/.."
 mkdir -p .local
 MAKE="${MAKE:-make}"
-WORKERS="${PYTEST_WORKERS:-6}"
+WORKERS="${PYTEST_WORKERS:-8}"
 QUICK_WORKERS="${QUICK_WORKERS:-2}"
 # both pytest runs take their tests' slots from one directory: they share the cores (tests/admission.py)
 export DRAIN_TEST_SLOTS="$PWD/.local/test-slots" DRAIN_TEST_SLOTS_COUNT=$(( WORKERS + QUICK_WORKERS ))
