@@ -200,6 +200,9 @@ def summarize(
         "rise_to_eviction_max_s": max(delays, default=None),
         "first_eviction_median_s": statistics.median(firsts) if firsts else None,
         "start_s": start_marks(requests, phase.t0, phase.nodes),
+        # each kind's first request: the one order every storm keeps (a drain that lists early may evict several
+        # pods before the others' budget lists, so the medians of the first few need not be in order)
+        "first_s": start_marks(requests, phase.t0, 1),
         "waves": phase.waves,  # the raw evictions and statuses, for a closer look (--json)
     }
 

@@ -37,8 +37,8 @@ def test_a_small_storm_is_cut_into_start_and_waves_for_each_turn_setting_and_the
         got = rnd[who]
         assert got["statuses"] == {"SUCCEEDED": 3}, got
         assert set(got["start_s"]) == set(START_KINDS), got["start_s"]  # the drains' requests, from the audit log
-        marks = [got["start_s"][k] for k in START_KINDS]
-        assert marks == sorted(marks), got["start_s"]  # read, cordon, list, PDBs, then the first eviction
+        marks = [got["first_s"][k] for k in START_KINDS]
+        assert marks == sorted(marks), got["first_s"]  # read, cordon, list, PDBs, then the first eviction
         assert got["last_hook_s"] is not None
         refused = got["refusals_s"]  # the audit log's eviction 429s, each timed within the storm
         assert len(refused) <= round(got["refusals_per_pod"] * 9) and all(0 <= t <= got["storm_s"] for t in refused)
