@@ -1,4 +1,5 @@
-"""EventBridge patterns, one rule per event kind (reference §4.7). Pure data, unit-testable without CDK.
+"""EventBridge patterns, one rule per event kind (as the EC2, Auto Scaling and Health user guides give them). Pure
+data, unit-testable without CDK.
 
 EC2 and Health events cannot be filtered per cluster in EventBridge; the Lambda decides ownership from tags.
 Lifecycle events can be: they are scoped to the served ASGs when those are known, and always to our hook names

@@ -1,4 +1,4 @@
-"""kubectl's drain filter chain (reference §1.4), pod by pod, with verdicts and reasons."""
+"""kubectl's drain filter chain (`k8s.io/kubectl/pkg/drain/filters.go`), pod by pod, with verdicts and reasons."""
 
 from __future__ import annotations
 

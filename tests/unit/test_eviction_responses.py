@@ -1,4 +1,5 @@
-"""The eviction answer → outcome table (reference §1.9), on the Status bodies the apiserver sends.
+"""The eviction answer → outcome table (the apiserver's `pkg/registry/core/pod/storage/eviction.go`), on the Status
+bodies the apiserver sends.
 
 The real apiserver paths are exercised in tests/integration/test_drain_*.py; this pins the mapping for the
 answers a small control plane cannot easily produce (API priority & fairness 429, 504 conflicts)."""

@@ -57,7 +57,8 @@ class EvictionResult:
 
 
 def classify_response(resp: Response) -> EvictionResult:
-    """Map an eviction/delete response to an outcome (the table in reference §1.9)."""
+    """Map an eviction/delete response to an outcome (the apiserver's eviction handler answers as
+    `pkg/registry/core/pod/storage/eviction.go` does)."""
     status, message = resp.status, resp.message
     if resp.ok:
         return EvictionResult(Outcome.EVICTED, status)
