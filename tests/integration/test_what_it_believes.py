@@ -38,6 +38,7 @@ from tests.integration.scenario_support import (
     measure,
     pods_on,
     set_pdb,
+    spread,
     terminate_event,
     wait_drain_started,
 )
@@ -192,6 +193,33 @@ def test_an_owned_node_whose_group_iam_denies_ends_lifecycle_access_denied_withi
     assert not [r for r in aws.requests() if r["action"] == "CompleteLifecycleAction"]
 
 
+def test_a_completion_iam_denies_ends_lifecycle_access_denied_after_one_call(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, template: dict[str, Any]
+) -> None:
+    """The group carries the cluster tag, so the synthesized policy allows its heartbeats; an explicit Deny on
+    CompleteLifecycleAction (what an SCP or a permission boundary can add) refuses the answer alone. The drain
+    finishes, the one completion is refused, and that first AccessDenied names the verdict: no retries of it."""
+    iid, node, spare = blue_asg_node(aws, k8s, heartbeat_timeout=30)
+    spread(k8s, node, spare, replicas=2)
+    lam.configure("blue")
+    deny = {"Effect": "Deny", "Action": "autoscaling:CompleteLifecycleAction", "Resource": "*"}
+    policies = role_policies(template, os.environ["NOTIFICATION_TOPIC_ARN"])
+    aws.enforce_iam(
+        ROLE, [*policies, {"name": "deny-completion", "policy": {"Version": "2012-10-17", "Statement": [deny]}}]
+    )
+
+    run = lam.run(terminate_event(aws, iid), skip_time=False)
+
+    assert run.status == "FAILED"  # after the verdict: the event goes to the dead-letter queue, to replay once fixed
+    assert f"{iid}: lifecycle-access-denied" in str(run.error), run.error
+    assert run.metric_total("LifecycleAccessDenied", cluster="blue", kind="asg-terminate") == 1
+    final_notification(lam, "failed", "lifecycle-access-denied")
+    assert pods_on(k8s, node) == []  # the drain itself went through
+    action = action_of(aws, iid)
+    assert action["state"] == "ACTIVE" and action["heartbeats"] >= 1, action  # heartbeats were allowed
+    assert _calls(aws, "CompleteLifecycleAction") == 1  # the first AccessDenied ended it: not retried
+
+
 def test_a_group_deleted_mid_drain_ends_as_a_lifecycle_outcome_and_the_execution_succeeds(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
@@ -225,7 +253,11 @@ def test_a_group_deleted_mid_drain_ends_as_a_lifecycle_outcome_and_the_execution
 
 
 def _heartbeats(aws: AwsSeed) -> int:
-    return sum(r["count"] for r in aws.requests() if r["action"] == "RecordLifecycleActionHeartbeat")
+    return _calls(aws, "RecordLifecycleActionHeartbeat")
+
+
+def _calls(aws: AwsSeed, action: str) -> int:
+    return sum(r["count"] for r in aws.requests() if r["action"] == action)
 
 
 def test_heartbeats_refused_with_validation_error_back_off_and_resume(
