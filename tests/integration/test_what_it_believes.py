@@ -136,6 +136,37 @@ def test_a_forged_terminated_state_change_for_a_running_instance_adds_no_out_of_
     assert not [e for e in function_requests(testbed, offset) if e["verb"] in ("patch", "update")]
 
 
+def test_a_lifecycle_event_naming_another_group_than_the_instances_is_not_acted_on(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    """The instance waits in its own group's hook; the event names another group of the cluster, with the same hook
+    name and the real action's token. Auto Scaling says where the instance is: nothing is drained, and the action
+    in the instance's real group is left to whoever answers it."""
+    iid, node, spare = blue_asg_node(aws, k8s)
+    aws.asg("ng-green", size=1, tags=OWNED, hooks=[{"name": HOOK, "heartbeat_timeout": 300}])
+    k8s.deployment_on("web", 2, [node], spare, grace=1)
+    before = {p.metadata.uid for p in pods_on(k8s, node)}
+    lam.configure("blue")
+    token = aws.start_lifecycle_action(ASG, HOOK, iid)
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-green", hook=HOOK, token=token)
+    offset = audit_offset(testbed)
+
+    run = lam.run(event)
+
+    assert run.status == "SUCCEEDED", run.error
+    assert run.result["instances"] == []
+    (declined,) = run.result["not_acted_on"]
+    assert (declined["reason"], declined["owned"]) == ("group-mismatch", True)
+    assert run.metric_total("EventsIgnored", reason="group-mismatch", kind="asg-terminate") == 1
+    assert not k8s.core.read_node(node).spec.unschedulable
+    assert {p.metadata.uid for p in pods_on(k8s, node)} == before
+    assert not [e for e in function_requests(testbed, offset) if e["verb"] in ("create", "patch", "update", "delete")]
+    action = action_of(aws, iid)
+    assert (action["state"], action["heartbeats"], action["completed_by"]) == ("ACTIVE", 0, None), action
+    assert aws.lifecycle_state(iid) == (ASG, "Terminating:Wait")
+    assert _calls(aws, "RecordLifecycleActionHeartbeat") == _calls(aws, "CompleteLifecycleAction") == 0
+
+
 def test_a_short_lived_hook_is_completed_abandon_by_the_function_before_it_expires(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
