@@ -218,6 +218,11 @@ class AwsSeed:
             {"instance_id": instance_id, "capacity_reservation_id": reservation_id},
         )
 
+    def report_state_after(self, instance_id: str, state: str, reads: int) -> None:
+        """EC2 answers ``reads`` more DescribeInstances naming the instance as it stands, then reports it in
+        ``state``: a read that lags, as DescribeInstances' eventual consistency allows (testbed/aws/ec2.py)."""
+        self._post("/_testbed/ec2/instance-state", {"instance_id": instance_id, "state": state, "after_reads": reads})
+
     # ---- lifecycle actions (test-bed extension) -------------------------------------------------------------------
     def start_lifecycle_action(self, asg: str, hook: str, instance_id: str) -> str:
         return str(

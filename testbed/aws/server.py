@@ -13,7 +13,8 @@ Extensions to moto 5.2.5 (see docs/testbed.md):
 6. CloudFormation: Lambda aliases and CloudWatch alarms as stack resources (cloudformation.py), so the release
    template can be created.
 7. IAM for the roles a test installs policies for, decided like AWS's IAM (iam.py).
-8. EC2: instances in a capacity reservation, and DescribeInstances' ``capacity-reservation-id`` filter (ec2.py).
+8. EC2: instances in a capacity reservation, DescribeInstances' ``capacity-reservation-id`` filter, and a state
+   read that lags (ec2.py).
 9. Account limits, off until a bed turns them on: EC2's request token buckets (``RequestLimitExceeded``) and a Lambda
    concurrency cap that a benchmark's event delivery acquires and releases (throttle.py).
 Every request the function's role makes is recorded with its resource (calls.py); the token webhook is in
@@ -48,6 +49,7 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
             if path == "/moto-api/reset":
                 autoscaling.LIFECYCLE.clear()
                 iam.IAM.clear()
+                ec2.clear()
                 REQUESTS.clear()
                 throttle.LIMITS.clear()
             else:
@@ -74,6 +76,8 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 payload = iam.IAM.install(body["role_arn"], body["policies"])
             elif path == "/_testbed/ec2/capacity-reservation":
                 payload = ec2.place(body["instance_id"], body.get("capacity_reservation_id"))
+            elif path == "/_testbed/ec2/instance-state":
+                payload = ec2.report_state(body["instance_id"], body["state"], body.get("after_reads", 0))
             elif path == "/_testbed/requests":
                 payload = REQUESTS.describe()
             elif path == "/_testbed/throttle":

@@ -300,3 +300,37 @@ def test_terminated_instance_node_gets_the_out_of_service_taint_only_when_enable
     inst = _only(lam.run(samples.ec2_event("state-change-terminated.json", instance_id=second)))
     assert "out_of_service" not in inst
     assert not [t for t in taints(node_off) if t[0] == "node.kubernetes.io/out-of-service"]
+
+
+@pytest.mark.parametrize("reported", ["running", "stopping"])
+def test_a_terminated_instance_ec2_reports_otherwise_at_the_taint_step_is_drained_without_the_out_of_service_taint(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, reported: str
+) -> None:
+    """DescribeInstances is eventually consistent: the decision's read reports the instance terminated (the event is
+    borne out), the taint step's read a state in which its kubelet may still run. The drain goes on; the taint, which
+    force-detaches the node's volumes, waits for EC2's own word and so is not added."""
+    aws.eks_cluster("blue")
+    iid = aws.instance(tags=OWNED)
+    (node,) = aws.nodes_for(k8s, [iid])
+    (spare,) = k8s.add_nodes(1)
+    k8s.deployment_on("web", 2, [node], spare, grace=0)
+    aws.terminate_instance(iid)
+    aws.report_state_after(iid, reported, reads=1)  # the decision's read: terminated; every later one: `reported`
+    lam.configure("blue", OUT_OF_SERVICE_TAINT="true")
+    offset = audit_offset(testbed)
+
+    run = lam.run(samples.ec2_event("state-change-terminated.json", instance_id=iid))
+
+    inst = _only(run)
+    assert (inst["result"], inst["out_of_service"]) == ("drained", False), inst
+    assert aws.describe(iid)["State"]["Name"] == reported  # what the taint step was told
+    now = k8s.core.read_node(node)
+    assert now.spec.unschedulable
+    assert [t.key for t in now.spec.taints or [] if t.key == "node.kubernetes.io/out-of-service"] == []
+    assert run.metric_total("NodesTaintedOutOfService", cluster="blue", kind="state-change") == 0
+    evicted = [
+        e
+        for e in function_requests(testbed, offset)
+        if (e.get("objectRef") or {}).get("subresource") == "eviction" and e["responseStatus"]["code"] < 300
+    ]
+    assert len(evicted) == 2, by_verb_and_resource(function_requests(testbed, offset))  # drained by evictions

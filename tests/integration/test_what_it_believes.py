@@ -38,6 +38,7 @@ from tests.integration.scenario_support import (
     measure,
     pods_on,
     set_pdb,
+    spread,
     terminate_event,
     wait_drain_started,
 )
@@ -135,6 +136,37 @@ def test_a_forged_terminated_state_change_for_a_running_instance_adds_no_out_of_
     assert not [e for e in function_requests(testbed, offset) if e["verb"] in ("patch", "update")]
 
 
+def test_a_lifecycle_event_naming_another_group_than_the_instances_is_not_acted_on(
+    testbed: Testbed, aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    """The instance waits in its own group's hook; the event names another group of the cluster, with the same hook
+    name and the real action's token. Auto Scaling says where the instance is: nothing is drained, and the action
+    in the instance's real group is left to whoever answers it."""
+    iid, node, spare = blue_asg_node(aws, k8s)
+    aws.asg("ng-green", size=1, tags=OWNED, hooks=[{"name": HOOK, "heartbeat_timeout": 300}])
+    k8s.deployment_on("web", 2, [node], spare, grace=1)
+    before = {p.metadata.uid for p in pods_on(k8s, node)}
+    lam.configure("blue")
+    token = aws.start_lifecycle_action(ASG, HOOK, iid)
+    event = samples.lifecycle_event("asg-terminate.json", instance_id=iid, asg="ng-green", hook=HOOK, token=token)
+    offset = audit_offset(testbed)
+
+    run = lam.run(event)
+
+    assert run.status == "SUCCEEDED", run.error
+    assert run.result["instances"] == []
+    (declined,) = run.result["not_acted_on"]
+    assert (declined["reason"], declined["owned"]) == ("group-mismatch", True)
+    assert run.metric_total("EventsIgnored", reason="group-mismatch", kind="asg-terminate") == 1
+    assert not k8s.core.read_node(node).spec.unschedulable
+    assert {p.metadata.uid for p in pods_on(k8s, node)} == before
+    assert not [e for e in function_requests(testbed, offset) if e["verb"] in ("create", "patch", "update", "delete")]
+    action = action_of(aws, iid)
+    assert (action["state"], action["heartbeats"], action["completed_by"]) == ("ACTIVE", 0, None), action
+    assert aws.lifecycle_state(iid) == (ASG, "Terminating:Wait")
+    assert _calls(aws, "RecordLifecycleActionHeartbeat") == _calls(aws, "CompleteLifecycleAction") == 0
+
+
 def test_a_short_lived_hook_is_completed_abandon_by_the_function_before_it_expires(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
@@ -192,6 +224,33 @@ def test_an_owned_node_whose_group_iam_denies_ends_lifecycle_access_denied_withi
     assert not [r for r in aws.requests() if r["action"] == "CompleteLifecycleAction"]
 
 
+def test_a_completion_iam_denies_ends_lifecycle_access_denied_after_one_call(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, template: dict[str, Any]
+) -> None:
+    """The group carries the cluster tag, so the synthesized policy allows its heartbeats; an explicit Deny on
+    CompleteLifecycleAction (what an SCP or a permission boundary can add) refuses the answer alone. The drain
+    finishes, the one completion is refused, and that first AccessDenied names the verdict: no retries of it."""
+    iid, node, spare = blue_asg_node(aws, k8s, heartbeat_timeout=30)
+    spread(k8s, node, spare, replicas=2)
+    lam.configure("blue")
+    deny = {"Effect": "Deny", "Action": "autoscaling:CompleteLifecycleAction", "Resource": "*"}
+    policies = role_policies(template, os.environ["NOTIFICATION_TOPIC_ARN"])
+    aws.enforce_iam(
+        ROLE, [*policies, {"name": "deny-completion", "policy": {"Version": "2012-10-17", "Statement": [deny]}}]
+    )
+
+    run = lam.run(terminate_event(aws, iid), skip_time=False)
+
+    assert run.status == "FAILED"  # after the verdict: the event goes to the dead-letter queue, to replay once fixed
+    assert f"{iid}: lifecycle-access-denied" in str(run.error), run.error
+    assert run.metric_total("LifecycleAccessDenied", cluster="blue", kind="asg-terminate") == 1
+    final_notification(lam, "failed", "lifecycle-access-denied")
+    assert pods_on(k8s, node) == []  # the drain itself went through
+    action = action_of(aws, iid)
+    assert action["state"] == "ACTIVE" and action["heartbeats"] >= 1, action  # heartbeats were allowed
+    assert _calls(aws, "CompleteLifecycleAction") == 1  # the first AccessDenied ended it: not retried
+
+
 def test_a_group_deleted_mid_drain_ends_as_a_lifecycle_outcome_and_the_execution_succeeds(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
@@ -225,7 +284,11 @@ def test_a_group_deleted_mid_drain_ends_as_a_lifecycle_outcome_and_the_execution
 
 
 def _heartbeats(aws: AwsSeed) -> int:
-    return sum(r["count"] for r in aws.requests() if r["action"] == "RecordLifecycleActionHeartbeat")
+    return _calls(aws, "RecordLifecycleActionHeartbeat")
+
+
+def _calls(aws: AwsSeed, action: str) -> int:
+    return sum(r["count"] for r in aws.requests() if r["action"] == action)
 
 
 def test_heartbeats_refused_with_validation_error_back_off_and_resume(
