@@ -34,6 +34,7 @@ import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 _VERSION_PATH = Path("lambda_src/drain_orchestrator/__init__.py")
@@ -147,7 +148,10 @@ def lambda_zip(archive: Path, wheel_platform: str) -> None:
         write_zip(tree, archive)
 
 
-def bundle(dist: Path) -> list[Path]:
+def bundle(dist: Path, *, template: dict[str, Any] | None = None) -> list[Path]:
+    """The artefacts beside the wheels already in ``dist``, and SHA256SUMS of them all. ``template``: the release
+    template already built by infra/release_template.py for this version (its ~20 synths are the slow part: a test
+    shares one build), else built here."""
     v = check()
     sys.path.insert(0, str(REPO))
     from infra import bundle as recipe  # noqa: PLC0415 - the checks above need no CDK
@@ -161,17 +165,18 @@ def bundle(dist: Path) -> list[Path]:
     lambda_zip(archive, recipe.PLATFORM)
     rbac = dist / f"drain-orchestrator-rbac-{v}.yaml"
     shutil.copyfile(REPO / "infra" / "k8s" / "rbac.yaml", rbac)
-    template = dist / f"drain-orchestrator-{v}.template.json"
     from infra import release_template  # noqa: PLC0415 - needs jsii (Node from node_modules: the Makefile's PATH)
 
-    with tempfile.TemporaryDirectory(prefix="release-template-") as tmp:
-        built = release_template.build(v, Path(tmp))
-    if built["Parameters"][release_template.CODE_KEY]["Default"] != archive.name:
+    if template is None:
+        with tempfile.TemporaryDirectory(prefix="release-template-") as tmp:
+            template = release_template.build(v, Path(tmp))
+    if template["Parameters"][release_template.CODE_KEY]["Default"] != archive.name:
         raise ReleaseError(f"the template's {release_template.CODE_KEY} default is not {archive.name}")
-    template.write_text(json.dumps(built, indent=1) + "\n", encoding="utf-8")
+    template_file = dist / f"drain-orchestrator-{v}.template.json"
+    template_file.write_text(json.dumps(template, indent=1) + "\n", encoding="utf-8")
     rbac_surge = dist / f"drain-orchestrator-rbac-surge-{v}.yaml"
     shutil.copyfile(REPO / "infra" / "k8s" / "rbac-surge.yaml", rbac_surge)
-    artefacts = [*wheels, archive, rbac, rbac_surge, template]
+    artefacts = [*wheels, archive, rbac, rbac_surge, template_file]
     (dist / "SHA256SUMS").write_text(sha256sums(artefacts), encoding="utf-8")
     return artefacts
 

@@ -10,6 +10,7 @@ import base64
 import importlib.util
 import json
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,17 @@ def single(synth: Callable[[Mapping[str, Any]], Synthesized]) -> Synthesized:
 @pytest.fixture(scope="session")
 def multi(synth: Callable[[Mapping[str, Any]], Synthesized]) -> Synthesized:
     return synth(MULTI_VPC)
+
+
+# the uv `make setup-python` installs (the Makefile's UV), which builds the release's wheels
+PINNED_UV = Path.home() / ".cache" / "drain-orchestrator" / "uv-0.13.8" / "bin" / "uv"
+
+
+def uv() -> str:
+    found = os.environ.get("UV") or (str(PINNED_UV) if PINNED_UV.exists() else shutil.which("uv"))
+    if not found:
+        pytest.fail("needs uv: run `make setup-python` (pinned uv) or put uv on PATH")
+    return found
 
 
 def release_script() -> ModuleType:

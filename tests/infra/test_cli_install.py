@@ -13,19 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from drain_orchestrator import __version__
-from tests.infra.conftest import REPO_ROOT
-
-PINNED_UV = Path.home() / ".cache" / "drain-orchestrator" / "uv-0.13.8" / "bin" / "uv"
-
-
-def _uv() -> str:
-    uv = os.environ.get("UV") or (str(PINNED_UV) if PINNED_UV.exists() else shutil.which("uv"))
-    if not uv:
-        pytest.fail("needs uv: run `make setup-python` (pinned uv) or put uv on PATH")
-    return uv
+from tests.infra.conftest import REPO_ROOT, uv
 
 
 def test_uv_tool_install_of_the_wheel_gives_a_working_command(tmp_path: Path) -> None:
@@ -38,7 +27,7 @@ def test_uv_tool_install_of_the_wheel_gives_a_working_command(tmp_path: Path) ->
         "UV_PYTHON_DOWNLOADS": "never",
     }
     subprocess.run(
-        [_uv(), "build", "--wheel", "--out-dir", str(tmp_path / "dist")],
+        [uv(), "build", "--wheel", "--out-dir", str(tmp_path / "dist")],
         cwd=REPO_ROOT,
         env=env,
         check=True,
@@ -47,7 +36,7 @@ def test_uv_tool_install_of_the_wheel_gives_a_working_command(tmp_path: Path) ->
     wheel = tmp_path / "dist" / f"drain_orchestrator-{__version__}-py3-none-any.whl"
     assert wheel.is_file(), sorted(p.name for p in (tmp_path / "dist").iterdir())
     subprocess.run(
-        [_uv(), "tool", "install", "--quiet", "--python", sys.executable, f"{wheel}[invoke]"],
+        [uv(), "tool", "install", "--quiet", "--python", sys.executable, f"{wheel}[invoke]"],
         cwd=elsewhere,
         env=env,
         check=True,

@@ -23,23 +23,13 @@ from pathlib import Path
 import pytest
 
 from infra import bundle
-from tests.infra.conftest import NODE_BIN, REPO_ROOT
+from tests.infra.conftest import NODE_BIN, REPO_ROOT, uv
 
 # two installs and two bundled synths: minutes on a loaded machine
 pytestmark = [pytest.mark.long_running, pytest.mark.timeout(1200)]
 
 EXAMPLE = REPO_ROOT / "examples" / "own-cdk-app"
 PYENV_VERSIONS = Path.home() / ".pyenv" / "versions"
-
-# the Makefile's pinned uv, when the test runs without make
-PINNED_UV = Path.home() / ".cache" / "drain-orchestrator" / "uv-0.13.8" / "bin" / "uv"
-
-
-def _uv() -> str:
-    uv = os.environ.get("UV") or (str(PINNED_UV) if PINNED_UV.exists() else shutil.which("uv"))
-    if not uv:
-        pytest.fail("needs uv: run `make setup-python` (pinned uv) or put uv on PATH")
-    return uv
 
 
 def _python312() -> str:
@@ -105,7 +95,7 @@ def _combinations() -> dict[str, Combination]:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
-    _run([_uv(), "build", "infra", "--wheel", "--out-dir", str(work)], cwd=REPO_ROOT, env=env)
+    _run([uv(), "build", "infra", "--wheel", "--out-dir", str(work)], cwd=REPO_ROOT, env=env)
     (built,) = work.glob("drain_orchestrator_cdk-*.whl")
     return built
 
@@ -131,9 +121,9 @@ def _install(wheel: Path, combination: Combination, venv: Path) -> None:
     Never `--offline`: `uv sync --frozen` fills uv's wheel cache but not the index metadata an offline resolution
     needs, so an offline install passes only where earlier work happened to warm the cache."""
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
-    _run([_uv(), "venv", "--quiet", "--python", combination.python, str(venv)], cwd=venv.parent, env=env)
+    _run([uv(), "venv", "--quiet", "--python", combination.python, str(venv)], cwd=venv.parent, env=env)
     requirements = [str(wheel), *(f"{name}=={v}" for name, v in combination.pins.items()), combination.cdk_nag]
-    _run([_uv(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), *requirements],
+    _run([uv(), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), *requirements],
          cwd=venv.parent, env=env)  # fmt: skip
 
 
@@ -149,7 +139,7 @@ def test_example_app_synthesizes_from_the_installed_package(
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")},
         "PATH": f"{NODE_BIN}{os.pathsep}{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
-        "UV": _uv(),
+        "UV": uv(),
         "CDK_OUTDIR": str(out),
         # the pruned dependency tree is the same as the repository's (same lock): reuse it instead of reinstalling
         "DRAIN_ORCHESTRATOR_BUNDLE_CACHE": str(bundle.CACHE_ROOT),
@@ -227,6 +217,6 @@ def test_the_oldest_python_finds_a_runtime_python_for_the_bytecode(
     venv = installed("oldest")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", bundle.PYTHON_VARIABLE)}
     found = _run([str(venv / "bin" / "python"), "-c", "from drain_orchestrator_cdk import bundle; "
-                  "print(bundle.bytecode_python())"], cwd=tmp_path, env={**env, "UV": _uv()}).strip()  # fmt: skip
+                  "print(bundle.bytecode_python())"], cwd=tmp_path, env={**env, "UV": uv()}).strip()  # fmt: skip
     version = _run([found, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], cwd=tmp_path, env=env)
     assert version.strip() == "3.13"

@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +16,7 @@ from cfnlint.api import ManualArgs, lint
 from drain_orchestrator import __version__
 from infra import release_template
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, release_script, uv
 from .template_resolve import resolve
 
 # the first test to ask for the template builds it (about 20 synths: minutes on a loaded machine)
@@ -44,6 +48,7 @@ def _version_description(template: dict[str, Any], values: dict[str, str | int])
     return description
 
 
+_VERSION_FILE = "lambda_src/drain_orchestrator/__init__.py"
 BASE = {"ClusterName": "prod", "CodeBucket": "my-artifacts"}
 
 
@@ -131,3 +136,45 @@ def test_sentinels_hold_the_characters_values_are_split_on() -> None:
     unmarked = release_template.Param("Hook", "hook", "h", pattern=r"^[a-z/]+$", sentinel="zzhookzz/name")
     with pytest.raises(ValueError, match="every part of the sentinel 'zzhookzz/name' begins with zz"):
         release_template.check_sentinels((unmarked,))
+
+
+def test_the_release_bundle_holds_six_artefacts_and_checksums(released: dict[str, Any], tmp_path: Path) -> None:
+    """`make release` into a directory of its own: both wheels as uv builds them, then `build/release.py bundle`.
+    What lands there is the six artefacts docs/releases.md lists and SHA256SUMS, which `sha256sum -c` verifies; the
+    template is release_template's build for this version (the session's, handed to the step: its synths run once)."""
+    dist, v = tmp_path / "dist", __version__
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    for project in (".", "infra"):
+        build = [uv(), "build", project, "--wheel", "--quiet", "--out-dir", str(dist)]
+        subprocess.run(build, cwd=REPO_ROOT, env=env, check=True, timeout=300)
+    artefacts = release_script().bundle(dist, template=released)
+
+    names = [
+        f"drain_orchestrator_cdk-{v}-py3-none-any.whl",
+        f"drain_orchestrator-{v}-py3-none-any.whl",
+        f"drain-orchestrator-lambda-{v}.zip",
+        f"drain-orchestrator-rbac-{v}.yaml",
+        f"drain-orchestrator-rbac-surge-{v}.yaml",
+        f"drain-orchestrator-{v}.template.json",
+    ]
+    assert [p.name for p in artefacts] == names
+    # besides the .gitignore uv build writes into an output directory it creates
+    assert sorted(p.name for p in dist.iterdir() if p.name != ".gitignore") == sorted([*names, "SHA256SUMS"])
+    verified = subprocess.run(
+        ["sha256sum", "--check", "--strict", "SHA256SUMS"], cwd=dist, capture_output=True, text=True, check=False
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert sorted(verified.stdout.splitlines()) == sorted(f"{name}: OK" for name in names)
+
+    assert json.loads((dist / f"drain-orchestrator-{v}.template.json").read_text(encoding="utf-8")) == released
+    for shipped, source in ((names[3], "rbac.yaml"), (names[4], "rbac-surge.yaml")):
+        assert (dist / shipped).read_bytes() == (REPO_ROOT / "infra" / "k8s" / source).read_bytes()
+    with zipfile.ZipFile(dist / names[2]) as code:
+        assert code.read("drain_orchestrator/__init__.py") == (REPO_ROOT / _VERSION_FILE).read_bytes()
+
+
+def test_the_release_bundle_needs_the_wheels_first(tmp_path: Path) -> None:
+    release = release_script()
+    with pytest.raises(release.ReleaseError, match=rf"missing drain_orchestrator_cdk-{__version__}-py3-none-any.whl, "):
+        release.bundle(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written

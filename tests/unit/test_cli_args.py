@@ -77,3 +77,38 @@ def test_every_example_in_the_help_is_a_command_the_parser_takes() -> None:
         except SystemExit:
             pytest.fail(f"the help's example is refused: drain-orchestrator {example}")
         assert callable(args.func), example
+
+
+def _subcommand_actions(parser: argparse.ArgumentParser, path: str = "") -> list[tuple[str, argparse.Action]]:
+    """Every option of every subcommand, with the subcommand's name ("surge restore")."""
+    found: list[tuple[str, argparse.Action]] = [(path, action) for action in parser._actions if action.option_strings]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _subcommand_actions(sub, f"{path} {name}".strip())
+    return found
+
+
+def test_every_timeout_flag_takes_a_duration() -> None:
+    timeouts = [(command, a) for command, a in _subcommand_actions(build_parser()) if "--timeout" in a.option_strings]
+    assert {command for command, _ in timeouts} >= {"drain", "invoke", "replay"}
+    for command, action in timeouts:
+        assert getattr(action.type, "__name__", None) == "duration", f"{command} --timeout takes {action.type!r}"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["invoke", "event.json"], ["replay", "message.json", "--local"]],
+    ids=["invoke", "replay"],
+)
+def test_an_execution_timeout_takes_whole_seconds_as_a_duration(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = build_parser()
+    assert parser.parse_args([*command, "--timeout", "15m"]).timeout == 900
+    assert parser.parse_args([*command, "--timeout", "300"]).timeout == 300
+    assert parser.parse_args(command).timeout == 3600
+    for bad, expected in [("1.5s", "'1.5s' is 1.5 s: expected whole seconds"), ("0", "'0': expected at least 1s")]:
+        with pytest.raises(SystemExit):
+            parser.parse_args([*command, "--timeout", bad])
+        assert f"argument --timeout: {expected}" in capsys.readouterr().err

@@ -23,6 +23,8 @@ import os
 import sys
 from typing import Any
 
+from drain_orchestrator.cli.args import duration
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 HEALTH_DETAIL_TYPE = "AWS Health Event"
 
@@ -45,7 +47,12 @@ def add_replay_parser(subparsers: Any) -> None:
     parser.add_argument("--delete", action="store_true", help="delete the queue message once replayed or obsolete")
     parser.add_argument("--kubeconfig", help="find nodes through this kubeconfig instead of EKS")
     parser.add_argument("--no-node-lookup", action="store_true", help="do not look nodes up in Kubernetes")
-    parser.add_argument("--timeout", type=int, default=3600, help="--local: give up on the execution after S seconds")
+    parser.add_argument(
+        "--timeout",
+        type=duration(whole=True, minimum=1),
+        default=3600,
+        help="--local: give up on the execution after this long (90s, 15m; a plain number is seconds)",
+    )
     parser.set_defaults(func=run_replay)
 
 
