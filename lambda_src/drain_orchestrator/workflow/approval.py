@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from aws_durable_execution_sdk_python import StepContext, durable_step
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 
+from drain_orchestrator import pacing
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.outcome import Result
 from drain_orchestrator.workflow.pace import Pace, step_config
@@ -127,8 +128,10 @@ class Look(Checkpointed):
 class Approval:
     """The drain's approval: created once, looked at before each pass until it is decided or over."""
 
-    def __init__(self, ctx: Any, now: float, deadline: float, node: str, event_id: str) -> None:
+    def __init__(self, ctx: Any, now: float, deadline: float, node: str, event_id: str, every: int) -> None:
         self.node, self.event_id = node, event_id
+        self.every = every  # seconds between two looks (pacing.approval_wait), and the longest held wait meanwhile
+        self.looked: float | None = None
         self.callback: Any = None
         self.decision: OperatorDecision | None = None
         self.over = False
@@ -144,9 +147,13 @@ class Approval:
         return None if self.callback is None else str(self.callback.callback_id)
 
     def look(self, ctx: Any, pace: Pace, n: int) -> OperatorDecision | None:
-        """The decision, the first time it is seen (None: none yet, or the approval is over)."""
+        """The decision, the first time it is seen (None: none yet, or the approval is over). Looked at once
+        ``every`` seconds at most: a pass that comes sooner (a drain that is not held) goes on without a look."""
         if self.over or self.callback is None:
             return None
+        if self.looked is not None and not pacing.look_due(self.looked, self.every, pace.now):
+            return None
+        self.looked = pace.now
         seen: Look = ctx.step(
             look_step(self.callback, self.node, self.event_id), name=f"approval-check-{n}", config=step_config(Look)
         )
