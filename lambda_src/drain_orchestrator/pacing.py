@@ -74,11 +74,11 @@ def beat_retry_delay(
     """When a failed heartbeat is tried again (``failures`` in a row before it, from 0): 2 s doubling, never more
     than a heartbeat interval, and never more than half the time left before the action ``lapses`` (its last
     recorded heartbeat + its HeartbeatTimeout): backing off from a refusal, yet trying more often as the lapse comes
-    near, so a fault shorter than the timeout never costs the action. Past the lapse nothing is left to save by
-    hurrying (AWS has applied the hook's default result, by this clock): a heartbeat interval, as a beat that
-    succeeds, so heartbeats failing for days cost what heartbeats do."""
+    near, so a fault shorter than the timeout never costs the action. Past the lapse nothing is left to save (AWS
+    has applied the hook's default result, by this clock) and a beat can only learn that the action is over: once a
+    HeartbeatTimeout (three intervals), so heartbeats failing for days cost fewer operations than heartbeats do."""
     if now is not None and lapses is not None and now >= lapses:
-        return float(interval or BEAT_RETRY_MAX_SECONDS)
+        return float(3 * interval if interval else BEAT_RETRY_MAX_SECONDS)
     delay = float(min(BEAT_RETRY_MAX_SECONDS, 2 * 2 ** min(failures, 16)))
     if interval is not None:
         delay = min(delay, float(interval))

@@ -5,9 +5,11 @@ The approval id is the id of one durable callback, created when the drain is fir
 of the time left to the deadline minus what completing the lifecycle action needs. The execution does not block
 on it: a lifecycle action must be heartbeated more often than an operator answers, and one callback id cannot be
 re-created per heartbeat slice. So the drain goes on as without approval (durable waits between passes, no
-compute billed, heartbeats when due), and before each pass an ``approval-check-<n>`` step looks at the callback
-once; its answer is checkpointed, so a replay takes the same branch. A decision is acted on at the next pass, at
-most RECHECK_MAX_SECONDS (plus one pass) after it was sent. No decision by the callback's timeout: the deadline
+compute billed, heartbeats when due), and before a pass an ``approval-check-<n>`` step looks at the callback
+once; its answer is checkpointed, so a replay takes the same branch. Looks (and the held waits meanwhile) are
+pacing.approval_wait apart at most, and at least: RECHECK_MAX_SECONDS, or longer in a drain so long that looks that
+often would pass the execution's operations cap (346 s for 48 h). A decision is acted on at the next look, that
+long (plus one pass) after it was sent at most. No decision by the callback's timeout: the deadline
 policy applies as without approval.
 
 A decision names the node it is meant for (and may name the drain's event id): anyone holding an approval id (a

@@ -142,7 +142,8 @@ class Pace:
 
     def retrying(self, name: str, make: Any, cls: type[R], until: float, first: R | None = None) -> R:
         """Run ``make(last_beat)`` as a step until it succeeds, its failure kind gives up, or ``until`` passes,
-        with the failure kind's backoff as durable waits in between. Returns the last result (fault set if it
+        with the failure kind's backoff as durable waits in between (never shorter than the drain's spacing once
+        the fault is a long one: ``spacing``). Returns the last result (fault set if it
         never succeeded). ``first``: the first attempt's result, when a step of another name made it (the begin
         step's); the retries are "<name>-retry-N"."""
         attempt = 0
