@@ -91,7 +91,7 @@ def loop_spacing(life: float, steps: int) -> int:
     """The least wait between two rounds of a loop that may last a drain's whole ``life`` (seconds) and costs
     ``steps`` steps and a wait a round — the retries of a failing step (1 step; 2 while an approval is open: its
     look comes first) and the looks at an open approval (a look and a pass) — so that such a loop fits
-    FAULT_LOOP_OPERATIONS whatever its length: 192 s between the retries of a 48 h outage, 8 s for a drain of 2 h
+    FAULT_LOOP_OPERATIONS whatever its length: 231 s between the retries of a 48 h outage, 10 s for a drain of 2 h
     (the retry policy's own backoff is then the longer)."""
     return max(1, math.ceil(life * (steps + 1) / FAULT_LOOP_OPERATIONS))
 

@@ -128,7 +128,8 @@ class Look(Checkpointed):
 
 
 class Approval:
-    """The drain's approval: created once, looked at before each pass until it is decided or over."""
+    """The drain's approval: created once, looked at before a pass (every ``every`` s at most) until it is decided
+    or over."""
 
     def __init__(self, ctx: Any, now: float, deadline: float, node: str, event_id: str, every: int) -> None:
         self.node, self.event_id = node, event_id
