@@ -11,14 +11,18 @@ from dataclasses import dataclass
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.kinds import DeadlineRule, rule_of
 from drain_orchestrator.pacing import (
+    BEAT_RETRY_MAX_SECONDS,
     GATE_RECHECK_MAX_SECONDS,
     GLOBAL_TIMEOUT_HEARTBEATS,
     HEARTBEAT_FALLBACK_INTERVAL,
     LIFECYCLE_GLOBAL_TIMEOUT_MAX,
+    approval_wait,
+    beat_retry_delay,
     gate_recheck_delay,
     heartbeat_interval,
     held_wait,
     hook_global_timeout,
+    loop_spacing,
     pass_budget,
     recheck_delay,
     wait_seconds,
@@ -26,12 +30,14 @@ from drain_orchestrator.pacing import (
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
 __all__ = [
+    "BEAT_RETRY_MAX_SECONDS",
     "GATE_RECHECK_MAX_SECONDS",
     "GLOBAL_TIMEOUT_HEARTBEATS",
     "HEARTBEAT_FALLBACK_INTERVAL",
     "LIFECYCLE_GLOBAL_TIMEOUT_MAX",
     "ActionLife",
     "Clock",
+    "approval_wait",
     "beat_retry_delay",
     "bounded_by_action",
     "completion_deadline",
@@ -45,6 +51,7 @@ __all__ = [
     "held_wait",
     "hook_global_timeout",
     "in_respect_window",
+    "loop_spacing",
     "pass_budget",
     "recheck_delay",
     "wait_seconds",
@@ -185,24 +192,6 @@ def drain_clock(event: Interruption, ws: WorkflowSettings, first_look: float, ac
 def in_respect_window(respect_until: float | None, now: float) -> bool:
     """Whether a drain is still in its respectful minimum (None: a plan written before it existed: never)."""
     return respect_until is not None and now < respect_until
-
-
-def beat_retry_delay(
-    failures: int, interval: int | None, now: float | None = None, lapses: float | None = None
-) -> float:
-    """When a failed heartbeat is tried again (``failures`` in a row before it, from 0): 2 s doubling, never more
-    than a heartbeat interval, and never more than half the time left before the action ``lapses`` (its last
-    recorded heartbeat + its HeartbeatTimeout): backing off from a refusal, yet trying more often as the lapse comes
-    near, so a fault shorter than the timeout never costs the action."""
-    delay = float(min(BEAT_RETRY_MAX_SECONDS, 2 * 2 ** min(failures, 16)))
-    if interval is not None:
-        delay = min(delay, float(interval))
-    if now is not None and lapses is not None:
-        delay = min(delay, (lapses - now) / 2)
-    return max(1.0, delay)
-
-
-BEAT_RETRY_MAX_SECONDS = 120
 
 
 def bounded_by_action(

@@ -3,7 +3,8 @@
 The adapters (`kube/`, `aws/`) turn HTTP statuses, AWS error codes and connection errors into `ApiError` with a
 `FailureKind`; nothing above them looks at an error's text. The workflow retries a failed step with durable waits
 according to `RETRY_POLICIES`, always bounded by the drain's deadline (see deadlines.py), then takes the failure
-path, whatever the kind.
+path, whatever the kind. Stdlib only: `pacing.worst_case` counts what these retries cost, at cold start and at
+`cdk synth` (the construct loads this module on its own: settings_seam.py).
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def kind_for_status(status: int) -> FailureKind:
 class RetryPolicy:
     """Exponential backoff between ``first`` and ``cap`` seconds; ``attempts`` None = until the deadline.
 
-    After ``slow_after`` failures in a row the delay becomes ``slow_cap``: an outage of hours must not spend the
-    execution's durable operations (each retry is a step and a wait) on retries every few seconds."""
+    After ``slow_after`` failures in a row the delay becomes ``slow_cap``, and the wait is never shorter than the
+    drain's retry spacing (:meth:`window`): an outage of hours must not spend the execution's durable operations
+    (each retry is a step and a wait) on retries every few seconds."""
 
     first: int
     cap: int
@@ -70,14 +72,24 @@ class RetryPolicy:
             return max(self.cap, self.slow_cap)
         return int(min(self.cap, self.first * 2 ** min(attempt, 16)))
 
-    def jittered(self, attempt: int, key: str) -> int:
-        """Full jitter: the wait before the retry after ``attempt`` drawn evenly from 1 s to :meth:`delay`, so the
+    def window(self, attempt: int, spacing: int = 1) -> tuple[int, int]:
+        """The shortest and longest wait before the retry after ``attempt``: from 1 s to :meth:`delay`; once past
+        ``slow_after`` failures, from ``spacing`` (pacing.loop_spacing: the retries of an outage as long as the
+        drain then fit its durable operations, whatever the draws) to a quarter more, or to :meth:`delay` when
+        that is longer."""
+        top = self.delay(attempt)
+        if attempt < self.slow_after or spacing <= 1:
+            return 1, top
+        return spacing, max(top, spacing + spacing // 4)
+
+    def jittered(self, attempt: int, key: str, spacing: int = 1) -> int:
+        """Full jitter: the wait before the retry after ``attempt`` drawn evenly over :meth:`window`, so the
         executions a storm failed together (one throttled API, one apiserver restart) come back spread out instead
         of in step. The draw is a hash of ``key`` (the step's name and attempt and the failed result's checkpointed
         time), not a random number: a replay of the execution waits exactly as its first run did."""
-        top = self.delay(attempt)
+        low, top = self.window(attempt, spacing)
         draw = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2.0**64
-        return max(1, math.ceil(draw * top))
+        return max(low, math.ceil(low - 1 + draw * (top - low + 1)))
 
     def gives_up_after(self, attempt: int) -> bool:
         """True when ``attempt`` (0 = the first failure) was the last one this policy allows."""

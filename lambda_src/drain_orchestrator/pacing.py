@@ -1,9 +1,10 @@
 """How far apart a drain's durable steps are, and the most durable operations that pacing can cost (pure).
 
-One home for the spacing rules — heartbeats, rechecks after a drain pass, the longer waits of a held drain, gate
-checks — so that the workflow, `explain`, the settings' cold-start check and `bench/held_cost.py` all ask the same
-functions. Stdlib only: `workflow_settings` runs `worst_case` at cold start and at `cdk synth` (the construct loads
-this module on its own: settings_seam.py).
+One home for the spacing rules — heartbeats and their retries, rechecks after a drain pass, the longer waits of a
+held drain, gate checks, the retries of a long outage and the looks at an open approval — so that the workflow,
+`explain`, the settings' cold-start check and `bench/held_cost.py` all ask the same functions. Stdlib and
+`failures` only: `workflow_settings` runs `worst_case` at cold start and at `cdk synth` (the construct loads this
+module on its own: settings_seam.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from drain_orchestrator.failures import RETRY_POLICIES
 
 if TYPE_CHECKING:
     from drain_orchestrator.workflow_settings import WorkflowSettings
@@ -37,6 +40,10 @@ CHECKPOINT_BYTES_PER_OPERATION = 32 * 1024
 # Operations outside the paced loops: plan, locate, cordon, claims, announce (and its deferred Event), held notices,
 # the verdict's steps, first retries of a failed step, the pass and wait that end a drain's respectful minimum.
 FIXED_OPERATIONS = 42
+# A loop that lasts as long as a fault does (a step's retries, an unanswered approval's looks) spends at most this
+# many operations over a drain's whole life (loop_spacing): with its heartbeats, the steps outside the loops and
+# the gates' fast checks, a drain of 48 h stays a few hundred operations under the cap.
+FAULT_LOOP_OPERATIONS = 1500
 # Hook HeartbeatTimeouts probed for the worst case (AWS accepts 30..7200 s): 1728 s is where 100 x the timeout
 # reaches 48 h, the most heartbeats one action can need.
 HEARTBEAT_TIMEOUTS = (30, 60, 120, 300, 600, 900, 1200, 1728, 1800, 2700, 3600, 7200)
@@ -56,6 +63,49 @@ def heartbeat_interval(heartbeat_timeout: int | None) -> int:
     if heartbeat_timeout is None:
         return HEARTBEAT_FALLBACK_INTERVAL
     return max(5, heartbeat_timeout // 3)
+
+
+BEAT_RETRY_MAX_SECONDS = 120
+
+
+def beat_retry_delay(
+    failures: int, interval: int | None, now: float | None = None, lapses: float | None = None
+) -> float:
+    """When a failed heartbeat is tried again (``failures`` in a row before it, from 0): 2 s doubling, never more
+    than a heartbeat interval, and never more than half the time left before the action ``lapses`` (its last
+    recorded heartbeat + its HeartbeatTimeout): backing off from a refusal, yet trying more often as the lapse comes
+    near, so a fault shorter than the timeout never costs the action. Past the lapse nothing is left to save (AWS
+    has applied the hook's default result, by this clock) and a beat can only learn that the action is over: once a
+    HeartbeatTimeout (three intervals), so heartbeats failing for days cost fewer operations than heartbeats do."""
+    if now is not None and lapses is not None and now >= lapses:
+        return float(3 * interval if interval else BEAT_RETRY_MAX_SECONDS)
+    delay = float(min(BEAT_RETRY_MAX_SECONDS, 2 * 2 ** min(failures, 16)))
+    if interval is not None:
+        delay = min(delay, float(interval))
+    if now is not None and lapses is not None:
+        delay = min(delay, (lapses - now) / 2)
+    return max(1.0, delay)
+
+
+def loop_spacing(life: float, steps: int) -> int:
+    """The least wait between two rounds of a loop that may last a drain's whole ``life`` (seconds) and costs
+    ``steps`` steps and a wait a round — the retries of a failing step (1 step; 2 while an approval is open: its
+    look comes first) and the looks at an open approval (a look and a pass) — so that such a loop fits
+    FAULT_LOOP_OPERATIONS whatever its length: 231 s between the retries of a 48 h outage, 10 s for a drain of 2 h
+    (the retry policy's own backoff is then the longer)."""
+    return max(1, math.ceil(life * (steps + 1) / FAULT_LOOP_OPERATIONS))
+
+
+def approval_wait(ws: WorkflowSettings, life: float) -> int:
+    """How often an open approval is looked at, and the longest held wait while it is open: RECHECK_MAX_SECONDS (a
+    decision is acted on that soon, plus a pass), or the loop's spacing when the drain is so long that looks that
+    often would pass the cap (346 s for 48 h)."""
+    return max(ws.recheck_max_seconds, loop_spacing(life, 2))
+
+
+def look_due(last_look: float, every: int, now: float) -> bool:
+    """Whether an open approval is looked at again before the pass that starts at ``now``."""
+    return now >= last_look + every - 0.5
 
 
 def recheck_delay(attempt: int, ws: WorkflowSettings) -> int:
@@ -118,7 +168,8 @@ class Bound:
     checkpoint_bytes: int
     horizon: int  # seconds from the event to the drain's latest deadline
     heartbeat_timeout: int | None  # the hook's timeout of the worst case (None: no lifecycle hook)
-    path: str  # "passes", "held passes" or "gate checks"
+    # "passes", "held passes", "gate checks", or a fault path: "outage", "failing heartbeats", "open approval"
+    path: str
 
 
 @dataclass
@@ -134,6 +185,39 @@ class Loop:
         return self.steps + self.waits + self.heartbeats
 
 
+@dataclass
+class BeatClock:
+    """When the flow's heartbeat steps fall due, as workflow/pace.py's Pace decides: an interval after the last
+    recorded beat; ``timeout`` set: every beat fails (the hook's HeartbeatTimeout says when the action lapses) and is
+    tried again after beat_retry_delay."""
+
+    interval: int | None
+    timeout: int | None = None
+    last: float = 0.0
+    retry_at: float | None = None
+    failures: int = 0
+
+    def due(self) -> float | None:
+        if not self.interval:
+            return None
+        due = self.last + self.interval
+        return due if self.retry_at is None else max(due, self.retry_at)
+
+    def stepped(self, now: float) -> None:
+        """A step ran until ``now``: its own thread beat for it (heartbeat.py), when beats succeed."""
+        while self.interval and self.timeout is None and self.last + self.interval <= now:
+            self.last += self.interval
+
+    def beat(self, now: float) -> None:
+        if self.timeout is None:
+            self.last = now
+            return
+        assert self.interval
+        lapses = self.last + self.timeout
+        self.retry_at = now + beat_retry_delay(self.failures, self.interval, now, lapses)
+        self.failures += 1
+
+
 def paced_loop(
     horizon: float,
     step_seconds: float,
@@ -142,40 +226,83 @@ def paced_loop(
     interval: int | None,
     *,
     through_beats: bool = False,
+    failing_beats: int | None = None,
+    looks: int | None = None,
 ) -> Loop:
     """One paced loop run until ``horizon``: ``steps`` steps of ``step_seconds`` each, a durable wait of
     ``delay(k)`` cut at the next heartbeat (a heartbeat step follows when due), as in workflow/pace.py;
-    ``through_beats``: the wait goes on after the heartbeat (workflow/hold_pace.py). Stops counting once past
-    MAX_DURABLE_OPERATIONS."""
-    now = last_beat = 0.0
+    ``through_beats``: the wait goes on after the heartbeat (workflow/hold_pace.py); ``failing_beats``: every
+    heartbeat fails, and the hook's HeartbeatTimeout is this (BeatClock); ``looks``: one step more before a
+    round's steps when this many seconds passed since the last (an open approval's look, workflow/approval.py).
+    Stops counting once past MAX_DURABLE_OPERATIONS."""
+    now = 0.0
+    beats = BeatClock(interval, failing_beats)
     out, k = Loop(), 0
+    looked: float | None = None
     while out.operations <= MAX_DURABLE_OPERATIONS:
+        if looks is not None and (looked is None or look_due(looked, looks, now)):
+            out.steps, looked = out.steps + 1, now
         out.steps += steps
         now = min(horizon, now + step_seconds)
-        while interval and last_beat + interval <= now:  # beats inside a step are the step's own thread
-            last_beat += interval
+        beats.stepped(now)
         if now >= horizon:
             break
         end = min(horizon, now + delay(k))
         k += 1
         while True:
-            next_beat = last_beat + interval if interval else None
+            next_beat = beats.due()
             now += wait_seconds(now, end - now, horizon, next_beat)
             out.waits += 1
             if next_beat is not None and now >= next_beat - 0.5:
                 out.heartbeats += 1
-                last_beat = now
+                beats.beat(now)
             if not through_beats or now >= end - 0.5:
                 break
     return out
 
 
+def shortest_retry(attempt: int, spacing: int) -> int:
+    """The shortest wait the retry policies allow before the retry after ``attempt`` (failures.RetryPolicy.window,
+    over every kind retried until the deadline): what a drain's retries cost when every draw is the shortest."""
+    return min(p.window(attempt, spacing)[0] for p in RETRY_POLICIES.values() if p.attempts is None)
+
+
+def fault_paths(ws: WorkflowSettings, horizon: float, interval: int | None, hook: int | None) -> dict[str, int]:
+    """The operations of the drain's loops while something keeps failing, for its whole ``horizon``:
+    - "outage": every pass (or locate, cordon) fails at once and is retried after the shortest wait the retry
+      policies allow (loop_spacing once past their fast retries), an open approval looked at as often as it may be;
+    - "failing heartbeats": every heartbeat fails while the drain's passes run their budget or end held;
+    - "open approval": the held notification's approval is never answered (HELD_APPROVAL=on), looked at every
+      approval_wait before a pass, held or not; its callback is one operation more."""
+    asking = ws.held_approval
+    every = approval_wait(ws, horizon) if asking else None
+    spacing = loop_spacing(horizon, 2 if asking else 1)
+    paths = {
+        "outage": paced_loop(horizon, 0.0, 1, lambda k: shortest_retry(k, spacing), interval, looks=every).operations,
+    }
+    if interval:
+        failing = [
+            paced_loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval, failing_beats=hook),
+            paced_loop(horizon, 0.0, 1, lambda k: held_wait(k, ws), interval, through_beats=True, failing_beats=hook),
+        ]
+        paths["failing heartbeats"] = max(loop.operations for loop in failing)
+    if every is not None:
+        looks = [
+            paced_loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval, looks=every),
+            paced_loop(
+                horizon, 0.0, 1, lambda k: min(held_wait(k, ws), every), interval, through_beats=True, looks=every
+            ),
+        ]
+        paths["open approval"] = 1 + max(loop.operations for loop in looks)
+    return paths
+
+
 def worst_case(ws: WorkflowSettings, heartbeat_timeout: int | None) -> Bound:
     """The most durable operations (and checkpoint bytes) one instance's drain can use with these settings and a
     lifecycle hook of this HeartbeatTimeout (None: an event without a hook), until its latest deadline: the worst
-    of the three paced loops — passes that run their whole budget and recheck, passes that end held and wait
-    longer each time (and look again soon while a surge waits for a rollout), gate checks — over the whole horizon,
-    plus the gate's fast checks and FIXED_OPERATIONS."""
+    of the paced loops — passes that run their whole budget and recheck, passes that end held and wait longer each
+    time (and look again soon while a surge waits for a rollout), gate checks, and the fault paths (fault_paths) —
+    over the whole horizon, plus the gate's fast checks and FIXED_OPERATIONS."""
     if heartbeat_timeout is None:
         kinds = (ws.deadline_rebalance, ws.deadline_state_change, ws.scheduled_change_lead)
         horizon = float(max(*kinds, 120))
@@ -191,6 +318,7 @@ def worst_case(ws: WorkflowSettings, heartbeat_timeout: int | None) -> Bound:
         # each quick look while a surge waits for a rollout is at most one more pass and wait
         "held passes": held.operations + 2 * ROLLOUT_FAST_CHECKS,
         "gate checks": paced_loop(horizon, 0.0, 2, lambda k: gate_recheck_delay(k, ws), interval).operations,
+        **fault_paths(ws, horizon, interval, heartbeat_timeout),
     }
     path = max(paths, key=lambda p: paths[p])
     ops = FIXED_OPERATIONS + paths[path] + 3 * GATE_FAST_CHECKS

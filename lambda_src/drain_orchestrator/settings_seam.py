@@ -9,4 +9,4 @@ module is the list both sides read; tests/unit/test_settings_seam.py checks both
 
 from __future__ import annotations
 
-SYNTH_MODULES = ("clip", "settings", "pacing", "workflow_settings")
+SYNTH_MODULES = ("clip", "settings", "failures", "pacing", "workflow_settings")

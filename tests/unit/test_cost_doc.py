@@ -75,6 +75,32 @@ def test_the_limits_cost_md_quotes_are_the_pacing_bound() -> None:
     assert f"**{pacing.MAX_CHECKPOINT_BYTES // 2**20} MB of checkpoint" in text
 
 
+def _worst_by_path(ws: WorkflowSettings) -> dict[str, tuple[int, int | None]]:
+    """Each fault path's worst case over every hook, with the steps outside the loops: (operations, hook)."""
+    out: dict[str, tuple[int, int | None]] = {}
+    for hook in (None, *pacing.HEARTBEAT_TIMEOUTS):
+        horizon = pacing.worst_case(ws, hook).horizon
+        interval = None if hook is None else pacing.heartbeat_interval(hook)
+        for path, ops in pacing.fault_paths(ws, float(horizon), interval, hook).items():
+            total = pacing.FIXED_OPERATIONS + ops + 3 * pacing.GATE_FAST_CHECKS
+            if total > out.get(path, (0, None))[0]:
+                out[path] = (total, hook)
+    return out
+
+
+def test_the_fault_paths_cost_md_quotes_are_the_model_s() -> None:
+    text = _flat("docs/cost.md")
+    plain, asking = _worst_by_path(WorkflowSettings()), _worst_by_path(WorkflowSettings(held_approval=True))
+    (outage, hook), (with_approval, _) = plain["outage"], asking["outage"]
+    assert f"| {outage:,} (hook {hook} s; {with_approval:,} with `HELD_APPROVAL=on`) |" in text
+    beats, hook = plain["failing heartbeats"]
+    assert f"| {beats:,} (hook {hook:,} s, passes running their budget) |" in text
+    looks, hook = asking["open approval"]
+    assert f"| {looks:,} (hook {hook:,} s, passes running their budget) |" in text
+    assert f"at most {pacing.FAULT_LOOP_OPERATIONS:,} operations (`FAULT_LOOP_OPERATIONS`)" in text
+    assert "retries of failing steps beyond their first backoffs" not in text
+
+
 def test_the_thousand_node_storm_in_cost_md_is_the_fleet_result_in_benchmarks_md() -> None:
     fleet = _read("docs/benchmarks.md").split("## Fleet:", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| (\d+) s \| \d+ s \|.*\| ([\d.]+) \(operations ([\d.]+)\) \|$", fleet, flags=re.MULTILINE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drain_orchestrator import pacing
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason, SurgeNote
 from drain_orchestrator.drain.surge import SurgeStatus
@@ -104,12 +105,14 @@ def test_a_held_wait_ends_at_the_force_time_and_the_held_notification() -> None:
     assert pace.after(PassOutcome(now=0, report=report, held=True), 1000.0, watch) == 500
 
 
-def test_an_open_approval_keeps_held_waits_within_the_recheck_maximum() -> None:
+def test_an_open_approval_keeps_held_waits_within_its_looks() -> None:
     ws = WorkflowSettings()
     pace = HoldPace(ws)
     pace.held_passes = 8
     out = PassOutcome(now=0, report=DrainReport(node="n", remaining=["ns/a"]), held=True)
-    assert pace.after(out, 0.0, HeldWatch(10), asking=True) == ws.recheck_max_seconds
+    # a drain of hours: within the recheck maximum; of 48 h: within the spacing its looks' operations allow
+    assert pace.after(out, 0.0, HeldWatch(10), asking=pacing.approval_wait(ws, 7200)) == ws.recheck_max_seconds
+    assert pace.after(out, 0.0, HeldWatch(10), asking=pacing.approval_wait(ws, 48 * 3600)) == 346
 
 
 def test_a_quick_check_that_surged_watches_for_the_replacement_instead_of_ending() -> None:

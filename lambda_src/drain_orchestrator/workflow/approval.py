@@ -5,9 +5,11 @@ The approval id is the id of one durable callback, created when the drain is fir
 of the time left to the deadline minus what completing the lifecycle action needs. The execution does not block
 on it: a lifecycle action must be heartbeated more often than an operator answers, and one callback id cannot be
 re-created per heartbeat slice. So the drain goes on as without approval (durable waits between passes, no
-compute billed, heartbeats when due), and before each pass an ``approval-check-<n>`` step looks at the callback
-once; its answer is checkpointed, so a replay takes the same branch. A decision is acted on at the next pass, at
-most RECHECK_MAX_SECONDS (plus one pass) after it was sent. No decision by the callback's timeout: the deadline
+compute billed, heartbeats when due), and before a pass an ``approval-check-<n>`` step looks at the callback
+once; its answer is checkpointed, so a replay takes the same branch. Looks (and the held waits meanwhile) are
+pacing.approval_wait apart at most, and at least: RECHECK_MAX_SECONDS, or longer in a drain so long that looks that
+often would pass the execution's operations cap (346 s for 48 h). A decision is acted on at the next look, that
+long (plus one pass) after it was sent at most. No decision by the callback's timeout: the deadline
 policy applies as without approval.
 
 A decision names the node it is meant for (and may name the drain's event id): anyone holding an approval id (a
@@ -32,6 +34,7 @@ from typing import Any, ClassVar
 from aws_durable_execution_sdk_python import StepContext, durable_step
 from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 
+from drain_orchestrator import pacing
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.outcome import Result
 from drain_orchestrator.workflow.pace import Pace, step_config
@@ -125,10 +128,13 @@ class Look(Checkpointed):
 
 
 class Approval:
-    """The drain's approval: created once, looked at before each pass until it is decided or over."""
+    """The drain's approval: created once, looked at before a pass (every ``every`` s at most) until it is decided
+    or over."""
 
-    def __init__(self, ctx: Any, now: float, deadline: float, node: str, event_id: str) -> None:
+    def __init__(self, ctx: Any, now: float, deadline: float, node: str, event_id: str, every: int) -> None:
         self.node, self.event_id = node, event_id
+        self.every = every  # seconds between two looks (pacing.approval_wait), and the longest held wait meanwhile
+        self.looked: float | None = None
         self.callback: Any = None
         self.decision: OperatorDecision | None = None
         self.over = False
@@ -144,9 +150,13 @@ class Approval:
         return None if self.callback is None else str(self.callback.callback_id)
 
     def look(self, ctx: Any, pace: Pace, n: int) -> OperatorDecision | None:
-        """The decision, the first time it is seen (None: none yet, or the approval is over)."""
+        """The decision, the first time it is seen (None: none yet, or the approval is over). Looked at once
+        ``every`` seconds at most: a pass that comes sooner (a drain that is not held) goes on without a look."""
         if self.over or self.callback is None:
             return None
+        if self.looked is not None and not pacing.look_due(self.looked, self.every, pace.now):
+            return None
+        self.looked = pace.now
         seen: Look = ctx.step(
             look_step(self.callback, self.node, self.event_id), name=f"approval-check-{n}", config=step_config(Look)
         )

@@ -205,7 +205,9 @@ def _drain_passes(
             policy = RETRY_POLICIES[FailureKind(out.fault.kind)]
             if policy.gives_up_after(faults) or pace.now >= deadline:
                 return Drained(Result.FAILED, report, out.fault)
-            want = float(policy.jittered(faults, f"drain-pass-{n}@{out.now}"))
+            # an open approval is looked at before each retry: a round is then two steps and a wait
+            spacing = pace.spacing(deadline, 1 if approval is None else 2)
+            want = float(policy.jittered(faults, f"drain-pass-{n}@{out.now}", spacing))
             faults += 1
             if n == 0 and start is not None:
                 _announce_start(ctx, job, start)
@@ -217,7 +219,8 @@ def _drain_passes(
                 _announce_start(ctx, job, start)  # before any DrainHeld Event of this pass
             if watch.due(out.report, pace.now) and watch.since is not None:
                 if ws.held_approval and not ws.dry_run:
-                    approval = Approval(ctx, pace.now, deadline, job.node, job.event.event_id)
+                    every = deadlines.approval_wait(ws, deadline - pace.started)
+                    approval = Approval(ctx, pace.now, deadline, job.node, job.event.event_id, every)
                 held = held_of(job, out.report, watch.since, pace.now, deadline, approval.id if approval else None)
                 said: HeldNotice = ctx.step(
                     held_step(job, held, out.report), name="held", config=step_config(HeldNotice)
@@ -231,7 +234,7 @@ def _drain_passes(
                 return Drained(Result.DRY_RUN, report)
             if pace.now >= deadline:
                 return Drained(Result.DEADLINE_MISSED, report)
-            held_wait = holds.after(out, pace.now, watch, asking=approval is not None)
+            held_wait = holds.after(out, pace.now, watch, asking=approval.every if approval is not None else None)
             want = float(deadlines.recheck_delay(ok_passes, ws)) if held_wait is None else held_wait
             ok_passes += 1
         if held_wait is None:

@@ -29,9 +29,9 @@ class HoldPace:
         self.after_held = False  # the last pass ended held: the next one ends at its first look
         self.rollout_checks = 0  # waits cut short because a surge waited for a rollout
 
-    def after(self, out: PassOutcome, now: float, watch: HeldWatch, *, asking: bool = False) -> float | None:
+    def after(self, out: PassOutcome, now: float, watch: HeldWatch, *, asking: int | None = None) -> float | None:
         """The wait after this pass if it ended held, else None (the drain's usual recheck). ``asking``: an
-        approval is open, and its answer is read between passes: no wait longer than RECHECK_MAX_SECONDS."""
+        approval is open, and its answer is read between passes this often (pacing.approval_wait): no wait longer."""
         report = out.report
         if report is not None and (report.evicted or report.forced):
             self.held_passes = 0
@@ -49,7 +49,7 @@ class HoldPace:
         if quick is not None and quick < want:
             want = float(quick)
             self.rollout_checks += 1
-        return min(want, float(self.ws.recheck_max_seconds)) if asking else want
+        return min(want, float(asking)) if asking is not None else want
 
 
 def _awaits_rollout(report: DrainReport) -> bool:

@@ -52,6 +52,7 @@ class Pace:
     ) -> None:
         self.ctx, self.event, self.instance_id = ctx, event, instance_id
         self.now = now
+        self.started = now  # the drain's plan: a retry's spacing spreads a fault over the drain's life from here
         self.interval = interval if event.lifecycle is not None and not dry_run else None
         # the action's heartbeat clock started when the hook fired, not when this execution began
         self.last_beat: float | None = event.event_time if self.interval else None
@@ -134,9 +135,15 @@ class Pace:
         else:
             self.answered(res.outcome, res.now)
 
+    def spacing(self, until: float, steps: int = 1) -> int:
+        """The least wait between two retries of a long fault in a loop that may last until ``until``, of ``steps``
+        steps a round (deadlines.loop_spacing: its retries fit the drain's durable operations)."""
+        return deadlines.loop_spacing(until - self.started, steps)
+
     def retrying(self, name: str, make: Any, cls: type[R], until: float, first: R | None = None) -> R:
         """Run ``make(last_beat)`` as a step until it succeeds, its failure kind gives up, or ``until`` passes,
-        with the failure kind's backoff as durable waits in between. Returns the last result (fault set if it
+        with the failure kind's backoff as durable waits in between (never shorter than the drain's spacing once
+        the fault is a long one: ``spacing``). Returns the last result (fault set if it
         never succeeded). ``first``: the first attempt's result, when a step of another name made it (the begin
         step's); the retries are "<name>-retry-N"."""
         attempt = 0
@@ -153,7 +160,7 @@ class Pace:
             policy = RETRY_POLICIES[FailureKind(fault.kind)]
             if policy.gives_up_after(attempt) or self.now >= until:
                 return res
-            backoff = policy.jittered(attempt, f"{label}@{getattr(res, 'now', self.now)}")
+            backoff = policy.jittered(attempt, f"{label}@{getattr(res, 'now', self.now)}", self.spacing(until))
             self.wait(backoff, f"{name}-backoff-{attempt}", until)
             attempt += 1
 
@@ -165,7 +172,7 @@ def retried[T: Checkpointed](
     failure kind gives up, or ``until`` passes, with the kind's backoff as durable waits "<name>-backoff-N" in
     between. Returns the last result (fault set if it never succeeded). ``first``: the first attempt's result,
     when a step of another name made it (the admit step's decision); the retries are "<name>-retry-N"."""
-    attempt = 0
+    attempt, since = 0, None
     while True:
         label = name if attempt == 0 else f"{name}-retry-{attempt}"
         if attempt == 0 and first is not None:
@@ -179,7 +186,9 @@ def retried[T: Checkpointed](
         now: float = getattr(res, "now")  # noqa: B009 - every faulting result carries its time (step_guard)
         if policy.gives_up_after(attempt) or now >= until:
             return res
-        seconds = deadlines.wait_seconds(now, policy.jittered(attempt, f"{label}@{now}"), until, None)
+        since = now if since is None else since
+        spacing = deadlines.loop_spacing(until - since, 1)
+        seconds = deadlines.wait_seconds(now, policy.jittered(attempt, f"{label}@{now}", spacing), until, None)
         ctx.wait(Duration.from_seconds(seconds), name=f"{name}-backoff-{attempt}")
         attempt += 1
 
