@@ -94,6 +94,11 @@ class Pace:
         return deadlines.bounded_by_action(deadline, ws, lapses=lapses, gone_at=self.group_gone_at)
 
     def absorb(self, result: Any) -> None:
+        """The flow's clock and heartbeat state from a step's result. A step that beats (HeartbeatKeeper) returns
+        ``last_beat`` and ``hook_done`` as fields of its own result (Located, ClaimCheck, Cordoned, PassOutcome,
+        ReadyCheck), read here by name. Those results are checkpointed, and what a step returns under its name is a
+        contract with running executions, so the pair stays in each of them rather than moving into one nested part
+        (docs/architecture.md: the heartbeat's state rides on the step results)."""
         self.now = max(self.now, result.now)
         last = getattr(result, "last_beat", None)
         if last is not None and (self.last_beat is None or last > self.last_beat):
