@@ -3,6 +3,7 @@ included: the adapters never reach up, the pure core never reaches out, and no m
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import itertools
 import re
@@ -121,3 +122,20 @@ def test_the_architecture_doc_states_the_import_depths_build_import_depth_finds(
     package_edges = DEPTH.packages(GRAPH)
     assert len(chain) == found["packages_lazy"] + 1
     assert [(a, b) for a, b in itertools.pairwise(chain) if b not in package_edges.get(a, set())] == []
+
+
+# parameter names that hand an adapter something to call back with what it saw (an observer, a reporter)
+CALLBACK_NAMES = re.compile(r"^(on_\w+|\w*callback|report|reporter|notify|listener|observer|tell|emit)$")
+
+
+def test_no_adapter_takes_a_function_to_call_back_up() -> None:
+    """kube/ and aws/ take no callback: what they notice they return, raise or keep for the caller to take
+    (kube/client.py ``take_notices``); the functions they take are pure (what to write, from what a write read)."""
+    taking = []
+    for path in sorted(p for pkg in ADAPTERS for p in (SOURCE / pkg).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+                taking += [f"{path.relative_to(SOURCE)}:{node.name}({n})" for n in names if CALLBACK_NAMES.match(n)]
+    assert taking == []

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aws_durable_execution_sdk_python import DurableContext
 from aws_durable_execution_sdk_python.config import Duration, StepConfig
 from aws_durable_execution_sdk_python.retries import RetryPresets
+from aws_durable_execution_sdk_python.serdes import SerDesContext
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
@@ -35,7 +36,17 @@ R = TypeVar("R", bound=Checkpointed)
 
 def step_config(cls: type[Checkpointed]) -> StepConfig:
     """Steps catch their own failures (step_guard.py); the SDK retries none, the flow decides."""
-    return StepConfig(retry_strategy=RetryPresets.none(), serdes=StepSerDes(cls))
+    return StepConfig(retry_strategy=RetryPresets.none(), serdes=_StepEnd(cls))
+
+
+class _StepEnd(StepSerDes[R]):
+    """A step's checkpoint, written as the step ends, in its process: what the cluster connections noticed while it
+    ran is reported then (runtime.report_cluster_notices), so the adapters keep it instead of calling back up. A
+    replay reads checkpoints back (``deserialize``) and reports nothing again."""
+
+    def serialize(self, value: R, serdes_context: SerDesContext) -> str:
+        runtime.report_cluster_notices()
+        return super().serialize(value, serdes_context)
 
 
 class Pace:
