@@ -1,7 +1,7 @@
 """API requests counted from the bed's audit log, by verb and resource (not the tools' own counters).
 
 The bed audits, at Metadata level, every request of the drain-orchestrator group and of the
-aws-node-termination-handler ServiceAccount (tests/testbed/bed.py AUDIT_POLICY); one event per request at
+aws-node-termination-handler ServiceAccount (testbed/control_plane.py AUDIT_POLICY); one event per request at
 ResponseComplete. An eviction is counted with its answer (201 evicted, 429 refused)."""
 
 from __future__ import annotations

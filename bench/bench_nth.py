@@ -81,7 +81,7 @@ def run_nth_phase(
         if len(storm.hooks_completed(aws, fleet.asg)) == len(ids) and len(obs.drained()) == len(nodes):
             break
         time.sleep(0.5)
-    obs.settle()
+    obs.finish()
     after, aws_after = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
     hooks = storm.hooks_completed(aws, fleet.asg)
     results: list[tuple[str, dict[str, int], str] | None] = [

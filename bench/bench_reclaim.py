@@ -105,7 +105,7 @@ def bench(bed: Testbed, n: int, pods_per_node: int, max_unavailable: str, ec2: A
         obs.start()
         before = storm.aws_requests(aws)
         t0, results = storm_of_warnings(aws, fleet.instance_ids)
-        obs.settle()
+        obs.finish()
         after = storm.aws_requests(aws)
         limits = aws.account_limits()
         key = env["AWS_ACCESS_KEY_ID"]

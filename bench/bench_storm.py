@@ -185,7 +185,7 @@ def _finish_phase(
     access_key: str,
     results: list[Any],
 ) -> Phase:
-    obs.settle()
+    obs.finish()
     after, aws_after = storm.snapshot(k8s.api_client), storm.aws_requests(aws)
     return build_phase(aws, fleet, ids, nodes, obs, t0, before, after, aws_before, aws_after, access_key, results)
 

@@ -236,7 +236,7 @@ def run_phase(k8s: KubeScenario, nodes: list[str], timeout: float = 900, budgets
     # evicted pods go when their grace period ends
     while time.time() - t0 < timeout and len(obs.drained()) < len(nodes):
         time.sleep(0.2)
-    obs.settle()
+    obs.finish()
     drained = obs.drained()
     return Phase(
         nodes=len(nodes),

@@ -305,7 +305,7 @@ class Observer:
             "levels": [(t - t0, name, allowed) for t, name, allowed in self.levels],
         }
 
-    def settle(self, seconds: float = 10) -> None:
+    def finish(self, seconds: float = 10) -> None:
         """Stop once every node is drained or after ``seconds``: the pod watch may deliver the last deletions a
         moment after the drains have returned."""
         deadline = time.time() + seconds

@@ -21,7 +21,7 @@ from testbed.bed import Testbed
 from testbed.procs import ComponentExited, Proc, TestbedError, http_ok, pid_alive, reap
 
 # components whose only sign of health is staying up (they serve no port: --secure-port=0)
-_SETTLE_S = 2.0
+_STAYS_UP_S = 2.0
 
 
 class BedFaults:
@@ -108,7 +108,7 @@ class BedFaults:
             return http_ok(f"http://127.0.0.1:{self.bed.state.etcd_port}/health")
         if name == "awsemu":
             return http_ok(f"{self.bed.aws_endpoint}/_testbed/health")
-        return time.monotonic() - spawned_at >= _SETTLE_S
+        return time.monotonic() - spawned_at >= _STAYS_UP_S
 
     # ---- EKS access entries -------------------------------------------------------------------------------------
     def revoke_access_entry(self, cluster: str, principal_arn: str) -> None:

@@ -18,7 +18,7 @@ Instance lifecycle states: moto keeps every group's instances InService. Here an
 the transition's wait state (``Terminating:Wait``, ``Pending:Wait``) and its end moves it on as AWS does: a
 terminating instance to ``Terminating:Proceed`` whatever the result, a launching one to ``InService`` (CONTINUE) or
 ``Terminating:Proceed`` (ABANDON). DescribeAutoScalingInstances and DescribeAutoScalingGroups show these states (an
-action that timed out is settled before they answer). ``POST /_testbed/autoscaling/instance-state`` sets one
+action that timed out is ended before they answer). ``POST /_testbed/autoscaling/instance-state`` sets one
 instance's LifecycleState directly (e.g. ``Terminating:Retained``, where a group's instance lifecycle policy keeps
 an instance whose terminate hook was abandoned).
 """
@@ -132,7 +132,7 @@ class LifecycleStore:
         return action
 
     def refresh_all(self) -> None:
-        """Settle every action whose time is up, and move its instance on (before any describe answers)."""
+        """End every action whose time is up, and move its instance on (before any describe answers)."""
         now = time.time()
         with self.lock:
             ended = [a for a in self.actions if a.refresh(now)]
@@ -261,15 +261,15 @@ def install() -> None:
     AutoScalingResponse.complete_lifecycle_action = complete_lifecycle_action  # type: ignore[attr-defined]
     AutoScalingResponse.record_lifecycle_action_heartbeat = record_lifecycle_action_heartbeat  # type: ignore[attr-defined]
 
-    # Describe calls answer after the actions whose time is up were settled (their instances moved on).
+    # Describe calls answer after the actions whose time is up were ended (their instances moved on).
     for name in ("describe_auto_scaling_instances", "describe_auto_scaling_groups"):
         served = getattr(AutoScalingResponse, name)
 
-        def settled_first(self: AutoScalingResponse, _served: Any = served) -> Any:
+        def expired_first(self: AutoScalingResponse, _served: Any = served) -> Any:
             LIFECYCLE.refresh_all()
             return _served(self)
 
-        setattr(AutoScalingResponse, name, settled_first)
+        setattr(AutoScalingResponse, name, expired_first)
 
     # GlobalTimeout as AWS computes it from the hook's HeartbeatTimeout (moto reports 48 h for every hook).
     from moto.autoscaling.models import LifecycleHook

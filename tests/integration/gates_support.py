@@ -69,7 +69,7 @@ class VolumeAttachments:
 
     def release_once_drained(self, name: str, k8s: KubeScenario, node: str, app: str, seconds: float) -> None:
         """The CSI driver reports the detach ``seconds`` after the last ``app`` pod left ``node`` (the drain's
-        settle re-list, up to 5 s, and the gate's first check come after that)."""
+        last LIST and the gate's first check come after that)."""
 
         def run() -> None:
             k8s.wait_for(lambda: not k8s.pods(f"app={app}", node=node), timeout=120, what=f"{app} pods gone")

@@ -82,17 +82,16 @@ def test_given_facts_that_fail_fall_back_to_describe_cluster_and_say_so(
 
 def _connector(
     aws: AwsSeed, given: dict[str, ClusterInfo], role: str = "drain-orchestrator"
-) -> tuple[ClusterConnector, list[str], str]:
-    """A connector with ``given`` facts, what it reports, and its role session's access key."""
+) -> tuple[ClusterConnector, str]:
+    """A connector with ``given`` facts, and its role session's access key."""
     session = aws.lambda_session(role)
-    heard: list[str] = []
-    connector = ClusterConnector(
-        ClusterDescriber(eks_client(session)),
-        TokenSource(session),
-        given=given,
-        report=lambda cluster, what: heard.append(f"{cluster}: {what}"),
-    )
-    return connector, heard, session.get_credentials().access_key
+    connector = ClusterConnector(ClusterDescriber(eks_client(session)), TokenSource(session), given=given)
+    return connector, session.get_credentials().access_key
+
+
+def _heard(connector: ClusterConnector) -> list[str]:
+    """The notices the connector kept, taken (as the workflow takes them when a step ends)."""
+    return [f"{n.cluster}: {n.what}" for n in connector.take_notices()]
 
 
 def test_given_facts_confirmed_by_describe_cluster_leave_a_401_to_the_identity(
@@ -100,13 +99,13 @@ def test_given_facts_confirmed_by_describe_cluster_leave_a_401_to_the_identity(
 ) -> None:
     aws.eks_cluster("blue")  # no access entry for this role: every token is refused
     right = ClusterInfo("blue", testbed.server, base64.b64encode(testbed.ca_pem).decode(), "given")
-    connector, heard, key = _connector(aws, {"blue": right}, role="someone-else")
+    connector, key = _connector(aws, {"blue": right}, role="someone-else")
     kube = Kube(connection=connector.connection("blue"))
     assert describe_cluster_calls(aws, key, "blue") == 0
     assert kube.request("GET", "/api/v1/nodes", query={"limit": 1}).status == 401  # the caller's typed error
     assert describe_cluster_calls(aws, key, "blue") == 1  # read again after the 401, once: no loop
     assert connector.tokens.generated == 2 and kube.calls == 2
-    assert heard == []  # the facts were right: nothing to say about them
+    assert _heard(connector) == []  # the facts were right: nothing to say about them
     assert kube.request("GET", "/api/v1/nodes", query={"limit": 1}).status == 401
     assert describe_cluster_calls(aws, key, "blue") == 2 and kube.calls == 4  # one more send per request, no more
 
@@ -116,11 +115,11 @@ def test_given_facts_that_fail_while_describe_cluster_fails_too_end_in_a_clear_e
 ) -> None:
     grant(testbed, aws, "blue")
     wrong = ClusterInfo("ghost", testbed.server, base64.b64encode(other_ca_pem()).decode(), "given")
-    connector, heard, _ = _connector(aws, {"ghost": wrong})  # no such EKS cluster: DescribeCluster says 404
+    connector, _ = _connector(aws, {"ghost": wrong})  # no such EKS cluster: DescribeCluster says 404
     kube = Kube(connection=connector.connection("ghost"))
     with pytest.raises(KubeError) as failed:
         kube.request("GET", "/version")
     assert failed.value.status is None and "CERTIFICATE_VERIFY_FAILED" in str(failed.value)
-    (said,) = heard
+    (said,) = _heard(connector)
     assert said.startswith("ghost: DescribeCluster after SSLError failed, the endpoint and CA in use are kept")
     assert kube.calls == 1  # not sent again: nothing changed

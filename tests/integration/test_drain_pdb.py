@@ -133,7 +133,7 @@ def test_blocked_pod_is_retried_as_soon_as_the_budget_allows_not_after_a_fixed_s
     report = done["report"]
     assert report.drained and len(report.evicted) == 2
     # kubectl sleeps 5 s after a refusal; we retry when the PDB watch shows the replacement Ready (the drain
-    # itself then ends at its settle re-list, 5 s after the cordon)
+    # itself ends later, once a LIST finds the node drained)
     assert evictions[-1] - opened < 4.5, evictions[-1] - opened
 
 

@@ -74,7 +74,7 @@ def test_hook_is_held_until_the_instance_target_has_finished_draining(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
 ) -> None:
     iid, node = _instance_with_pods(aws, k8s)
-    # a 12 s delay: longer than the drain itself (its 5 s settle after the cordon included), so the gate holds
+    # a 12 s delay: longer than the drain itself and its late look (to 5 s after the cordon), so the gate holds
     tg = target_group(aws, "tg-web", delay=12)
     register(aws, tg, [iid])
     with LoadBalancerControllerStandIn(aws, k8s, {node: iid}, [tg]) as controller:
@@ -130,7 +130,7 @@ def test_ip_mode_targets_of_the_nodes_pods_hold_the_hook_and_other_pods_do_not(
     assert len(ips) == 2 and all(ips), "fixture: kwok gives the node's pods IPs"
     k8s.deployment("other", 1, nodes=[n for n in k8s.nodes if n != node])
     (other,) = k8s.wait_pods_ready("app=other", 1)
-    # draining outlasts the drain's 5 s settle re-list after the cordon, even on a loaded host: the gate sees it
+    # draining outlasts the drain and its late look (to 5 s after the cordon), even on a loaded host: the gate sees it
     tg = target_group(aws, "tg-api-ip", kind="ip", delay=12)
     register(aws, tg, [*ips, other.status.pod_ip])
     with LoadBalancerControllerStandIn(aws, k8s, {node: iid}, [tg]) as controller:

@@ -176,7 +176,7 @@ def test_a_gate_holding_the_instance_past_held_notify_seconds_is_said_once_namin
     volumes = VolumeAttachments(k8s)
     try:
         stuck = volumes.attach(node, "pv-data")
-        # the deadline leaves the gate room past the drain and its settle, even on a loaded machine
+        # the deadline leaves the gate room past the drain and its late look, even on a loaded machine
         lam.configure("blue", HELD_NOTIFY_SECONDS="3", DEADLINE_ASG_TERMINATE_SECONDS="40")
         run = lam.run(terminate_event(aws, iid))
     finally:

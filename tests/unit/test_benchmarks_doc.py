@@ -38,3 +38,12 @@ def test_the_page_holds_current_results_only() -> None:
     assert lines < MAX_LINES, (
         f"docs/benchmarks.md has {lines} lines: replace a result, do not add to it (git has history)"
     )
+
+
+# phrases that tell what an earlier version did, not what the current one measures
+HISTORY = ("any more", "(it was ", "the loop before", "not re-run", "has since", "since the", "older than", "went from")
+
+
+def test_the_page_tells_no_history() -> None:
+    text = " ".join(DOC.read_text(encoding="utf-8").lower().split())
+    assert [p for p in HISTORY if p in text] == [], "say what is measured now, or 'last measured on <date>'"

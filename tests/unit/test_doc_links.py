@@ -1,5 +1,7 @@
 """Every relative link in the README, CONTRIBUTING and docs/ reaches a file that exists, and every `#anchor` a
-heading of that file: a section renamed or removed cannot leave links into it behind."""
+heading of that file: a section renamed or removed cannot leave links into it behind. The files the architecture
+and benchmarks docs name in backticks, and the repository paths the sources name in their text, exist too: a module
+moved or removed cannot leave its old path behind."""
 
 from __future__ import annotations
 
@@ -54,3 +56,48 @@ def test_relative_links_reach_a_file_and_a_heading(doc: Path) -> None:
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             broken.append(f"{target}: no heading #{anchor} in {file.relative_to(ROOT)}")
     assert broken == [], f"{doc.relative_to(ROOT)}: broken links"
+
+
+# the docs that name the code's files in backticks: `drain/turns.py` (the function's package), `tests/infra/x.py`
+# (the repository), or a bare `cordon.py` (some file of the repository's code)
+CODE_DOCS = [ROOT / "docs" / "architecture.md", ROOT / "docs" / "benchmarks.md"]
+PATH_BASES = [ROOT, ROOT / "lambda_src" / "drain_orchestrator"]
+CODE_DIRS = ("lambda_src", "infra", "tests", "bench", "testbed", "build", "events", "examples")
+FILE_NAME = re.compile(r"^[\w./-]+\.(?:py|md|yaml|yml|json|toml|ts|mjs|sh)$")
+# a path of the repository named in a source's text (a comment, a docstring, a message)
+SOURCE_PATH = re.compile(r"\b(?:tests|lambda_src|infra|testbed|bench|build|docs)/[\w/.-]+\.(?:py|md|yaml|json)\b")
+
+
+def named_files(text: str) -> list[str]:
+    """The file paths or names a Markdown text names in backticks (outputs like `.build/...` and patterns left out)."""
+    tokens = (t.split("::")[0] for t in re.findall(r"`([^`\s]+)`", text))
+    return [t for t in tokens if FILE_NAME.match(t) and not t.startswith(".")]
+
+
+def test_named_files_reads_paths_and_names_in_backticks() -> None:
+    text = "`drain/turns.py`, `tests/infra/test_x.py::test_y`, `cordon.py`, `.build/out.json`, `engine/`, `--json`"
+    assert named_files(text) == ["drain/turns.py", "tests/infra/test_x.py", "cordon.py"]
+
+
+@pytest.mark.parametrize("doc", CODE_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_files_a_doc_names_exist(doc: Path) -> None:
+    names = {p.name for d in CODE_DIRS for p in (ROOT / d).rglob("*") if "node_modules" not in p.parts}
+    missing = sorted(
+        name
+        for name in set(named_files(doc.read_text(encoding="utf-8")))
+        if not (any((base / name).is_file() for base in PATH_BASES) if "/" in name else name in names)
+    )
+    assert missing == [], f"{doc.relative_to(ROOT)} names files that do not exist"
+
+
+def test_the_paths_the_sources_name_exist() -> None:
+    sources = [p for d in CODE_DIRS for p in (ROOT / d).rglob("*.py") if "node_modules" not in p.parts]
+    here = Path(__file__).resolve()
+    missing = sorted(
+        f"{src.relative_to(ROOT)}: {path}"
+        for src in sources
+        if src.resolve() != here
+        for path in set(SOURCE_PATH.findall(src.read_text(encoding="utf-8")))
+        if not (ROOT / path).exists()
+    )
+    assert missing == []

@@ -3,7 +3,10 @@ included: the adapters never reach up, the pure core never reaches out, and no m
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import itertools
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -94,3 +97,45 @@ def test_the_depth_is_the_longest_chain_of_imports() -> None:
     assert DEPTH.packages({"x.one": {"y.two", "x.three"}, "x.three": set(), "y.two": set()}) == {"x": {"y"}, "y": set()}
     cyclic = {"a": {"b"}, "b": {"a", "c"}, "c": set()}
     assert DEPTH.longest_chain(cyclic) == ["a", "b", "c"]  # an edge back into the chain is not followed
+
+
+DEPTHS = re.compile(
+    r"--packages --lazy`\) is (?P<packages_lazy>\d+) imports deep: (?P<chain>[\w →\n]+?); (?P<packages>\d+) without"
+    r".*?Between modules it is (?P<modules_lazy>\d+) deep with them \(`--lazy`\) and (?P<modules>\d+) without",
+    flags=re.DOTALL,
+)
+
+
+def test_the_architecture_doc_states_the_import_depths_build_import_depth_finds() -> None:
+    """The depths docs/architecture.md states are the tool's, and the chain it quotes is a real chain that long."""
+    stated = DEPTHS.search((REPO / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    assert stated, "docs/architecture.md: no sentence stating the import depths"
+    module_edges = DEPTH.graph(SOURCE, lazy=False)
+    found = {
+        "packages_lazy": len(DEPTH.longest_chain(DEPTH.packages(GRAPH))) - 1,
+        "packages": len(DEPTH.longest_chain(DEPTH.packages(module_edges))) - 1,
+        "modules_lazy": len(DEPTH.longest_chain(GRAPH)) - 1,
+        "modules": len(DEPTH.longest_chain(module_edges)) - 1,
+    }
+    assert {k: int(stated[k]) for k in found} == found, "run build/import_depth.py and correct docs/architecture.md"
+    chain = stated["chain"].split()[::2]  # the names between the arrows
+    package_edges = DEPTH.packages(GRAPH)
+    assert len(chain) == found["packages_lazy"] + 1
+    assert [(a, b) for a, b in itertools.pairwise(chain) if b not in package_edges.get(a, set())] == []
+
+
+# parameter names that hand an adapter something to call back with what it saw (an observer, a reporter)
+CALLBACK_NAMES = re.compile(r"^(on_\w+|\w*callback|report|reporter|notify|listener|observer|tell|emit)$")
+
+
+def test_no_adapter_takes_a_function_to_call_back_up() -> None:
+    """kube/ and aws/ take no callback: what they notice they return, raise or keep for the caller to take
+    (kube/client.py ``take_notices``); the functions they take are pure (what to write, from what a write read)."""
+    taking = []
+    for path in sorted(p for pkg in ADAPTERS for p in (SOURCE / pkg).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+                taking += [f"{path.relative_to(SOURCE)}:{node.name}({n})" for n in names if CALLBACK_NAMES.match(n)]
+    assert taking == []

@@ -194,7 +194,7 @@ def complete_lifecycle_action(
     try:
         autoscaling.complete_lifecycle_action(**params)
     except ClientError as exc:
-        answer = _settled(autoscaling, asg_name, exc)
+        answer = _action_over(autoscaling, asg_name, exc)
         if answer is None:
             raise
         return answer
@@ -220,7 +220,7 @@ def record_heartbeat(
     try:
         autoscaling.record_lifecycle_action_heartbeat(**params)
     except ClientError as exc:
-        answer = _settled(autoscaling, asg_name, exc)
+        answer = _action_over(autoscaling, asg_name, exc)
         if answer is None:
             raise
         return answer
@@ -239,7 +239,7 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def _settled(
+def _action_over(
     autoscaling: AutoScalingClient, asg_name: str, exc: ClientError
 ) -> Literal["already-done", "group-gone"] | None:
     """A ValidationError that says the action is over (module docstring); None: the error stands."""

@@ -384,4 +384,5 @@ class SurgeFacts:
     owners: dict[str, str | None] = field(default_factory=dict)  # "ns/replicaset" -> Deployment name (None: bare)
     in_place: set[str] = field(default_factory=set)  # "ns/deployment" surged for this node, not taken back yet
     loaded: bool = False  # the node's record has been read
-    settled: dict[str, tuple[str, str]] = field(default_factory=dict)  # "ns/deployment" -> (status, detail)
+    # "ns/deployment" -> (status, detail): a decision that stands for the rest of this drain
+    decided: dict[str, tuple[str, str]] = field(default_factory=dict)

@@ -220,7 +220,7 @@ class Drainer(Evictions, Waits):
     def _drained_as_watched(self, last: DrainReport) -> DrainReport | None:
         """The pass after a wait that watched every pod the last pass left go and none arrive (PodsWatched.GONE): the
         node holds the last LIST's pods less those, so the pass would find it drained; its report, without the LIST.
-        None when the watch does not settle it (a pass lists)."""
+        None when the watch cannot tell (a pass lists)."""
         leaving, listing = self.leaving, self.view.listing
         gone = leaving.took()
         if not gone or not leaving.only_going or listing is None or leaving.watched_at is None:

@@ -119,8 +119,8 @@ def _surge_one(
 ) -> None:
     ns, name = key.split("/", 1)
     workload = f"Deployment {key}"
-    if key in facts.settled:  # not enabled, or a budget that never opens: no need to look again this drain
-        status, detail = facts.settled[key]
+    if key in facts.decided:  # not enabled, or a budget that never opens: no need to look again this drain
+        status, detail = facts.decided[key]
         _note(report, SurgeNote(workload, status, detail, pods))
         return
     dep = _as_looked_up(owners, (ns, "Deployment", name))
@@ -131,7 +131,7 @@ def _surge_one(
         dep = DeploymentFacts.from_dict(got.body)
     if not surge_enabled(options.surge, dep) and node not in dep.holders:
         decision = decide(options.surge, dep, None, node, options.run_id or "", len(pods))
-        facts.settled[key] = (decision.status.value, decision.detail)
+        facts.decided[key] = (decision.status.value, decision.detail)
         _note(report, SurgeNote(workload, decision.status.value, decision.detail, pods))
         return
     hpa = hpa_of(kube, ns, name)
@@ -171,7 +171,7 @@ def _surge_one(
         return  # changed under every read: decided again next pass
     note = SurgeNote(workload, decision.status.value, decision.detail, pods)
     if decision.status is SurgeStatus.FUTILE:
-        facts.settled[key] = (decision.status.value, decision.detail)
+        facts.decided[key] = (decision.status.value, decision.detail)
     if decision.patch is not None:
         p = decision.patch
         note = SurgeNote(workload, note.status, note.detail, pods, p.via, p.before, p.after)

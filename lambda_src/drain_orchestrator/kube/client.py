@@ -3,7 +3,8 @@ container), CA verification always on, a bearer token from aws/eks_auth.py. Call
 
 The endpoint and CA come from DescribeCluster, or from the deployment's settings (given at synth: no DescribeCluster
 on the cold path). After a 401 the cluster facts and the token are forgotten, DescribeCluster is read again and the
-request is sent once more with a new token; given facts that DescribeCluster contradicts are replaced and reported.
+request is sent once more with a new token; given facts that DescribeCluster contradicts are replaced, and the
+connector keeps a notice of it (``FactsNotice``) for its user to take and report: it calls nothing back.
 The token is a credential: it is only ever put into a request's Authorization header, never into a message.
 """
 
@@ -13,7 +14,9 @@ import base64
 import binascii
 import ssl
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import urllib3
 
@@ -22,8 +25,17 @@ from drain_orchestrator.failures import ApiError
 from drain_orchestrator.kube.rest import TRANSPORT_RETRY
 from drain_orchestrator.settings import ClusterEndpoint
 
-# (cluster, what happened): given facts DescribeCluster contradicted, or a re-read that failed
-Report = Callable[[str, str], None]
+# the notices a connector keeps until taken: a user that never takes them (the command line) keeps the latest only
+NOTICES_KEPT = 32
+
+
+@dataclass(frozen=True)
+class FactsNotice:
+    """What the operator should hear of a cluster's facts: given ones (CLUSTER_ENDPOINTS) that DescribeCluster
+    contradicted, or a DescribeCluster read again after a failure that failed too. The request went on either way."""
+
+    cluster: str
+    what: str
 
 
 def given_facts(endpoints: Iterable[ClusterEndpoint]) -> dict[str, ClusterInfo]:
@@ -126,7 +138,8 @@ class EksConnection:
 
 class ClusterConnector:
     """One EksConnection per EKS cluster; ``given`` holds facts from the settings (CLUSTER_ENDPOINTS), used instead of
-    DescribeCluster until DescribeCluster contradicts them; ``report`` hears of that (logs, a metric)."""
+    DescribeCluster until DescribeCluster contradicts them. What the operator should hear of (``FactsNotice``) is
+    kept until ``take_notices``: the workflow reports it as each step ends (logs, a metric)."""
 
     def __init__(
         self,
@@ -134,12 +147,11 @@ class ClusterConnector:
         tokens: TokenSource | None = None,
         *,
         given: Mapping[str, ClusterInfo] | None = None,
-        report: Report | None = None,
     ) -> None:
         self.describer = describer or ClusterDescriber()
         self.tokens = tokens or TokenSource()
         self._given = dict(given or {})
-        self._report = report
+        self._notices: deque[FactsNotice] = deque(maxlen=NOTICES_KEPT)
         self._connections: dict[str, EksConnection] = {}
         self._lock = threading.Lock()
 
@@ -157,7 +169,7 @@ class ClusterConnector:
 
     def reread(self, current: ClusterInfo, *, failure: str) -> ClusterInfo | None:
         """The cluster's facts from DescribeCluster again, after ``failure`` with ``current``; None when that read
-        failed (reported): the caller keeps what it has."""
+        failed (a notice): the caller keeps what it has."""
         name = current.name
         self.describer.forget(name)
         try:
@@ -175,6 +187,13 @@ class ClusterConnector:
             )
         return fresh
 
+    def take_notices(self) -> list[FactsNotice]:
+        """The notices kept since the last take, oldest first; taken, they are gone."""
+        with self._lock:
+            taken = list(self._notices)
+            self._notices.clear()
+        return taken
+
     def _tell(self, cluster: str, what: str) -> None:
-        if self._report is not None:
-            self._report(cluster, what)
+        with self._lock:
+            self._notices.append(FactsNotice(cluster, what))

@@ -36,7 +36,7 @@ def look_up_owners(kube: Kube, keys: Iterable[OwnerKey]) -> dict[OwnerKey, Found
     """(namespace, kind, name) → what the lookup found; a failed lookup is kept as its message, never raised: without
     its controller's annotations a pod still drains by its own (an RBAC role not updated yet must not stop it).
 
-    Several Deployments of one namespace are read with one metadata-only LIST; whatever it does not settle (a failed
+    Several Deployments of one namespace are read with one metadata-only LIST; whatever it does not resolve (a failed
     LIST, a name beyond the page) is looked up by GET."""
     out: dict[OwnerKey, Found] = {}
     groups: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -59,7 +59,7 @@ def look_up_owners(kube: Kube, keys: Iterable[OwnerKey]) -> dict[OwnerKey, Found
 
 
 def _listed(kube: Kube, ns: str, kind: str, names: set[str]) -> dict[OwnerKey, Found]:
-    """What one LIST settles: the names it returned, and, once it saw the whole namespace, those that do not exist."""
+    """What one LIST resolves: the names it returned, and, once it saw the whole namespace, those that do not exist."""
     query: dict[str, Any] = {"limit": LIST_LIMIT}
     resp = kube.request("GET", _LISTS[kind].format(ns=ns), query=query, accept=METADATA_LIST)
     if not resp.ok:

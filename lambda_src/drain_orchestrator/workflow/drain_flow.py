@@ -58,7 +58,7 @@ from drain_orchestrator.workflow.results import (
     Verdict,
 )
 from drain_orchestrator.workflow.surge_step import surge_restore_step
-from drain_orchestrator.workflow.verdict import Completing, Surged, settle_lifecycle, settle_surges, verdict_step
+from drain_orchestrator.workflow.verdict import Completing, Surged, note_lifecycle, note_surges, verdict_step
 
 StartNote = tuple[str, float]  # what the drain's DrainStarted Event says it does, and since when (epoch)
 
@@ -267,7 +267,7 @@ def _verdict(
     started_at: float,
     error: StepFault | None = None,
 ) -> InstanceOutcome:
-    """Settle the lifecycle action first (the instance must not wait on a report), then report: one "verdict" step
+    """Complete the lifecycle action first (the instance must not wait on a report), then report: one "verdict" step
     (verdict.py), the parts it did not finish as their own steps."""
     summary.result = result
     summary.report = summary_of(report)
@@ -279,14 +279,14 @@ def _verdict(
         if answerable(pace):
             completing = why
         else:  # the answer is known without a call
-            settle_lifecycle(summary, complete_lifecycle(pace, job, *why))
+            note_lifecycle(summary, complete_lifecycle(pace, job, *why))
     surged = _surges(job, report, summary)
     summary.heartbeats = pace.beats
     said: Verdict = ctx.step(
         verdict_step(job, summary, started_at, completing, surged), name="verdict", config=step_config(Verdict)
     )
     if completing is not None:  # done in the step, or retried here from its first attempt
-        settle_lifecycle(summary, complete_lifecycle(pace, job, *completing, first=said.completion))
+        note_lifecycle(summary, complete_lifecycle(pace, job, *completing, first=said.completion))
     if surged is not None:
         _restore_surges(job, pace, surged, summary, said.surge)
     summary.heartbeats = pace.beats
@@ -322,7 +322,7 @@ def _restore_surges(
     def step(_last_beat: float | None) -> Any:
         return surge_restore_step(job, workloads, sweep)
 
-    settle_surges(summary, pace.retrying("surge-restore", step, SurgeRestored, until, first))
+    note_surges(summary, pace.retrying("surge-restore", step, SurgeRestored, until, first))
 
 
 def summary_of(report: DrainReport | None) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aws_durable_execution_sdk_python import DurableContext
 from aws_durable_execution_sdk_python.config import Duration, StepConfig
 from aws_durable_execution_sdk_python.retries import RetryPresets
+from aws_durable_execution_sdk_python.serdes import SerDesContext
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
@@ -35,7 +36,17 @@ R = TypeVar("R", bound=Checkpointed)
 
 def step_config(cls: type[Checkpointed]) -> StepConfig:
     """Steps catch their own failures (step_guard.py); the SDK retries none, the flow decides."""
-    return StepConfig(retry_strategy=RetryPresets.none(), serdes=StepSerDes(cls))
+    return StepConfig(retry_strategy=RetryPresets.none(), serdes=_StepEnd(cls))
+
+
+class _StepEnd(StepSerDes[R]):
+    """A step's checkpoint, written as the step ends, in its process: what the cluster connections noticed while it
+    ran is reported then (runtime.report_cluster_notices), so the adapters keep it instead of calling back up. A
+    replay reads checkpoints back (``deserialize``) and reports nothing again."""
+
+    def serialize(self, value: R, serdes_context: SerDesContext) -> str:
+        runtime.report_cluster_notices()
+        return super().serialize(value, serdes_context)
 
 
 class Pace:
@@ -95,6 +106,11 @@ class Pace:
         return deadlines.bounded_by_action(deadline, ws, lapses=lapses, gone_at=self.group_gone_at)
 
     def absorb(self, result: Any) -> None:
+        """The flow's clock and heartbeat state from a step's result. A step that beats (HeartbeatKeeper) returns
+        ``last_beat`` and ``hook_done`` as fields of its own result (Located, ClaimCheck, Cordoned, PassOutcome,
+        ReadyCheck), read here by name. Those results are checkpointed, and what a step returns under its name is a
+        contract with running executions, so the pair stays in each of them rather than moving into one nested part
+        (docs/architecture.md: the heartbeat's state rides on the step results)."""
         self.now = max(self.now, result.now)
         last = getattr(result, "last_beat", None)
         if last is not None and (self.last_beat is None or last > self.last_beat):

@@ -6,7 +6,7 @@ a step of its own ("announce") after a cordon step. Either way a crash after the
 step's checkpoint repeats it (at least once, as the report's notification). A drain's DrainStarted Event waits for
 `start_event_step`, run once the drain outlives its first pass: a drain done in one pass is told by its verdict's
 Event alone (one request fewer a node in a storm).
-`report` runs once the lifecycle action is settled, whatever happened before (in the verdict step, verdict.py, or
+`report` runs once the lifecycle action is completed, whatever happened before (in the verdict step, verdict.py, or
 a step of its own, "report"): phase claim (the holder of the
 node's drain took it in its settle write, for the result it drained to), metrics, Kubernetes Event and the final
 notification (``completed``, ``failed``, or ``stopped`` when an operator's decision ended it).

@@ -122,18 +122,25 @@ def connector() -> ClusterConnector:
     from drain_orchestrator.kube.client import ClusterConnector, given_facts  # noqa: PLC0415 - steps reaching a cluster
 
     def build() -> ClusterConnector:
-        return ClusterConnector(given=given_facts(settings().cluster_endpoints), report=_cluster_facts_failed)
+        return ClusterConnector(given=given_facts(settings().cluster_endpoints))
 
     return _cached("connector", build)  # type: ignore[no-any-return]
 
 
-def _cluster_facts_failed(cluster: str, what: str) -> None:
-    """Given endpoint/CA that DescribeCluster contradicts (once per container and cluster: DescribeCluster's are used
-    from then on), or a DescribeCluster read again after a failure that failed too; inside the step that met it."""
+def report_cluster_notices() -> None:
+    """What the cluster connections noticed (kube/client.py ``FactsNotice``): given endpoint/CA that DescribeCluster
+    contradicts (once per container and cluster: DescribeCluster's are used from then on), or a DescribeCluster read
+    again after a failure that failed too; logged and counted as a step ends (pace.step_config), so by the step that
+    met it (or, steps running side by side, by one that ended beside it)."""
+    with _clients_lock:
+        built: ClusterConnector | None = _clients.get("connector")
+    if built is None:
+        return
     from drain_orchestrator.observability import logger, metric  # noqa: PLC0415
 
-    logger.error(f"cluster {cluster}: {what}", extra={"cluster": cluster})
-    metric("Errors", reason="cluster-endpoint", cluster=cluster)
+    for notice in built.take_notices():
+        logger.error(f"cluster {notice.cluster}: {notice.what}", extra={"cluster": notice.cluster})
+        metric("Errors", reason="cluster-endpoint", cluster=notice.cluster)
 
 
 def kube(cluster: str) -> Kube:

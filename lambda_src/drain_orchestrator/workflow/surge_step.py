@@ -1,6 +1,6 @@
 """The drain's verdict takes back what surge before evict changed on workloads (docs/drain.md).
 
-Run once the lifecycle action is settled and before the report (in the verdict step, verdict.py, or a step of its
+Run once the lifecycle action is completed and before the report (in the verdict step, verdict.py, or a step of its
 own): whatever ended the drain
 (drained, deadline, a fault, the node gone), the Deployments and HPAs this node surged get their original figures
 back. Idempotent against the cluster (each workload records this node's entry), so a replay repeats it harmlessly.

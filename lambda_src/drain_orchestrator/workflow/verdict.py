@@ -3,10 +3,10 @@
     complete (lifecycle_steps.complete_action) -> restore surges (surge_step.restore_surges) -> report
     (report_step.report)
 
-The flow (drain_flow._verdict) settles the result and says which parts are due; the step runs them in turn, each as
+The flow (drain_flow._verdict) fixes the result and says which parts are due; the step runs them in turn, each as
 its own step ran it, and stops at a part that failed: the flow retries that part under its own name
 ("complete-lifecycle-retry-N", "surge-restore-retry-N") and runs the parts after it as their own steps
-("surge-restore", "report"), as executions of earlier releases ran them all. The lifecycle action is settled before
+("surge-restore", "report"), as executions of earlier releases ran them all. The lifecycle action is completed before
 the report, whatever happens. A crash mid-step repeats it from the top: AWS answers a completed action "already
 done" (counted once), the restore is idempotent, and the report's phase claim is this execution's already, so a
 repeat may only notify twice, as a crash in the report's own step could.
@@ -45,22 +45,22 @@ def verdict_step(
         completion = complete_action(job.event, job.decision, *completing)
         if completion.fault is not None:
             return Verdict(completion)
-        settle_lifecycle(said, lifecycle_of(completion))
+        note_lifecycle(said, lifecycle_of(completion))
     if surged is not None:
         restored = restore_surges(job, *surged)
         if restored.fault is not None:
             return Verdict(completion, restored)
-        settle_surges(said, restored)
+        note_surges(said, restored)
     return Verdict(completion, restored, report(job, said, started_at))
 
 
-def settle_lifecycle(summary: InstanceOutcome, lifecycle: dict[str, object]) -> None:
+def note_lifecycle(summary: InstanceOutcome, lifecycle: dict[str, object]) -> None:
     summary.lifecycle = lifecycle
     if lifecycle.get("outcome") == "denied":  # IAM will not let this function answer the hook
         summary.result = Result.LIFECYCLE_ACCESS_DENIED
 
 
-def settle_surges(summary: InstanceOutcome, out: SurgeRestored) -> None:
+def note_surges(summary: InstanceOutcome, out: SurgeRestored) -> None:
     if out.fault is not None:
         summary.surge_restored = [f"failed: {out.fault.message}"]
     elif out.restored:
