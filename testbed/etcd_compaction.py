@@ -8,7 +8,9 @@ plane learns of the others' compactions) and, within its cache's 15 s poll, drop
 it: a LIST at a compacted resourceVersion (``resourceVersionMatch=Exact``) is then answered
 410 Gone ("too old resource version"), and the client must LIST again. A watch is served from the apiserver's
 watch cache, whose window moves with the writes to its resource, not with etcd's compactions (kube-apiserver 1.35):
-a watch resumed from a version the window no longer holds gets the same 410, as an ERROR event.
+a watch resumed from a version the window no longer holds gets the same 410, as an ERROR event. A resource the
+apiserver serves from etcd (``--watch-cache-sizes=<resource>#0``, a bed's ``apiserver_flags``) gets that 410 for a
+watch from a version older than the last compaction.
 """
 
 from __future__ import annotations
