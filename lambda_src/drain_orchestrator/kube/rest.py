@@ -247,7 +247,7 @@ class Kube:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
                         event = json.loads(line)
-                        if _version_gone(event):
+                        if version_gone(event):
                             with self._lock:
                                 self.versions_gone += 1
                         yield event
@@ -273,7 +273,7 @@ class Kube:
             return raw
 
 
-def _version_gone(event: Any) -> bool:
+def version_gone(event: Any) -> bool:
     """A watch event saying the watch's version is gone: an ERROR carrying a Status of code 410."""
     if not isinstance(event, dict) or event.get("type") != "ERROR":
         return False
