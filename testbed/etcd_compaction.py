@@ -25,6 +25,7 @@ from typing import Any
 
 from testbed.bed import Testbed
 
+CHURN_KEY = b"drain-testbed/churn"  # outside the apiserver's --etcd-prefix: no object of the cluster changes
 COMPACT_REV_KEY = b"compact_rev_key"  # kube-apiserver's (storage/etcd3/compact.go), outside its --etcd-prefix
 
 
@@ -43,16 +44,21 @@ class Compactor:
     """Compact the bed's etcd at its current revision every ``every`` seconds while in use (a thread); ``revisions``:
     each revision compacted."""
 
-    def __init__(self, bed: Testbed, every: float) -> None:
+    def __init__(self, bed: Testbed, every: float, churn: int = 0) -> None:
         self.base = f"http://127.0.0.1:{bed.state.etcd_port}"
         self.every = every
+        self.churn = churn
         self.revisions: list[int] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="etcd-compaction")
 
     def compact(self) -> int | None:
-        """One compaction at the current revision; None when etcd had nothing new since the last one."""
+        """One compaction at the current revision; None when etcd had nothing new since the last one. ``churn``
+        writes first (a key outside the apiserver's prefix): etcd's revision moves as in a busy cluster, where leases
+        and Events are written all the time, so every compaction passes the versions read since the last one."""
+        for _ in range(self.churn):
+            _post(f"{self.base}/v3/kv/put", {"key": _b64(CHURN_KEY), "value": _b64(b"x")})
         revision = int(_post(f"{self.base}/v3/kv/range", {"key": _b64(b"/")})["header"]["revision"])
         if self.revisions and revision <= self.revisions[-1]:
             return None

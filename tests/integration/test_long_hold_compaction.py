@@ -1,4 +1,4 @@
-"""A drain held for 90 s while etcd is compacted four times a second (testbed/etcd_compaction.py), through the
+"""A drain held for 90 s while etcd is compacted ten times a second (testbed/etcd_compaction.py), through the
 Lambda on the real bed with real waits, meets 410 Gone and still reaches its verdict with its requests bounded.
 
 The bed is this file's own: its apiserver serves the resources the held drain watches (pods, poddisruptionbudgets,
@@ -51,7 +51,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 # what the scenario depends on is the ratios: passes in the hold (hold / held wait cap) and compactions a pass
 HELD_RECHECK_MAX_SECONDS = 15
 HOLD_SECONDS = 6 * HELD_RECHECK_MAX_SECONDS
-COMPACT_EVERY_SECONDS = 0.25
+COMPACT_EVERY_SECONDS = 0.1
+# writes to etcd before each compaction (testbed/etcd_compaction.py churn): the revision moves between any read and
+# the next compaction, so a watch opened from a version read a compaction ago is refused, not only after evictions
+CHURN_WRITES = 3
 # the resources the held drain watches (its node's pods, their budgets, the node), served by the apiserver from etcd
 # instead of its watch cache: a watch resumed from a version older than etcd's last compaction is then told 410
 WATCHED_FROM_ETCD = "--watch-cache-sizes=pods#0,poddisruptionbudgets.policy#0,nodes#0"
@@ -79,7 +82,7 @@ def test_a_held_drain_under_etcd_compaction_reaches_its_verdict_with_requests_bo
     )
     offset = audit_offset(testbed)
     first = k8s.core.list_namespaced_pod(k8s.ns).metadata.resource_version  # a version of the hold's start
-    with Compactor(testbed, COMPACT_EVERY_SECONDS) as compactor:
+    with Compactor(testbed, COMPACT_EVERY_SECONDS, churn=CHURN_WRITES) as compactor:
         relax = relax_pdb_after(k8s, "web", HOLD_SECONDS)
         started = time.time()
         run = lam.run(terminate_event(aws, iid), timeout=HOLD_SECONDS + 360, skip_time=False)
@@ -89,7 +92,7 @@ def test_a_held_drain_under_etcd_compaction_reaches_its_verdict_with_requests_bo
     assert inst["result"] == "drained", inst
     assert_completed_by_function(aws, iid, "CONTINUE")
     assert ended - started >= HOLD_SECONDS
-    # four a second asked; a compaction waits until etcd applied it, which on a loaded machine takes seconds too:
+    # ten a second asked; a compaction waits until etcd applied it, which on a loaded machine takes seconds too:
     # at least one every 15 s (the apiserver's poll of compact_rev_key) past the hold's first version (the first
     # compaction may come before anything was written after it: it then compacts at that very version)
     past = [r for r in compactor.revisions if r > int(first)]
