@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -140,25 +140,35 @@ class Testbed:
         return None
 
     @classmethod
-    def start(cls, directory: Path, *, bins: BinDir | None = None, log: Callable[[str], None] | None = None) -> Testbed:
+    def start(
+        cls,
+        directory: Path,
+        *,
+        bins: BinDir | None = None,
+        log: Callable[[str], None] | None = None,
+        apiserver_flags: Sequence[str] = (),
+    ) -> Testbed:
         """Start a bed in ``directory``. A component that dies while the bed comes up (a signal from outside, a
         port taken between choosing and binding it) costs one more start on fresh ports, not a session of errors;
-        the failed start's logs stay in ``logs.failed-start``."""
+        the failed start's logs stay in ``logs.failed-start``. ``apiserver_flags``: more kube-apiserver flags, after
+        the bed's own (a later flag wins), for a bed that serves differently (docs/testbed.md)."""
         say = log or (lambda msg: print(f"[testbed] {msg}", file=sys.stderr, flush=True))
         bins = bins or locate_binaries()
         directory = directory.resolve()
         try:
-            return cls._start_once(directory, bins, say)
+            return cls._start_once(directory, bins, say, apiserver_flags)
         except ComponentExited as e:
             say(f"{e.component} exited while the bed came up ({e.status}); starting it once more on fresh ports")
             kept = directory / "logs.failed-start"
             if kept.exists():
                 subprocess.run(["rm", "-rf", str(kept)], check=True)
             (directory / "logs").rename(kept)
-        return cls._start_once(directory, bins, say)
+        return cls._start_once(directory, bins, say, apiserver_flags)
 
     @classmethod
-    def _start_once(cls, directory: Path, bins: BinDir, say: Callable[[str], None]) -> Testbed:
+    def _start_once(
+        cls, directory: Path, bins: BinDir, say: Callable[[str], None], apiserver_flags: Sequence[str]
+    ) -> Testbed:
         if (directory / "state.json").exists():
             old = State.load(directory / "state.json")
             stop_procs(old.procs)
@@ -184,7 +194,7 @@ class Testbed:
             stale.unlink()
         control_plane.write_kubeconfigs(bed, pk)
         try:
-            control_plane.spawn_all(bed, bins, pk, say)
+            control_plane.spawn_all(bed, bins, pk, say, apiserver_flags)
         except BaseException:
             bed.stop()
             raise

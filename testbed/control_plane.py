@@ -10,7 +10,7 @@ import os
 import ssl
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from testbed.binaries import REPO, BinDir
@@ -130,8 +130,11 @@ def write_kubeconfigs(bed: Testbed, pk: Pki) -> None:
     )
 
 
-def spawn_all(bed: Testbed, bins: BinDir, pk: Pki, say: Callable[[str], None]) -> None:
-    """Start every component in dependency order and wait until each serves (the AWS emulator starts beside etcd)."""
+def spawn_all(
+    bed: Testbed, bins: BinDir, pk: Pki, say: Callable[[str], None], apiserver_flags: Sequence[str] = ()
+) -> None:
+    """Start every component in dependency order and wait until each serves (the AWS emulator starts beside etcd);
+    ``apiserver_flags`` go after the apiserver's own."""
     s = bed.state
     d = bed.dir
     bed._spawn(
@@ -205,6 +208,7 @@ def spawn_all(bed: Testbed, bins: BinDir, pk: Pki, say: Callable[[str], None]) -
             # one file for the bed's life (the default rotates at 100 MB): readers keep byte offsets into it
             "--audit-log-maxsize=4096",
             "--v=1",
+            *apiserver_flags,
         ],
     )
     ctx = ssl.create_default_context(cafile=str(pk.ca_crt))

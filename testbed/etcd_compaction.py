@@ -8,7 +8,9 @@ plane learns of the others' compactions) and, within its cache's 15 s poll, drop
 it: a LIST at a compacted resourceVersion (``resourceVersionMatch=Exact``) is then answered
 410 Gone ("too old resource version"), and the client must LIST again. A watch is served from the apiserver's
 watch cache, whose window moves with the writes to its resource, not with etcd's compactions (kube-apiserver 1.35):
-a watch resumed from a version the window no longer holds gets the same 410, as an ERROR event.
+a watch resumed from a version the window no longer holds gets the same 410, as an ERROR event. A resource the
+apiserver serves from etcd (``--watch-cache-sizes=<resource>#0``, a bed's ``apiserver_flags``) gets that 410 for a
+watch from a version older than the last compaction.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from testbed.bed import Testbed
 
+CHURN_KEY = b"drain-testbed/churn"  # outside the apiserver's --etcd-prefix: no object of the cluster changes
 COMPACT_REV_KEY = b"compact_rev_key"  # kube-apiserver's (storage/etcd3/compact.go), outside its --etcd-prefix
 
 
@@ -41,16 +44,21 @@ class Compactor:
     """Compact the bed's etcd at its current revision every ``every`` seconds while in use (a thread); ``revisions``:
     each revision compacted."""
 
-    def __init__(self, bed: Testbed, every: float) -> None:
+    def __init__(self, bed: Testbed, every: float, churn: int = 0) -> None:
         self.base = f"http://127.0.0.1:{bed.state.etcd_port}"
         self.every = every
+        self.churn = churn
         self.revisions: list[int] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="etcd-compaction")
 
     def compact(self) -> int | None:
-        """One compaction at the current revision; None when etcd had nothing new since the last one."""
+        """One compaction at the current revision; None when etcd had nothing new since the last one. ``churn``
+        writes first (a key outside the apiserver's prefix): etcd's revision moves as in a busy cluster, where leases
+        and Events are written all the time, so every compaction passes the versions read since the last one."""
+        for _ in range(self.churn):
+            _post(f"{self.base}/v3/kv/put", {"key": _b64(CHURN_KEY), "value": _b64(b"x")})
         revision = int(_post(f"{self.base}/v3/kv/range", {"key": _b64(b"/")})["header"]["revision"])
         if self.revisions and revision <= self.revisions[-1]:
             return None

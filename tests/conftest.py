@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from testbed.bed import Testbed
-from tests.timings import watch_bed
+from tests.beds import serving, start_bed
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -25,22 +25,8 @@ def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
     reuse = os.environ.get("DRAIN_TESTBED_DIR")
     bed = Testbed.attach(Path(reuse)) if reuse else None
     owned = bed is None
-    if bed is None:
-        # a short path: unix socket paths of etcd/kwok must stay under 108 bytes
-        bed = Testbed.start(tmp_path_factory.mktemp("bed"))
-        watch_bed(lambda: [p.pid for p in bed.state.procs])
-    saved = {k: os.environ.get(k) for k in bed.aws_env()}
-    os.environ.update(bed.aws_env())
-    try:
-        yield bed
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        if owned:
-            bed.stop()
+    with serving(bed or start_bed(tmp_path_factory), owned=owned) as served:
+        yield served
 
 
 @pytest.fixture

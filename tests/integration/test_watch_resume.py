@@ -1,6 +1,8 @@
 """Watches resumed from a resourceVersion the apiserver no longer holds, on the real bed: a restarted apiserver's
 watch cache begins after it, so the watch answers 410 Gone. The budget wait lists again within the same wait and
-still sees the budget allowing; the pod wait hands back to the next pass's list instead of giving up watching. A
+still sees the budget allowing; the pod wait hands back to the next pass's list instead of giving up watching; the
+node's watch lists the node once and watches on from that LIST's version (a GET would give the node's own version,
+the one refused, while the node is unchanged), not once a look. A
 role that may not watch pods (from before `pods watch` was granted) is told apart from a cut watch: that drain
 polls."""
 
@@ -14,7 +16,9 @@ import pytest
 
 from drain_orchestrator.engine.budget_wait import Budgets, wait_for_budget
 from drain_orchestrator.engine.waits import PodsWatched, wait_for_deletions
+from drain_orchestrator.kube.node_watch import NodePresence
 from drain_orchestrator.kube.pods import list_node_pods_at
+from drain_orchestrator.kube.recent import remember_node
 from drain_orchestrator.kube.rest import Kube
 from testbed.bed import Testbed
 from testbed.faults import BedFaults
@@ -52,6 +56,7 @@ def test_watches_from_a_version_a_restarted_apiserver_no_longer_holds_list_again
     with drainer(testbed) as kube:
         budgets_rv = kube.request("GET", path).body["metadata"]["resourceVersion"]
         listed = list_node_pods_at(kube, target)
+        seen_node = kube.request("GET", f"/api/v1/nodes/{target}").body  # as a drain's cordon left it
     assert listed.resource_version and listed.items
     k8s.core.create_namespaced_config_map(k8s.ns, {"metadata": {"name": "after-the-lists"}})  # etcd moves on
     bed_faults.stop("kube-apiserver")
@@ -80,6 +85,25 @@ def test_watches_from_a_version_a_restarted_apiserver_no_longer_holds_list_again
         # ENDED: the next pass lists again and watches from there; FORBIDDEN would stop watching pods for the drain
         assert ended is PodsWatched.ENDED, ended
         assert took < 10, f"a gone version should end the wait at once, not after {took:.1f} s"
+
+    with drainer(testbed) as kube:
+        node_query = {
+            "resourceVersion": seen_node["metadata"]["resourceVersion"],
+            "fieldSelector": f"metadata.name={target}",
+        }
+        gone = _gone(kube, "/api/v1/nodes", node_query)  # the premise: the node's version is gone too
+        assert gone["type"] == "ERROR" and gone["object"]["code"] == 410, gone
+        gone0 = kube.versions_gone
+        remember_node(kube, seen_node)  # the drain's view of its node, from before the restart
+        presence = NodePresence(kube, target)
+        # looks of a waiting drain: the first watches from the view, a later one finds that watch ended 410; the view
+        # (and, while the node is unchanged, a GET) still has the version that was gone
+        for _ in range(12):
+            calls0 = kube.calls
+            presence.check(waiting=True)
+            time.sleep(0.25)
+        assert kube.versions_gone - gone0 == 1, "the node's watch was opened again from the version that was gone"
+        assert presence.watching and kube.calls == calls0, "the last look sent a request: its watch is not running"
 
 
 def _web_budget(k8s: KubeScenario, max_unavailable: int) -> tuple[str, str]:

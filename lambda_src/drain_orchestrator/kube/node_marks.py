@@ -91,6 +91,25 @@ def read_node_fresh(kube: Kube, node: str, pin: NodeIdentity | None = None) -> d
     return get_node(kube, node, pin)
 
 
+def list_node(kube: Kube, node: str, pin: NodeIdentity | None = None) -> tuple[dict[str, Any], str | None]:
+    """The Node as a LIST of it answers (``metadata.name`` field selector: one key read) and the LIST's
+    resourceVersion, where a watch of it may start: the collection's, current when answered, where the Node's own (a
+    GET's) is that of its last change, which the server may no longer hold (410) for a node unchanged for longer than
+    its history. NodeGone if it does not exist, NodeReplaced if it is not the ``pin``ned object."""
+    resp = kube.request("GET", "/api/v1/nodes", query={"fieldSelector": f"metadata.name={node}"})
+    if not resp.ok:
+        raise resp.error(f"list node/{node}")
+    items = resp.body.get("items") or []
+    if not items:
+        NODES.drop(kube, node)
+        raise NodeGone(node)
+    body: dict[str, Any] = items[0]
+    remember_node(kube, body)
+    check_pin(node, body, pin)
+    rv = (resp.body.get("metadata") or {}).get("resourceVersion")
+    return body, str(rv) if rv else None
+
+
 def patch_node(
     kube: Kube, node: str, patch: dict[str, Any], *, dry_run: bool = False, pin: NodeIdentity | None = None
 ) -> bool:

@@ -3,8 +3,9 @@ deleted mid-drain (its instance terminated) must end the drain within that time.
 drain waiting a minute reads its node a dozen times; here the first look opens a watch of that one node, and every
 later look reads what the watch queued, without a request. The watch starts from the node as this client last saw
 it (the cordon's write, a read: kube/recent.py), so the first look needs no GET either: a deletion since then is
-the watch's first event, seen at the next look. A watch that ends (its timeout, a cut, 410 for a version too old, a
-role without ``watch nodes``) goes back to a GET.
+the watch's first event, seen at the next look. A watch that ends (its timeout, a cut, a role without ``watch nodes``)
+goes back to a GET; one answered 410 (its version no longer held: compacted, or past the watch cache's window) to a
+LIST, whose version is current where the node's own is that of its last change, as old as the one refused.
 
 The same watch says when the control plane has seen a cordon: the node lifecycle controller (kube-controller-manager,
 as on EKS) taints every unschedulable node ``node.kubernetes.io/unschedulable:NoSchedule`` as soon as its informer
@@ -21,7 +22,7 @@ from http import HTTPStatus
 from typing import Any
 
 from drain_orchestrator.kube.errors import NodeGone
-from drain_orchestrator.kube.node_marks import check_pin, get_node, read_node_fresh
+from drain_orchestrator.kube.node_marks import check_pin, get_node, list_node, read_node_fresh
 from drain_orchestrator.kube.recent import NODES, WRITE_BASE_SECONDS
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
@@ -38,6 +39,8 @@ class NodePresence:
         self.watchable = True  # False once the watch was refused (403: an older role): GETs only
         self._watch: Watch | None = None
         self.last: dict[str, Any] | None = None  # the node as the last GET or watch event showed it
+        # the last watch ended 410: the next one starts from a LIST's version, not the node's own (see check)
+        self._relist = False
 
     @property
     def watching(self) -> bool:
@@ -52,11 +55,18 @@ class NodePresence:
             if seen is True:
                 return
             self.close()  # ended: look with a GET, and watch again from there
-        elif self.watchable and (rv := self._view_version()):
+        elif self.watchable and not self._relist and (rv := self._view_version()):
             self._open(rv)
             return
-        node = self.last = read_node_fresh(self.kube, self.node, self.pin)  # NodeGone when gone (or replaced)
-        rv = _version(node)
+        if self._relist:
+            # a node unchanged since the version that was gone has that version still, in a GET and in the view
+            # alike: a watch from it would be answered 410 again at every look (or at once, in a loop, waiting on a
+            # taint). A LIST's version is the collection's, current: one LIST per 410
+            self._relist = False
+            self.last, rv = list_node(self.kube, self.node, self.pin)  # NodeGone when gone (or replaced)
+        else:
+            node = self.last = read_node_fresh(self.kube, self.node, self.pin)  # NodeGone when gone (or replaced)
+            rv = _version(node)
         if waiting and self.watchable and rv:
             self._open(rv)
 
@@ -84,7 +94,7 @@ class NodePresence:
                     continue
                 if event is None and self._watch.status not in (None, HTTPStatus.OK):
                     self.watchable = False  # refused (403, 429): GETs from now on
-                self.close()  # ended (a cut, 410): read the node, and watch again from there
+                self.close()  # ended (a cut, 410): read the node (a LIST after a 410), and watch again from there
             elif self.watchable:
                 self.check(waiting=True)  # opens the watch, after a GET when no view of the node is at hand
                 if self._watch is not None:
@@ -149,6 +159,7 @@ class NodePresence:
 
     def close(self) -> None:
         if self._watch is not None:
+            self._relist = self._relist or self._watch.gone
             self._watch.close()
             self._watch = None
 

@@ -39,6 +39,7 @@ TRANSPORT_RETRY = urllib3.Retry(
     total=1, connect=1, read=1, redirect=0, status=0, other=0, respect_retry_after_header=False, raise_on_status=False
 )
 UNAUTHORIZED = 401
+GONE = 410  # a watch's version no longer held by the server
 
 
 class Connection(Protocol):
@@ -122,6 +123,10 @@ class Kube:
         self._lock = threading.Lock()
         self.calls = 0
         self.throttled = 0  # answers turned away by API Priority and Fairness and sent again in place
+        # watches the server ended with 410 Gone (an ERROR event: the version they started from is no longer held,
+        # compacted away or past the watch cache's window): each is followed by a LIST or a GET, so a re-list loop
+        # shows here first
+        self.versions_gone = 0
         if api_client is not None:
             own_transport_retries(api_client)
             if pool_size is not None:
@@ -241,7 +246,11 @@ class Kube:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     if line.strip():
-                        yield json.loads(line)
+                        event = json.loads(line)
+                        if version_gone(event):
+                            with self._lock:
+                                self.versions_gone += 1
+                        yield event
         finally:
             # The caller may stop reading mid-stream: close instead of returning a dirty connection.
             raw.close()
@@ -262,6 +271,14 @@ class Kube:
                 retried = True
                 continue
             return raw
+
+
+def version_gone(event: Any) -> bool:
+    """A watch event saying the watch's version is gone: an ERROR carrying a Status of code 410."""
+    if not isinstance(event, dict) or event.get("type") != "ERROR":
+        return False
+    status = event.get("object")
+    return isinstance(status, dict) and status.get("code") == GONE
 
 
 def _response(status: int, headers: Mapping[str, str], data: bytes) -> Response:

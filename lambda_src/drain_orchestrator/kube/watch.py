@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.rest import Kube, version_gone
 
 
 class Watch:
@@ -24,12 +24,14 @@ class Watch:
         self._closed = False
         self.status: int | None = None  # the response's HTTP status once it arrived (403: the role may not watch)
         self.ended = False  # the reader is done (the server ended the watch, it broke, or it was closed)
+        self.gone = False  # the server ended it with 410: the version it started from is no longer held
         threading.Thread(target=self._read, args=(kube, path, query, timeout), daemon=True).start()
 
     def _read(self, kube: Kube, path: str, query: dict[str, Any], timeout: float) -> None:
         # a broken or closed watch just ends (None): the drain falls back to its timers
         with contextlib.suppress(Exception):
             for event in kube.stream_lines(path, query, timeout, opened=self._opened):
+                self.gone = self.gone or version_gone(event)
                 self.events.put((time.monotonic(), event))
         self.ended = True
         self.events.put((time.monotonic(), None))

@@ -266,8 +266,11 @@ def pass_step(
             if deadlines.in_respect_window(respect_until, now):  # kubectl's drain: no deadline policy yet
                 opts = replace(opts, deadline=None, force_delete_on_deadline=opts.force_now)
             hold = HoldCheck(linger=pacing.HELD_LINGER_SECONDS, quick=after_held)
-            rep = drain_node(runtime.kube(job.cluster), job.node, opts, timeout=budget, hold=hold, seen_ips=seen)
-            learned = None if job.identity is not None else identity_of(runtime.kube(job.cluster), job.node, job.pin)
+            kube = runtime.kube(job.cluster)
+            gone0 = kube.versions_gone
+            rep = drain_node(kube, job.node, opts, timeout=budget, hold=hold, seen_ips=seen)
+            versions_gone = kube.versions_gone - gone0
+            learned = None if job.identity is not None else identity_of(kube, job.node, job.pin)
         except NodeGone as exc:
             # the Node object is gone (instance terminated, node deleted, or another Node under its name): nothing
             # left to drain
@@ -304,6 +307,8 @@ def pass_step(
             "held": [f"{h.pod}: {h.reason} ({h.status}) {', '.join(h.pdbs)} {h.message[:200]}" for h in rep.held[:20]],
             "drained": rep.drained,
             "api_calls": rep.api_calls,
+            # watches answered 410 (their version gone), each followed by a fresh read: a re-list loop shows here
+            "versions_gone": versions_gone,
             "seconds": round(rep.elapsed, 2),
             "held_early": hold.ended,
         },
