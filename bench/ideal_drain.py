@@ -31,6 +31,7 @@ from drain_orchestrator.drain.plan import MIN_GRACE_SECONDS
 from testbed.kube import KubeScenario
 
 UNBUDGETED = ""  # the book's key for pods no budget selects
+WATCH_WINDOW_SECONDS = 5  # the longest the drainer watches the budgets without looking whether it is done
 
 
 def budget_of(labels: Mapping[str, str], selectors: Mapping[str, Mapping[str, str]]) -> str:
@@ -56,6 +57,11 @@ class Book:
     waiting: dict[str, list[str]]
     uncounted: dict[str, set[str]] = field(default_factory=dict)
     in_flight: set[str] = field(default_factory=set)
+    # per budget: its last status (allowed, disrupted) and how many were seen; per pod in flight: that count when
+    # it was sent (a refusal answered after a newer status is decided on that status: none may come again)
+    last: dict[str, tuple[int, tuple[str, ...]]] = field(default_factory=dict)
+    seen: Counter[str] = field(default_factory=Counter)
+    sent_at: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, pods: Iterable[tuple[str, Mapping[str, str]]], selectors: Mapping[str, Mapping[str, str]]) -> Book:
@@ -67,6 +73,12 @@ class Book:
     def on_status(self, budget: str, allowed: int, disrupted: Iterable[str]) -> list[str]:
         """A status of ``budget`` was seen: the pods to evict now (taken off its waiting list, counted as in flight
         until answered, so a status that comes before their answers does not free them twice)."""
+        self.last[budget] = (allowed, tuple(disrupted))
+        self.seen[budget] += 1
+        return self._take(budget)
+
+    def _take(self, budget: str) -> list[str]:
+        allowed, disrupted = self.last[budget]
         uncounted = self.uncounted.setdefault(budget, set())
         uncounted.difference_update(disrupted)
         waiting = self.waiting.get(budget, [])
@@ -74,6 +86,7 @@ class Book:
         del waiting[: len(chosen)]
         uncounted.update(chosen)
         self.in_flight.update(chosen)
+        self.sent_at.update(dict.fromkeys(chosen, self.seen[budget]))
         return chosen
 
     def unbudgeted(self) -> list[str]:
@@ -81,14 +94,19 @@ class Book:
         self.in_flight.update(chosen)
         return chosen
 
-    def on_result(self, budget: str, pod: str, code: int) -> None:
+    def on_result(self, budget: str, pod: str, code: int) -> list[str]:
         """An eviction's answer: 201 evicted (counted until a status lists it), 429 refused (the pod waits again,
-        first), 404 already gone."""
+        first), 404 already gone. The pods to evict now: after a refusal answered once a newer status of its budget
+        was seen, what that status allows (it was decided while the pod was in flight and may be the last one)."""
         self.in_flight.discard(pod)
+        sent_at = self.sent_at.pop(pod, 0)
         if code != 201:
             self.uncounted.setdefault(budget, set()).discard(pod)
         if code == 429:
             self.waiting.setdefault(budget, []).insert(0, pod)
+            if self.seen[budget] > sent_at:
+                return self._take(budget)
+        return []
 
     def relisted(self) -> None:
         """A fresh list of the budgets counts every eviction answered before it was requested."""
@@ -143,8 +161,9 @@ class IdealDrainer:
         def one(budget: str, pod: str) -> None:
             code = self._evict(pod)
             with self.lock:
-                book.on_result(budget, pod, code)
+                again = book.on_result(budget, pod, code)
                 self.evicted += code == 201
+                self._evict_all(book, [(budget, p) for p in again])
 
         for budget, pod in chosen:
             self.pool.submit(one, budget, pod)
@@ -192,14 +211,15 @@ class IdealDrainer:
 
     def _statuses(self, book: Book, listed: Any, deadline: float) -> Iterator[list[Any]]:
         """The listed budgets, then each status the watch delivers, as it comes (each may free pods); the watch
-        resumes where it stopped and relists on 410 Gone."""
+        resumes where it stopped and relists on 410 Gone. Every WATCH_WINDOW_SECONDS without a status it yields
+        nothing, so the caller sees the book done by an eviction's answer that no status followed."""
         yield listed.items
         rv = listed.metadata.resource_version
         while time.monotonic() < deadline:
             w = watch.Watch()
             self.requests["watch poddisruptionbudgets"] += 1
             try:
-                wait = max(1, int(deadline - time.monotonic()))
+                wait = max(1, min(WATCH_WINDOW_SECONDS, int(deadline - time.monotonic())))
                 for ev in w.stream(
                     self.policy.list_namespaced_pod_disruption_budget,
                     self.ns,
@@ -212,6 +232,7 @@ class IdealDrainer:
                     rv = obj.metadata.resource_version
                     if ev["type"] != "DELETED":
                         yield [obj]
+                yield []
             except ApiException as exc:
                 if exc.status != 410:
                     raise

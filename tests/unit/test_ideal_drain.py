@@ -68,6 +68,18 @@ def test_a_refused_eviction_waits_again_first() -> None:
     assert book.on_status("app0", 1, []) == ["p1"]
 
 
+def test_a_refusal_answered_after_a_newer_status_is_decided_on_that_status() -> None:
+    book = _book()
+    assert book.on_status("app0", 1, []) == ["p1"]
+    # the budget's next status comes while p1's eviction is in flight (it holds the disruption), then p1 is refused:
+    # no status may come again, so the one seen decides at once
+    assert book.on_status("app0", 1, []) == []
+    assert book.on_result("app0", "p1", 429) == ["p1"]
+    # refused with no newer status seen: the next status decides
+    assert book.on_result("app0", "p1", 429) == []
+    assert book.on_status("app0", 1, []) == ["p1"]
+
+
 def test_a_relist_counts_every_answered_eviction() -> None:
     book = _book()
     assert book.on_status("app0", 2, []) == ["p1", "p2"]
