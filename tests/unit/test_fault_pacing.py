@@ -84,17 +84,9 @@ def _answers(*, beats_fail: bool = False) -> Answer:
 
 
 def _pace(ledger: Ledger, hook: int = HOOK) -> Pace:
-    event = Interruption(
-        kind="asg-terminate",
-        event_id="e",
-        event_time=T0,
-        region="us-east-1",
-        account="1",
-        instance_ids=("i-0123456789abcdef0",),
-        deadline=None,
-        detail_type="EC2 Instance-terminate Lifecycle Action",
-        lifecycle=LifecycleRef("asg", "hook", "tok", "autoscaling:EC2_INSTANCE_TERMINATING"),
-    )
+    hook_ref = LifecycleRef("asg", "hook", "tok", "autoscaling:EC2_INSTANCE_TERMINATING")
+    iids = ("i-0123456789abcdef0",)
+    event = Interruption("asg-terminate", "e", T0, "us-east-1", "1", iids, None, "x", lifecycle=hook_ref)
     ctx: Any = ledger
     return Pace(ctx, event, "i-0123456789abcdef0", now=T0, interval=pacing.heartbeat_interval(hook), dry_run=False)
 
