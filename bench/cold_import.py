@@ -2,8 +2,9 @@
 
     make bench-cold-import        # = python -m bench.cold_import [--samples N] [--sources DIR]...
 
-Three statements, each timed in a fresh interpreter with compiled bytecode present (as the bundle ships it),
-interleaved so that machine noise hits them alike:
+Three statements, each timed in a fresh interpreter with compiled bytecode present (as the bundle ships it) and the
+environment the construct deploys for the default settings (with the settings' bound checked at synth, so the
+settings check does not simulate the pacing model again), interleaved so that machine noise hits them alike:
 
 - the durable SDK alone (``import aws_durable_execution_sdk_python``): the floor, every durable function pays it;
 - the handler module (``import drain_orchestrator.handler``): the container's init phase;
@@ -21,6 +22,7 @@ them with the command.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
@@ -54,11 +56,25 @@ def statements(sources: Path) -> dict[str, str]:
     }
 
 
-def _run(code: str, sources: Path) -> str:
+def _run(code: str, sources: Path, *, deployed: bool = True) -> str:
     env = {**os.environ, "PYTHONPATH": str(sources), "CLUSTER_NAMES": "blue"}
+    if deployed:  # the construct's environment: the settings' bound checked at synth (when the sources know it)
+        env.update(_bound_checked(sources))
     # measure with compiled bytecode, as the Lambda bundle ships it (this machine sets PYTHONDONTWRITEBYTECODE=1)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+
+
+@functools.cache
+def _bound_checked(sources: Path) -> dict[str, str]:
+    """The variable the construct sets for the default settings (infra/environment.py), as ``sources`` name it."""
+    code = (
+        "from drain_orchestrator import workflow_settings as w\n"
+        "print(getattr(w, 'BOUND_CHECKED_VARIABLE', ''), w.bound_digest(w.WorkflowSettings()) "
+        "if hasattr(w, 'bound_digest') else '')"
+    )
+    name, _, value = _run(code, sources, deployed=False).strip().partition(" ")
+    return {name: value} if name and value else {}
 
 
 def import_ms(stmt: str, sources: Path) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from .config import OrchestratorConfig
+from .function_settings import bound_checked
 
 SERVICE_NAME = "drain-orchestrator"
 METRICS_NAMESPACE = "DrainOrchestrator"
@@ -36,6 +37,9 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
     if config.cluster_endpoints:
         env["CLUSTER_ENDPOINTS"] = cluster_endpoints_variable(config)
     env.update(config.drain_settings)  # names restricted to WORKFLOW_VARIABLES: cannot override the above
+    # checked at synth (validation.py): the function's cold start need not simulate the pacing model again
+    name, digest = bound_checked(env)
+    env[name] = digest
     return env
 
 

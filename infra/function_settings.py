@@ -102,6 +102,13 @@ def check_drain_settings(variables: Mapping[str, str]) -> FunctionSettingsProble
     return None
 
 
+def bound_checked(variables: Mapping[str, str]) -> tuple[str, str]:
+    """The variable that tells the function's cold start these settings' bound was checked here (at synth, by the
+    same release's model), and its value; only for settings `check_drain_settings` accepted."""
+    ws = _validators().workflow_settings
+    return ws.BOUND_CHECKED_VARIABLE, ws.bound_digest(ws.WorkflowSettings.from_env(dict(variables)))
+
+
 def check_cluster_endpoint(cluster: str, endpoint: str | None, ca_data: str | None) -> FunctionSettingsProblem | None:
     """What the function's settings code says, at cold start, about one cluster's CLUSTER_ENDPOINTS entry; a value
     only known at deploy time (a CDK token, given as None) is left to the function."""

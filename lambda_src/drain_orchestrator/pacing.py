@@ -9,6 +9,7 @@ module on its own: settings_seam.py).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -264,6 +265,16 @@ def paced_loop(
 def shortest_retry(attempt: int, spacing: int) -> int:
     """The shortest wait the retry policies allow before the retry after ``attempt`` (failures.RetryPolicy.window,
     over every kind retried until the deadline): what a drain's retries cost when every draw is the shortest."""
+    return _shortest_retry(min(attempt, _RETRIES_SETTLED), spacing)
+
+
+# past every policy's slow_after a policy's window no longer depends on the attempt: the model's loops ask the same
+# few values tens of thousands of times at cold start (the settings check), so they are remembered
+_RETRIES_SETTLED = max(p.slow_after for p in RETRY_POLICIES.values())
+
+
+@functools.cache
+def _shortest_retry(attempt: int, spacing: int) -> int:
     return min(p.window(attempt, spacing)[0] for p in RETRY_POLICIES.values() if p.attempts is None)
 
 

@@ -3,12 +3,14 @@
 `settings.py` says *which* instances are ours and what each event kind asks for; this module says *how* a drain
 runs: kubectl-like drain flags, deadlines per kind, lifecycle-hook results, pacing of durable passes. Every
 variable and its default is listed in README.md ("Configuration"). A bad value raises `SettingsError` naming the
-variable and what was expected. Stdlib, `clip`, `settings` and `pacing` only: loaded at `cdk synth` by the
+variable and what was expected. Stdlib, `clip`, `settings`, `failures` and `pacing` only: loaded at `cdk synth` by the
 construct, which validates the drain settings it deploys with this module (settings_seam.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from typing import Literal
 
 from drain_orchestrator import pacing
 from drain_orchestrator.clip import clip
+from drain_orchestrator.failures import RETRY_POLICIES
 from drain_orchestrator.settings import SettingsError
 
 # surge before evict for pods a PDB refuses (drain/surge.py): never, annotated Deployments only, or always
@@ -146,7 +149,8 @@ class WorkflowSettings:
             raise SettingsError("RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")
         if s.held_recheck_max_seconds < s.recheck_min_seconds:
             raise SettingsError("HELD_RECHECK_MAX_SECONDS", "must be >= RECHECK_MIN_SECONDS")
-        check_bound(s)
+        if env.get(BOUND_CHECKED_VARIABLE) != bound_digest(s):
+            check_bound(s)
         check_log_level(env)
         return s
 
@@ -164,6 +168,28 @@ HORIZON_VARIABLES = (
     "DEADLINE_STATE_CHANGE_SECONDS",
     "SCHEDULED_CHANGE_LEAD_SECONDS",
 )
+
+
+# Set by the construct at synth (infra/environment.py) to the bound_digest of the settings whose bound it checked
+# there: the container's init then skips the model's simulation (tens of milliseconds at every cold start). Settings
+# changed since (a console edit, another deploy tool) no longer match it and are checked again at cold start.
+BOUND_CHECKED_VARIABLE = "DRAIN_SETTINGS_BOUND_CHECKED"
+
+
+def bound_digest(s: WorkflowSettings) -> str:
+    """Names what check_bound accepted: these settings under this pacing model (its limits, costs and retry
+    policies; the construct and the bundle it deploys are one release, so the model's code is the same)."""
+    model = (
+        pacing.MAX_DURABLE_OPERATIONS,
+        pacing.MAX_CHECKPOINT_BYTES,
+        pacing.CHECKPOINT_BYTES_PER_OPERATION,
+        pacing.FIXED_OPERATIONS,
+        pacing.FAULT_LOOP_OPERATIONS,
+        pacing.HEARTBEAT_TIMEOUTS,
+        sorted((str(kind), policy) for kind, policy in RETRY_POLICIES.items()),
+    )
+    material = repr((model, sorted(dataclasses.asdict(s).items())))
+    return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
 def check_bound(s: WorkflowSettings) -> None:

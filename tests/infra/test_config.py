@@ -26,6 +26,7 @@ from infra.config import (
 )
 from infra.environment import lambda_environment
 
+from drain_orchestrator import workflow_settings
 from testbed.pki import other_ca_pem
 from tests.infra.conftest import MULTI_VPC, REPO_ROOT
 
@@ -159,6 +160,9 @@ def test_unknown_keys_are_reported_but_cdk_keys_are_not() -> None:
 
 def test_lambda_environment_matches_the_settings_names() -> None:
     env = lambda_environment(config_from_mapping(MULTI_VPC), notification_topic_arn="arn:topic")
+    # the bound of exactly these settings was checked at synth: the function's cold start need not run the model
+    checked = env.pop(workflow_settings.BOUND_CHECKED_VARIABLE)
+    assert checked == workflow_settings.bound_digest(workflow_settings.WorkflowSettings.from_env(env))
     assert env == {
         "CLUSTER_NAMES": "prod,staging,batch",
         "OWNERSHIP_TAG": "example.com/eks-cluster",
@@ -213,8 +217,11 @@ def test_workflow_variables_match_what_the_function_reads() -> None:
 
     env = _Recording()
     WorkflowSettings.from_env(env)
-    # the log level is Powertools' own variable (checked at cold start, set with the Powertools ones, not drainSettings)
-    assert set(WORKFLOW_VARIABLES) == env.read - {"TRACING", "POWERTOOLS_LOG_LEVEL", "LOG_LEVEL"}
+    # the log level is Powertools' own variable (checked at cold start, set with the Powertools ones, not
+    # drainSettings);
+    # the bound's digest is the construct's own mark, never a drain setting
+    own = {"TRACING", "POWERTOOLS_LOG_LEVEL", "LOG_LEVEL", workflow_settings.BOUND_CHECKED_VARIABLE}
+    assert set(WORKFLOW_VARIABLES) == env.read - own
 
 
 @pytest.mark.parametrize(

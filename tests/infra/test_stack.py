@@ -12,6 +12,7 @@ from infra.construct import KUBERNETES_GROUP
 from infra.log_queries import DASHBOARD_QUERIES
 from infra.observability import METRIC_WIDGETS
 
+from drain_orchestrator import workflow_settings
 from drain_orchestrator.interruption import Kind
 from drain_orchestrator.workflow import liveness_flow, sweep_flow
 from tests.infra.conftest import RBAC_APPLIER_PREFIX, Synthesized
@@ -118,6 +119,8 @@ def test_function_environment(single: Synthesized) -> None:
         "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
         "LOG_LEVEL": "INFO",
         "SURGE_SWEEP_MINUTES": "15",
+        # the default settings' bound, checked at synth: no simulation of it at the function's cold start
+        "DRAIN_SETTINGS_BOUND_CHECKED": workflow_settings.bound_digest(workflow_settings.WorkflowSettings()),
     }
 
 

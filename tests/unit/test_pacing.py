@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drain_orchestrator import pacing
+from drain_orchestrator import pacing, workflow_settings
 from drain_orchestrator.settings import SettingsError
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
@@ -72,6 +72,27 @@ def test_settings_that_could_exceed_the_limits_are_refused_naming_the_variables(
     for name in ("DRAIN_PASS_SECONDS", "RECHECK_MAX_SECONDS", "HELD_RECHECK_MAX_SECONDS"):
         assert name in str(err.value)
     assert "durable operations" in str(err.value)
+
+
+def test_the_cold_start_skips_the_model_only_for_the_very_settings_checked_at_synth(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    refused = {"HELD_RECHECK_MAX_SECONDS": "5"}
+    checked = {"DRAIN_PASS_SECONDS": "60"}
+    digest = workflow_settings.bound_digest(WorkflowSettings.from_env(checked))
+    mark = workflow_settings.BOUND_CHECKED_VARIABLE
+    # another setting's digest (or a stale one) does not let settings past the bound: they are simulated and refused
+    for stale in (digest, workflow_settings.bound_digest(WorkflowSettings()), "0" * 32):
+        with pytest.raises(SettingsError, match="durable operations"):
+            WorkflowSettings.from_env({**refused, mark: stale})
+    simulated: list[WorkflowSettings] = []
+    real = pacing.worst_case_any_hook
+    monkeypatch.setattr(pacing, "worst_case_any_hook", lambda ws: simulated.append(ws) or real(ws))
+    assert WorkflowSettings.from_env({**checked, mark: digest}) == WorkflowSettings.from_env(checked)
+    assert len(simulated) == 1  # the settings without their digest only
+    # the digest names the model too: a different operations cap is a different check
+    monkeypatch.setattr(pacing, "MAX_DURABLE_OPERATIONS", pacing.MAX_DURABLE_OPERATIONS - 1)
+    assert workflow_settings.bound_digest(WorkflowSettings.from_env(checked)) != digest
 
 
 def test_a_shorter_lifecycle_cap_admits_faster_pacing() -> None:
