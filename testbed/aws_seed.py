@@ -223,6 +223,11 @@ class AwsSeed:
         ``state``: a read that lags, as DescribeInstances' eventual consistency allows (testbed/aws/ec2.py)."""
         self._post("/_testbed/ec2/instance-state", {"instance_id": instance_id, "state": state, "after_reads": reads})
 
+    def forget_terminated(self, instance_id: str) -> None:
+        """EC2 no longer lists the terminated instance: the while AWS lists recently terminated instances is over
+        (testbed/aws/ec2.py)."""
+        self._post("/_testbed/ec2/forget-terminated", {"instance_id": instance_id})
+
     # ---- lifecycle actions (test-bed extension) -------------------------------------------------------------------
     def start_lifecycle_action(self, asg: str, hook: str, instance_id: str) -> str:
         return str(

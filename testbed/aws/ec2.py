@@ -12,16 +12,27 @@ DescribeInstances is eventually consistent on AWS: a read may answer a state old
 ``POST /_testbed/ec2/instance-state`` ``{"instance_id", "state", "after_reads"}`` makes EC2 report the instance in
 ``state`` once ``after_reads`` more DescribeInstances naming it were answered as they stand (0: from the next one on),
 so a test can give the function's first look one state and its later looks another.
+
+DescribeInstances lists a terminated instance only "for a while" after it terminated (usually less than an hour, the
+API reference says; moto lists it for good): ``POST /_testbed/ec2/forget-terminated`` ``{"instance_id"}`` ends that
+while for one terminated instance, and EC2 answers for it as for an id it never issued.
+
+DescribeInstances with ``InstanceIds`` answers ``InvalidInstanceID.Malformed`` for an id that is not ``i-`` and 8 or
+17 hex digits, as AWS does (moto answers ``InvalidInstanceID.NotFound`` for any id it does not hold, well-formed or
+not): code that tells the two apart, or handles only one, is tested against the code AWS really sends.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
 FILTER = "capacity-reservation-id"
 ATTRIBUTE = "capacity_reservation_id"  # moto's serializer answers it as the Instance's CapacityReservationId
 STATE_CODES = {"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
+# AWS's instance ids: "i-" and 8 hex digits (before 2016) or 17
+WELL_FORMED_ID = re.compile(r"i-(?:[0-9a-f]{8}|[0-9a-f]{17})")
 _LOCK = threading.Lock()
 _REPORTS: dict[str, tuple[int, str]] = {}  # instance id -> (reads still answered as they stand, the state after)
 
@@ -47,7 +58,13 @@ def install() -> None:
     describe = InstanceResponse.describe_instances
 
     def describe_as_reported(self: Any) -> Any:
-        for iid in self._get_param("InstanceIds", []):
+        from moto.ec2.exceptions import EC2ClientError
+
+        ids = self._get_param("InstanceIds", [])
+        for iid in ids:
+            if not WELL_FORMED_ID.fullmatch(iid):
+                raise EC2ClientError("InvalidInstanceID.Malformed", f'Invalid id: "{iid}"')
+        for iid in ids:
             _read(iid)
         return describe(self)
 
@@ -86,6 +103,11 @@ def clear() -> None:
 
 
 def _instance(instance_id: str) -> Any:
+    return _located(instance_id)[2]
+
+
+def _located(instance_id: str) -> tuple[Any, Any, Any]:
+    """(backend, reservation, instance) of the instance, in whichever account and region holds it."""
     from moto.ec2.models import ec2_backends
 
     for account in ec2_backends.values():
@@ -93,8 +115,21 @@ def _instance(instance_id: str) -> Any:
             for reservation in backend.reservations.values():
                 for instance in reservation.instances:
                     if instance.id == instance_id:
-                        return instance
+                        return backend, reservation, instance
     raise LookupError(f"no instance {instance_id}")
+
+
+def forget_terminated(instance_id: str) -> dict[str, Any]:
+    """EC2 stops listing a terminated instance (its "recently terminated" while is over)."""
+    backend, reservation, instance = _located(instance_id)
+    if instance._state.name != "terminated":
+        raise ValueError(f"instance {instance_id} is {instance._state.name}: EC2 forgets terminated instances only")
+    reservation.instances = [i for i in reservation.instances if i.id != instance_id]
+    if not reservation.instances:
+        del backend.reservations[reservation.id]
+    with _LOCK:
+        _REPORTS.pop(instance_id, None)
+    return {"instance_id": instance_id, "forgotten": True}
 
 
 def place(instance_id: str, reservation_id: str | None) -> dict[str, Any]:

@@ -13,8 +13,8 @@ Extensions to moto 5.2.5 (see docs/testbed.md):
 6. CloudFormation: Lambda aliases and CloudWatch alarms as stack resources (cloudformation.py), so the release
    template can be created.
 7. IAM for the roles a test installs policies for, decided like AWS's IAM (iam.py).
-8. EC2: instances in a capacity reservation, DescribeInstances' ``capacity-reservation-id`` filter, and a state
-   read that lags (ec2.py).
+8. EC2: instances in a capacity reservation, DescribeInstances' ``capacity-reservation-id`` filter, a state read
+   that lags, a terminated instance no longer listed, ``InvalidInstanceID.Malformed`` (ec2.py).
 9. Account limits, off until a bed turns them on: EC2's request token buckets (``RequestLimitExceeded``) and a Lambda
    concurrency cap that a benchmark's event delivery acquires and releases (throttle.py).
 Every request the function's role makes is recorded with its resource (calls.py); the token webhook is in
@@ -78,6 +78,8 @@ def _wrap_app(app: Any, state_dir: Path) -> Any:
                 payload = ec2.place(body["instance_id"], body.get("capacity_reservation_id"))
             elif path == "/_testbed/ec2/instance-state":
                 payload = ec2.report_state(body["instance_id"], body["state"], body.get("after_reads", 0))
+            elif path == "/_testbed/ec2/forget-terminated":
+                payload = ec2.forget_terminated(body["instance_id"])
             elif path == "/_testbed/requests":
                 payload = REQUESTS.describe()
             elif path == "/_testbed/throttle":
