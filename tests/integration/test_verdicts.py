@@ -143,7 +143,9 @@ def test_access_entry_revoked_for_good_reaches_the_failure_verdict_before_the_de
     # the verdict first, then the execution fails (so its event reaches the dead-letter queue)
     assert run.status == "FAILED", run.result
     action = assert_completed_by_function(aws, iid, "ABANDON")
-    assert action["completed_at"] <= started + deadline + 5  # before the deadline, with the bed's clock slack
+    # the last retry is sent at the deadline (were access back, the deadline policy could still act), then the
+    # verdict's steps complete the action: seconds after it, each a checkpoint (46.3 s once, with 8 workers' beds)
+    assert action["completed_at"] <= started + deadline + 10
     assert action["completed_at"] <= ended
     final_notification(lam, "failed", "failed")
     assert run.metric_total("Errors") > 0
