@@ -116,7 +116,7 @@ def test_access_entry_revoked_for_30_s_mid_drain_recovers(
     measure(lam, "access-revoked-30s", fault_end_to_verdict_s=action["completed_at"] - restored_at)
 
 
-def test_access_entry_revoked_for_good_reaches_the_failure_verdict_before_the_deadline(
+def test_access_entry_revoked_for_good_reaches_the_failure_verdict_at_its_deadline(
     aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness, bed_faults: BedFaults
 ) -> None:
     deadline = 40  # the retries of a revoked access entry (every 5-30 s) go on until the verdict must come
