@@ -17,6 +17,11 @@ RUN_LABEL = "drain-test/run"
 NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"  # TaintNodesByCondition admission, on every new node until Ready
 
+# how long a scenario's set-up waits for the bed (nodes Ready and untainted, pods scheduled and Ready): seconds on an
+# idle machine, but kwok's status, the node lifecycle controller's untaint and the scheduler have taken over 60 s
+# under a full suite's load; a set-up wait says nothing about the product, so it is generous
+SETUP_SECONDS = 180
+
 
 class KubeScenario:
     def __init__(self, api_client: Any, *, prefix: str = "t") -> None:
@@ -76,9 +81,7 @@ class KubeScenario:
         self.nodes.extend(created)
         if wait_ready:
             for name in created:
-                # Ready and untainted within seconds on an idle machine; kwok's status and the node lifecycle
-                # controller's untaint have taken over 60 s under a full suite's load
-                self.wait_for(lambda n=name: self.node_schedulable(n), timeout=180, what=f"node {name} Ready")
+                self.wait_for(lambda n=name: self.node_schedulable(n), timeout=SETUP_SECONDS, what=f"node {name} Ready")
                 # an m5.2xlarge-like node with EKS' usual 110-pod limit (kwok's initializer would say 1M pods);
                 # patched once Ready, because kwok's initializer may still overwrite status until then
                 self.core.patch_node_status(name, {"status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY}})
@@ -110,7 +113,7 @@ class KubeScenario:
             and any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
         )
 
-    def wait_pods_ready(self, label_selector: str, count: int, timeout: float = 90) -> list[Any]:
+    def wait_pods_ready(self, label_selector: str, count: int, timeout: float = SETUP_SECONDS) -> list[Any]:
         def ready() -> list[Any]:
             pods = [p for p in self.pods(label_selector) if self.pod_ready(p)]
             return pods if len(pods) >= count else []

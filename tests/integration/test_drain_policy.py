@@ -15,7 +15,7 @@ from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.policy import DO_NOT_DISRUPT, ORDER_ANNOTATION, POLICY_ANNOTATION
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.engine.drainer import Drainer, drain_node
-from testbed.kube import KubeScenario
+from testbed.kube import SETUP_SECONDS, KubeScenario
 from tests.integration.drain_support import Lines, drain, drainer, hold, pods_on, release
 from tests.integration.scenario_support import Background
 
@@ -38,6 +38,11 @@ def finish(k8s: Any, pod: str) -> None:
     k8s.core.patch_namespaced_pod_status(pod, k8s.ns, {"status": {"phase": "Succeeded"}})
 
 
+def ready_on(k8s: Any, node: str, count: int) -> Any:
+    """A look for the set-up: ``count`` of the node's pods Ready."""
+    return lambda: len([p for p in pods_on(k8s, node) if k8s.pod_ready(p)]) == count
+
+
 def in_background(fn: Any) -> tuple[threading.Thread, dict[str, DrainReport]]:
     out: dict[str, DrainReport] = {}
     t = threading.Thread(target=lambda: out.setdefault("report", fn()), daemon=True)
@@ -51,7 +56,7 @@ def test_skip_leaves_the_pods_and_the_node_counts_as_drained(testbed: Any, k8s: 
     annotate_deployment(k8s, "keep", {POLICY_ANNOTATION: "skip"})
     k8s.deployment_on("web", 1, [a], b)
     k8s.bare_pod("agent", node=a, metadata_extra={"annotations": {POLICY_ANNOTATION: "skip"}})
-    k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 3, what="3 pods ready on a")
+    k8s.wait_for(ready_on(k8s, a, 3), timeout=SETUP_SECONDS, what="3 pods ready on a")
     keep = next(p for p in pods_on(k8s, a) if p.metadata.name.startswith("keep-"))
     with drainer(testbed) as kube:
         report = drain(kube, a, timeout=60)  # no --force: the unmanaged pod would be refused, but it is skipped
@@ -124,7 +129,7 @@ def test_evict_order_removes_each_stage_only_once_the_earlier_one_is_gone(testbe
     annotate_deployment(k8s, "first", {ORDER_ANNOTATION: "-1"})
     k8s.bare_pod("second", node=a)
     k8s.bare_pod("third", node=a, metadata_extra={"annotations": {ORDER_ANNOTATION: "5"}})
-    k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 3, what="3 pods ready on a")
+    k8s.wait_for(ready_on(k8s, a, 3), timeout=SETUP_SECONDS, what="3 pods ready on a")
     first = next(p.metadata.name for p in pods_on(k8s, a) if p.metadata.name.startswith("first-"))
     for name in (first, "second"):
         hold(k8s, name)
@@ -196,7 +201,7 @@ def test_karpenter_do_not_disrupt_blocks_voluntary_drains_only_with_its_duration
     k8s.bare_pod("pinned", node=a, metadata_extra={ann: {DO_NOT_DISRUPT: "true"}}, grace=1)
     k8s.bare_pod("warmup", node=a, metadata_extra={ann: {DO_NOT_DISRUPT: "6s"}}, grace=1)
     k8s.bare_pod("typo", node=a, metadata_extra={ann: {DO_NOT_DISRUPT: "forever"}}, grace=1)
-    k8s.wait_for(lambda: len([p for p in pods_on(k8s, a) if k8s.pod_ready(p)]) == 3, what="3 pods ready on a")
+    k8s.wait_for(ready_on(k8s, a, 3), timeout=SETUP_SECONDS, what="3 pods ready on a")
     started = k8s.core.read_namespaced_pod("warmup", k8s.ns).status.start_time.timestamp()
     ns = k8s.ns
     hold(k8s, "warmup")
