@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from drain_orchestrator.kube.evict import MULTIPLE_PDBS
+from testbed.kube import SETUP_SECONDS
 from tests.integration.drain_support import (
     Lines,
     drain,
@@ -45,7 +46,13 @@ def test_pdb_blocks_until_the_replacement_is_ready(testbed: Any, k8s: Any) -> No
     refused = lines.matching("error when evicting")
     assert all("web" in line for line in refused)
     assert pods_on(k8s, a) == []
-    assert len(ready_pods_on(k8s, [b], "app=web")) == 3
+    # the drain ends when the last evicted pod is gone; its replacement is created and made Ready after that,
+    # by the ReplicaSet controller and the scheduler, so it is waited for rather than expected at once
+    k8s.wait_for(
+        lambda: len(ready_pods_on(k8s, [b], "app=web")) == 3,
+        timeout=SETUP_SECONDS,
+        what="3 Ready web pods on the spare",
+    )
     assert lines.lines[0] == f"node/{a} cordoned" and lines.lines[-1] == f"node/{a} drained"
 
 
