@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import NoRegionError
+from botocore.loaders import Loader
 
 if TYPE_CHECKING:
     from mypy_boto3_autoscaling import AutoScalingClient
@@ -44,8 +48,43 @@ class MissingRegion(NoRegionError):
     fmt = "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION, or a region in your AWS profile)"
 
 
+class _PathsOnce(list[str]):
+    """The shared loader's search paths: boto3 appends its data directory to the loader of every session it wraps,
+    and this list keeps each path once however many sessions share it."""
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.extend(paths)
+
+    def append(self, path: str) -> None:
+        if path not in self:
+            super().append(path)
+
+    def extend(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            self.append(path)
+
+
+@functools.cache
+def _loader(data_path: str | None) -> Loader:
+    """One loader per process (per AWS_DATA_PATH, which botocore's own loader reads too)."""
+    extra = [os.path.expanduser(os.path.expandvars(p)) for p in data_path.split(os.pathsep)] if data_path else []
+    return Loader(extra_search_paths=_PathsOnce(extra))
+
+
+def new_session() -> boto3.Session:
+    """A session of its own (credentials, profile and configuration read now) whose service models come through one
+    loader per process. botocore parses every JSON file it needs (a service's model, endpoints, retry rules) once
+    per loader, and each session brings its own: six clients of six sessions took ~440 ms on this project's
+    machine, of one loader ~250 ms the first time and ~80 ms after (a Lambda container's first invocation builds
+    several; tests and the CLI rebuild them whenever the environment changes)."""
+    core = botocore.session.Session()
+    core.register_component("data_loader", _loader(core.get_config_variable("data_path")))
+    return boto3.Session(botocore_session=core)
+
+
 def _client(service: str, session: boto3.Session | None, region: str | None, config: Config = RETRY_CONFIG) -> Any:
-    session = session or boto3.Session()
+    session = session or new_session()
     region = region or os.environ.get("AWS_REGION") or session.region_name or None
     if region is None:
         raise MissingRegion()
