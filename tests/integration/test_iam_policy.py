@@ -32,7 +32,7 @@ OWNED = {"kubernetes.io/cluster/blue": "owned"}
 LIFECYCLE = {"autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"}
 # Granted for calls made with the function's role that the bed's AWS emulator does not see: the Lambda service's
 # (writing the on-failure destination and the function's logs), and the durable SDK's checkpoints, which the bed's
-# durable runner takes in-process (tests/infra/test_stack.py checks their scope: this function, its log group).
+# durable runner takes in-process (tests/infra/test_stack_iam.py checks their scope: this function, its log group).
 SERVICE_SIDE = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", *LOG_ACTIONS, *DURABLE_ACTIONS}
 
 

@@ -1,6 +1,6 @@
 """What the failure alarms hear, through the real handler on the bed: the metrics they watch are emitted when and as
 the alarms expect (infra/failure_alarms.py; the alarms themselves are CloudWatch's and are checked in the synthesized
-template by tests/infra/test_stack.py).
+template by tests/infra/test_stack_alarms.py).
 
 - a cluster whose RBAC was never applied: every step on it fails (403), each failed attempt counts `StepFailures` with
   no dimension but the service (the series the StepsFailing alarm watches), and the log says `forbidden`;
