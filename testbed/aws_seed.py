@@ -4,14 +4,12 @@ lifecycle actions, and the Lambda's assumed-role session. All calls go over HTTP
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
 import boto3
-from botocore.exceptions import ClientError
 
 if TYPE_CHECKING:
     from testbed.bed import Testbed
@@ -23,8 +21,6 @@ DEFAULT_HOOKS: tuple[dict[str, Any], ...] = ({"name": "drain", "transition": TER
 # The names the bed's scenarios give the orchestrator's own hooks (terminate, launch, the demo's launch hook):
 # the function answers only these (LIFECYCLE_HOOK_NAMES); a test's other hook names stand for other tools'.
 OUR_HOOKS = ("drain", "launch", "join")
-# emulator endpoint -> an image id it serves (AwsSeed._ami); moto's default images survive its resets
-_AMI_BY_ENDPOINT: dict[str, str] = {}
 
 
 class AwsSeed:
@@ -128,18 +124,9 @@ class AwsSeed:
 
     # ---- EC2 / Auto Scaling -------------------------------------------------------------------------------------
     def _ami(self) -> str:
-        """An image to launch from. Listing moto's 1,300 default images costs the emulator ~0.7 CPU-s a call (its
-        response serializer), once per instance and group before this cache, the largest share of the bed's CPU in
-        a full run; an id remembered per emulator is checked with a one-image request instead (~10 ms)."""
-        ec2 = self.client("ec2")
-        known = _AMI_BY_ENDPOINT.get(self.endpoint)
-        if known:
-            with contextlib.suppress(ClientError):
-                if ec2.describe_images(ImageIds=[known])["Images"]:
-                    return known
-        images = ec2.describe_images(Owners=["amazon"])["Images"]
-        _AMI_BY_ENDPOINT[self.endpoint] = str(images[0]["ImageId"])
-        return _AMI_BY_ENDPOINT[self.endpoint]
+        # the emulator serves two images (testbed/aws/amis.json), so listing them is cheap
+        images = self.client("ec2").describe_images(Owners=["amazon"])["Images"]
+        return str(images[0]["ImageId"])
 
     def instance(self, *, tags: dict[str, str] | None = None, az: str = "us-east-1a") -> str:
         kw: dict[str, Any] = {
