@@ -8,6 +8,9 @@ settings check does not simulate the pacing model again), interleaved so that ma
 
 - the durable SDK alone (``import aws_durable_execution_sdk_python``): the floor, every durable function pays it;
 - the handler module (``import drain_orchestrator.handler``): the container's init phase;
+- an event the admission skips (another cluster's instance, a stale warning): the handler plus the parser and the
+  AWS clients' module, all a skipped event's first invocation imports (the drain's flows load only when an
+  instance's flow starts);
 - the first invocation: the handler plus every module of the package outside ``cli/``, which is what a drain's
   first invocation imports inside its steps (the parser, the engine, the apiserver transport; recorded with
   ``sys.modules`` after a terminate drain under the local runner: all but ``restamp`` and ``aws.lambda_versions``).
@@ -33,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = "drain_orchestrator"
 SDK = "durable SDK alone"
 HANDLER = "handler module (init)"
+SKIPPED = "a skipped event's first invocation (handler + parse + decide)"
 FIRST = "first invocation (handler + step modules)"
 
 
@@ -52,6 +56,7 @@ def statements(sources: Path) -> dict[str, str]:
     return {
         SDK: "import aws_durable_execution_sdk_python",
         HANDLER: f"import {PACKAGE}.handler",
+        SKIPPED: f"import {PACKAGE}.handler, {PACKAGE}.events, {PACKAGE}.aws.clients",
         FIRST: "import " + ", ".join([f"{PACKAGE}.handler", *first_invocation_modules(sources)]),
     }
 

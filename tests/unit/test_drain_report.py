@@ -17,7 +17,8 @@ from drain_orchestrator.drain.report import (
     forced_reasons,
     held_reasons,
 )
-from drain_orchestrator.workflow.results import PassOutcome, StepSerDes
+from drain_orchestrator.workflow.checkpoint import StepSerDes
+from drain_orchestrator.workflow.results import PassOutcome
 
 
 def test_report_round_trips_through_json() -> None:

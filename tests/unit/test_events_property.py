@@ -18,8 +18,8 @@ from drain_orchestrator.events import Ignored, Interruption, MalformedEvent, par
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.ownership import Reason
 from drain_orchestrator.settings import Settings
+from drain_orchestrator.workflow.checkpoint import Checkpointed, StepSerDes
 from drain_orchestrator.workflow.event_flow import Decided, Parsed, _without_tags
-from drain_orchestrator.workflow.results import Checkpointed, StepSerDes
 from drain_orchestrator.workflow_settings import WorkflowSettings
 from testbed import samples
 

@@ -19,10 +19,11 @@ from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption, LifecycleRef
 from drain_orchestrator.workflow.approval import Approval, Look
+from drain_orchestrator.workflow.checkpoint import StepFault
 from drain_orchestrator.workflow.held import HeldWatch
 from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.pace import Pace
-from drain_orchestrator.workflow.results import BeatOutcome, PassOutcome, StepFault
+from drain_orchestrator.workflow.results import BeatOutcome, PassOutcome
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
 T0 = 1_796_540_000.0

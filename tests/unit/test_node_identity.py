@@ -12,8 +12,9 @@ from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.node_identity import NodeIdentity, instance_id_from_provider_id
 from drain_orchestrator.ownership import Decision, Reason
+from drain_orchestrator.workflow.checkpoint import StepSerDes
 from drain_orchestrator.workflow.job import DrainJob
-from drain_orchestrator.workflow.results import ClaimCheck, Cordoned, DrainPlan, Located, PassOutcome, StepSerDes
+from drain_orchestrator.workflow.results import ClaimCheck, Cordoned, DrainPlan, Located, PassOutcome
 
 IID = "i-0123456789abcdef0"
 PID = f"aws:///us-east-1a/{IID}"

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from drain_orchestrator.failures import ApiError, FailureKind
-from drain_orchestrator.workflow.results import BeatOutcome, StepSerDes, VolumesCheck
+from drain_orchestrator.workflow.checkpoint import StepSerDes
+from drain_orchestrator.workflow.results import BeatOutcome, VolumesCheck
 from drain_orchestrator.workflow.step_guard import faults_as
 
 

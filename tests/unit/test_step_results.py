@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drain_orchestrator.drain.report import BlockedPod, DrainReport
 from drain_orchestrator.ownership import Decision, Reason
+from drain_orchestrator.workflow.checkpoint import RunSettings, StepFault, StepSerDes
 from drain_orchestrator.workflow.event_flow import Decided, Parsed
 from drain_orchestrator.workflow.results import (
     BeatOutcome,
@@ -15,9 +16,6 @@ from drain_orchestrator.workflow.results import (
     PassOutcome,
     ReadyCheck,
     Reported,
-    RunSettings,
-    StepFault,
-    StepSerDes,
 )
 
 FAULT = StepFault(step="drain-pass", kind="unavailable", message="apiserver unreachable")

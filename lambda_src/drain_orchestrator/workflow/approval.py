@@ -37,8 +37,8 @@ from aws_durable_execution_sdk_python.config import CallbackConfig, Duration
 from drain_orchestrator import pacing
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.outcome import Result
-from drain_orchestrator.workflow.pace import Pace, step_config
-from drain_orchestrator.workflow.results import Checkpointed
+from drain_orchestrator.workflow.checkpoint import Checkpointed, step_config
+from drain_orchestrator.workflow.pace import Pace
 
 # kept free before the deadline for the verdict: completing the lifecycle action (retried) and the report
 MARGIN_SECONDS = 30

@@ -25,8 +25,8 @@ from drain_orchestrator.decide import BotoFacts, with_reservation_instances
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.pace import retried, step_config
-from drain_orchestrator.workflow.results import Checkpointed, StepFault
+from drain_orchestrator.workflow.checkpoint import Checkpointed, StepFault, step_config
+from drain_orchestrator.workflow.event_retry import retried
 from drain_orchestrator.workflow.step_guard import faults_as
 
 NAMED = 20  # log lines name at most this many instances

@@ -35,6 +35,7 @@ from drain_orchestrator.ownership import Reason
 from drain_orchestrator.workflow import return_flow, runtime
 from drain_orchestrator.workflow.approval import RESULTS, Approval, Choice
 from drain_orchestrator.workflow.begin import begin_step
+from drain_orchestrator.workflow.checkpoint import StepFault, step_config
 from drain_orchestrator.workflow.drain_steps import cordon_step, locate_step, pass_step
 from drain_orchestrator.workflow.gate_defs import PodIps
 from drain_orchestrator.workflow.gates import Gates
@@ -43,7 +44,7 @@ from drain_orchestrator.workflow.hold_pace import HoldPace, wait_held
 from drain_orchestrator.workflow.job import Drained, DrainJob
 from drain_orchestrator.workflow.late_look import late_look
 from drain_orchestrator.workflow.one_drain import OneDrain
-from drain_orchestrator.workflow.pace import Pace, answerable, complete_lifecycle, step_config
+from drain_orchestrator.workflow.pace import Pace, answerable, complete_lifecycle
 from drain_orchestrator.workflow.report_step import announce_step, report_step, start_event_step
 from drain_orchestrator.workflow.results import (
     Announced,
@@ -53,7 +54,6 @@ from drain_orchestrator.workflow.results import (
     Located,
     PassOutcome,
     Reported,
-    StepFault,
     SurgeRestored,
     Verdict,
 )

@@ -39,10 +39,8 @@ from drain_orchestrator.outcome import InstanceOutcome
 from drain_orchestrator.ownership import Decision, Reason
 from drain_orchestrator.settings import SettingsError
 from drain_orchestrator.workflow import block_flow, liveness_flow, runtime, sweep_flow
-from drain_orchestrator.workflow.drain_flow import drain_instance
-from drain_orchestrator.workflow.launch_flow import launch_instance
-from drain_orchestrator.workflow.pace import retried, step_config
-from drain_orchestrator.workflow.results import Checkpointed, RunSettings, StepFault
+from drain_orchestrator.workflow.checkpoint import Checkpointed, RunSettings, StepFault, step_config
+from drain_orchestrator.workflow.event_retry import retried
 from drain_orchestrator.workflow.step_guard import faults_as
 
 # A step's result is one checkpoint (256 KB at most): decide in chunks whose assessments stay far below it
@@ -229,8 +227,14 @@ def _instance_branch(ctx: DurableContext, item: dict[str, Any], index: int, item
     logger.thread_safe_clear_keys()
     logger.thread_safe_append_keys(instance_id=d.instance_id, cluster=d.cluster)
     # the branch's result is checkpointed as JSON (the map's default serdes): the outcome's plain form
+    # the flows load here, not at cold start: an event the admission skips (another cluster's instance, a stale
+    # warning) never imports the drain's modules (bench/cold_import.py measures what this saves)
     if rule_of(event.kind).flow == "launch":
+        from drain_orchestrator.workflow.launch_flow import launch_instance  # noqa: PLC0415
+
         return launch_instance(ctx, event, assessment).to_dict()
+    from drain_orchestrator.workflow.drain_flow import drain_instance  # noqa: PLC0415
+
     return drain_instance(ctx, event, assessment, item["run_id"]).to_dict()
 
 

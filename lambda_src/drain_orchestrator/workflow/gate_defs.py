@@ -13,9 +13,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from drain_orchestrator.outcome import Result, succeeded
+from drain_orchestrator.workflow.checkpoint import StepFault, step_config
 from drain_orchestrator.workflow.gate_steps import pod_ips_step, targets_step, volumes_step
-from drain_orchestrator.workflow.pace import step_config
-from drain_orchestrator.workflow.results import PodAddresses, StepFault, TargetsCheck, VolumesCheck
+from drain_orchestrator.workflow.results import PodAddresses, TargetsCheck, VolumesCheck
 
 if TYPE_CHECKING:
     from aws_durable_execution_sdk_python import DurableContext

@@ -29,12 +29,13 @@ from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.outcome import InstanceOutcome, Result, succeeded
 from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.checkpoint import StepFault, step_config
 from drain_orchestrator.workflow.gate_defs import GATES, Check, Gate, PodIps, Run, State, configured
 from drain_orchestrator.workflow.gate_steps import out_of_service_ec2_step
 from drain_orchestrator.workflow.held import HeldNotice, HeldWatch, gate_held, held_step
 from drain_orchestrator.workflow.job import Drained, DrainJob
-from drain_orchestrator.workflow.pace import Pace, step_config
-from drain_orchestrator.workflow.results import StepFault, Tainted
+from drain_orchestrator.workflow.pace import Pace
+from drain_orchestrator.workflow.results import Tainted
 
 
 @dataclass

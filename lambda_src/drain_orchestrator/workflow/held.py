@@ -25,9 +25,9 @@ from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import SECONDS, logger, metric
 from drain_orchestrator.timefmt import iso_utc
 from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.checkpoint import Checkpointed
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.notify import notify
-from drain_orchestrator.workflow.results import Checkpointed
 
 PHASE = "drain-held"
 FORCEABLE = ("pdb", "multiple-pdbs")  # the deadline policy deletes pods refused by budgets, not failing evictions

@@ -10,7 +10,8 @@ from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.node_identity import NodeIdentity
 from drain_orchestrator.outcome import Result
 from drain_orchestrator.ownership import Decision
-from drain_orchestrator.workflow.results import ClaimCheck, DrainPlan, StepFault
+from drain_orchestrator.workflow.checkpoint import StepFault
+from drain_orchestrator.workflow.results import ClaimCheck, DrainPlan
 
 
 class Drained(NamedTuple):

@@ -13,9 +13,10 @@ from drain_orchestrator.decide import Assessment
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.outcome import InstanceOutcome, Result, lifecycle_result
 from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.checkpoint import step_config
 from drain_orchestrator.workflow.job import DrainJob
 from drain_orchestrator.workflow.lifecycle_steps import ready_step
-from drain_orchestrator.workflow.pace import Pace, complete_lifecycle, step_config
+from drain_orchestrator.workflow.pace import Pace, complete_lifecycle
 from drain_orchestrator.workflow.results import DrainPlan, ReadyCheck
 
 READY_RECHECK_SECONDS = 10

@@ -18,8 +18,7 @@ from aws_durable_execution_sdk_python import DurableContext, StepContext, durabl
 
 from drain_orchestrator.clip import clip
 from drain_orchestrator.observability import metric
-from drain_orchestrator.workflow.pace import step_config
-from drain_orchestrator.workflow.results import Checkpointed
+from drain_orchestrator.workflow.checkpoint import Checkpointed, step_config
 
 # what the schedule's rule sends (infra/failure_alarms.py builds the same input)
 LIVENESS_SOURCE = "drain-orchestrator"

@@ -24,10 +24,11 @@ from drain_orchestrator import deadlines
 from drain_orchestrator.drain_claim import Role
 from drain_orchestrator.outcome import InstanceOutcome, Result
 from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.checkpoint import StepFault, step_config
 from drain_orchestrator.workflow.claim_steps import claim_step, settle_step
 from drain_orchestrator.workflow.job import Drained, DrainJob
-from drain_orchestrator.workflow.pace import Pace, step_config
-from drain_orchestrator.workflow.results import ClaimCheck, ClaimSettled, StepFault
+from drain_orchestrator.workflow.pace import Pace
+from drain_orchestrator.workflow.results import ClaimCheck, ClaimSettled
 
 
 class OneDrain:

@@ -6,47 +6,21 @@ On replay the flow re-runs from the top and every step returns its checkpoint, s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from aws_durable_execution_sdk_python import DurableContext
-from aws_durable_execution_sdk_python.config import Duration, StepConfig
-from aws_durable_execution_sdk_python.retries import RetryPresets
-from aws_durable_execution_sdk_python.serdes import SerDesContext
+from aws_durable_execution_sdk_python.config import Duration
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.failures import RETRY_POLICIES, FailureKind
 from drain_orchestrator.interruption import Interruption
 from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.checkpoint import R, StepFault, step_config
 from drain_orchestrator.workflow.lifecycle_steps import complete_step, heartbeat_step
-from drain_orchestrator.workflow.results import (
-    BeatOutcome,
-    Checkpointed,
-    Completion,
-    DrainPlan,
-    StepFault,
-    StepSerDes,
-)
+from drain_orchestrator.workflow.results import BeatOutcome, Completion, DrainPlan
 
 if TYPE_CHECKING:
     from drain_orchestrator.workflow.job import DrainJob
-
-
-R = TypeVar("R", bound=Checkpointed)
-
-
-def step_config(cls: type[Checkpointed]) -> StepConfig:
-    """Steps catch their own failures (step_guard.py); the SDK retries none, the flow decides."""
-    return StepConfig(retry_strategy=RetryPresets.none(), serdes=_StepEnd(cls))
-
-
-class _StepEnd(StepSerDes[R]):
-    """A step's checkpoint, written as the step ends, in its process: what the cluster connections noticed while it
-    ran is reported then (runtime.report_cluster_notices), so the adapters keep it instead of calling back up. A
-    replay reads checkpoints back (``deserialize``) and reports nothing again."""
-
-    def serialize(self, value: R, serdes_context: SerDesContext) -> str:
-        runtime.report_cluster_notices()
-        return super().serialize(value, serdes_context)
 
 
 class Pace:
@@ -179,34 +153,6 @@ class Pace:
             backoff = policy.jittered(attempt, f"{label}@{getattr(res, 'now', self.now)}", self.spacing(until))
             self.wait(backoff, f"{name}-backoff-{attempt}", until)
             attempt += 1
-
-
-def retried[T: Checkpointed](
-    ctx: DurableContext, make: Any, name: str, cls: type[T], until: float, *, first: T | None = None
-) -> T:
-    """An event's step (before any instance's flow: no heartbeat to keep) run as ``make()`` until it succeeds, its
-    failure kind gives up, or ``until`` passes, with the kind's backoff as durable waits "<name>-backoff-N" in
-    between. Returns the last result (fault set if it never succeeded). ``first``: the first attempt's result,
-    when a step of another name made it (the admit step's decision); the retries are "<name>-retry-N"."""
-    attempt, since = 0, None
-    while True:
-        label = name if attempt == 0 else f"{name}-retry-{attempt}"
-        if attempt == 0 and first is not None:
-            res: T = first
-        else:
-            res = ctx.step(make(), name=label, config=step_config(cls))
-        fault: StepFault | None = getattr(res, "fault", None)
-        if fault is None:
-            return res
-        policy = RETRY_POLICIES[FailureKind(fault.kind)]
-        now: float = getattr(res, "now")  # noqa: B009 - every faulting result carries its time (step_guard)
-        if policy.gives_up_after(attempt) or now >= until:
-            return res
-        since = now if since is None else since
-        spacing = deadlines.loop_spacing(until - since, 1)
-        seconds = deadlines.wait_seconds(now, policy.jittered(attempt, f"{label}@{now}", spacing), until, None)
-        ctx.wait(Duration.from_seconds(seconds), name=f"{name}-backoff-{attempt}")
-        attempt += 1
 
 
 def complete_lifecycle(

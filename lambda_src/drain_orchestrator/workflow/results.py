@@ -1,82 +1,15 @@
-"""Typed results of the workflow's steps, as checkpointed by the durable SDK.
-
-Each result is a frozen dataclass with ``to_dict``/``from_dict``; `StepSerDes` stores it as JSON. A step that
-failed returns its result with ``fault`` set instead of raising, so the flow decides (retry with a durable wait,
-or the failure path) and the execution never fails before its verdict.
-"""
+"""Typed results of a drain's steps, as checkpointed by the durable SDK (the base and its storage:
+checkpoint.py)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Self, TypeVar
-
-from aws_durable_execution_sdk_python.serdes import SerDes, SerDesContext
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.node_identity import NodeIdentity
 from drain_orchestrator.ownership import Decision
-
-T = TypeVar("T", bound="Checkpointed")
-
-
-class Checkpointed:
-    """JSON round trip of a result dataclass; ``_nested`` names the fields holding other typed values."""
-
-    _nested: ClassVar[dict[str, Any]] = {}
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {}
-        for f in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            out[f.name] = value.to_dict() if hasattr(value, "to_dict") else value
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        values = dict(data)
-        for name, typ in cls._nested.items():
-            if values.get(name) is not None:
-                values[name] = typ.from_dict(values[name])
-        return cls(**values)
-
-
-# a step's checkpoint this large or larger is counted (CheckpointBytes): the service refuses one over 256 KB
-CHECKPOINT_METRIC_BYTES = 16 * 1024
-
-
-class StepSerDes[T: "Checkpointed"](SerDes[T]):
-    def __init__(self, cls: type[T]) -> None:
-        self.cls = cls
-
-    def serialize(self, value: T, serdes_context: SerDesContext) -> str:
-        """The checkpoint, as JSON; one of CHECKPOINT_METRIC_BYTES or more says its size (serialized once, when the
-        step ends: a replay reads it back, so it is never counted twice)."""
-        data = json.dumps(value.to_dict(), separators=(",", ":"))
-        if len(data.encode()) >= CHECKPOINT_METRIC_BYTES:
-            from drain_orchestrator.observability import BYTES, metric  # noqa: PLC0415
-
-            metric("CheckpointBytes", len(data.encode()), BYTES, step=type(value).__name__)
-        return data
-
-    def deserialize(self, data: str, serdes_context: SerDesContext) -> T:
-        return self.cls.from_dict(json.loads(data))
-
-
-@dataclass(frozen=True)
-class StepFault(Checkpointed):
-    """Why a step did not do its work: the failure kind (failures.FailureKind) and a short message."""
-
-    step: str
-    kind: str
-    message: str
-
-
-@dataclass(frozen=True)
-class RunSettings(Checkpointed):
-    max_concurrent_nodes: int
-    dry_run: bool
-    run_id: str  # unique per execution, stable across replays: who announces each phase of a node's drain
+from drain_orchestrator.workflow.checkpoint import Checkpointed, StepFault
 
 
 @dataclass(frozen=True)

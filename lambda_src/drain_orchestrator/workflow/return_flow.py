@@ -29,8 +29,8 @@ from drain_orchestrator.returns import (
     return_case,
 )
 from drain_orchestrator.workflow import runtime
+from drain_orchestrator.workflow.checkpoint import step_config
 from drain_orchestrator.workflow.job import DrainJob
-from drain_orchestrator.workflow.pace import step_config
 from drain_orchestrator.workflow.results import ChangeStanding, ReturnDone, ReturnLook
 from drain_orchestrator.workflow.return_steps import change_step, return_look_step, return_step
 

@@ -130,8 +130,8 @@ def connector() -> ClusterConnector:
 def report_cluster_notices() -> None:
     """What the cluster connections noticed (kube/client.py ``FactsNotice``): given endpoint/CA that DescribeCluster
     contradicts (once per container and cluster: DescribeCluster's are used from then on), or a DescribeCluster read
-    again after a failure that failed too; logged and counted as a step ends (pace.step_config), so by the step that
-    met it (or, steps running side by side, by one that ended beside it)."""
+    again after a failure that failed too; logged and counted as a step ends (checkpoint.step_config), so by the step
+    that met it (or, steps running side by side, by one that ended beside it)."""
     with _clients_lock:
         built: ClusterConnector | None = _clients.get("connector")
     if built is None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from drain_orchestrator.failures import kind_of
 from drain_orchestrator.observability import logger, metric
-from drain_orchestrator.workflow.results import Checkpointed, StepFault
+from drain_orchestrator.workflow.checkpoint import Checkpointed, StepFault
 
 MESSAGE_LIMIT = 300
 

@@ -22,8 +22,7 @@ from aws_durable_execution_sdk_python import DurableContext, StepContext, durabl
 from drain_orchestrator.clip import clip
 from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.workflow import runtime
-from drain_orchestrator.workflow.pace import step_config
-from drain_orchestrator.workflow.results import Checkpointed
+from drain_orchestrator.workflow.checkpoint import Checkpointed, step_config
 
 # what the schedule's rule sends (infra/construct.py builds the same input)
 SWEEP_SOURCE = "drain-orchestrator"
