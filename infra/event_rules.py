@@ -15,7 +15,7 @@ from typing import Any
 from .config import OrchestratorConfig
 
 DRAIN_STATES = ("stopping", "stopped", "shutting-down", "terminated")
-# what the surge sweep's schedule sends the function (drain_orchestrator/workflow/sweep_flow.py is_sweep)
+# what the surge sweep's schedule sends the function (drain_orchestrator/workflow/schedules.py is_sweep)
 SWEEP_EVENT = {"source": "drain-orchestrator", "detail-type": "Surge Sweep"}
 
 

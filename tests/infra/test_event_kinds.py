@@ -15,7 +15,7 @@ from drain_orchestrator.events import DRAINING_STATES, Interruption, parse_event
 from drain_orchestrator.interruption import Kind
 from drain_orchestrator.kinds import KINDS
 from drain_orchestrator.settings import Settings
-from drain_orchestrator.workflow import sweep_flow
+from drain_orchestrator.workflow import schedules
 from testbed import samples
 
 
@@ -99,7 +99,7 @@ def test_an_ignored_capacity_reservation_warning_gets_no_rule() -> None:
 
 def test_the_surge_sweeps_input_is_what_the_function_branches_on_and_no_kinds_rule_matches_it() -> None:
     event = {**SWEEP_EVENT, "id": "schedule-tick", "time": "2026-12-01T00:00:00Z"}
-    assert sweep_flow.is_sweep(event)
-    assert not any(sweep_flow.is_sweep(samples.load(name)) for name in samples.names())
+    assert schedules.is_sweep(event)
+    assert not any(schedules.is_sweep(samples.load(name)) for name in samples.names())
     config = config_from_mapping({"clusters": "prod"})
     assert [spec.kind for spec in rule_specs(config) if _matches(spec.pattern, event)] == []

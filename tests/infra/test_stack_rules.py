@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from drain_orchestrator.workflow import liveness_flow, sweep_flow
+from drain_orchestrator.workflow import schedules
 from tests.infra.conftest import Synthesized
 from tests.infra.stack_support import alias_ref, logical_id, queue_arn
 
@@ -96,7 +96,7 @@ def test_surges_left_behind_are_looked_for_on_a_schedule_that_sends_the_sweeps_i
     transformer = target["InputTransformer"]
     assert transformer["InputPathsMap"] == {"id": "$.id", "time": "$.time"}
     sent = json.loads(transformer["InputTemplate"].replace("<id>", '"id"').replace("<time>", '"t"'))
-    assert sweep_flow.is_sweep(sent) and sent["id"] == "id"
+    assert schedules.is_sweep(sent) and sent["id"] == "id"
 
 
 @pytest.mark.parametrize("config", ["single", "multi"])
@@ -110,7 +110,7 @@ def test_a_liveness_check_is_scheduled_every_half_hour_with_the_functions_input(
     assert target["Arn"] == alias_ref(synth)
     transformer = target["InputTransformer"]
     sent = json.loads(transformer["InputTemplate"].replace("<id>", '"id"').replace("<time>", '"t"'))
-    assert liveness_flow.is_liveness(sent) and not sweep_flow.is_sweep(sent)
+    assert schedules.is_liveness(sent) and not schedules.is_sweep(sent)
 
 
 def test_lifecycle_rules_scoped_to_served_asgs_and_hooks(multi: Synthesized) -> None:

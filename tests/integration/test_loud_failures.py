@@ -14,7 +14,8 @@ import json
 
 import pytest
 
-from drain_orchestrator.workflow.liveness_flow import LIVENESS_DETAIL_TYPE, LIVENESS_SOURCE
+from drain_orchestrator.workflow.schedules import LIVENESS_DETAIL_TYPE
+from drain_orchestrator.workflow.schedules import SOURCE as LIVENESS_SOURCE
 from testbed import samples
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed

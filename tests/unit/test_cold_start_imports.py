@@ -23,7 +23,7 @@ def _modules_after(statement: str) -> set[str]:
     return set(json.loads(out.splitlines()[-1]))
 
 
-def test_the_handler_s_init_loads_no_drain_flow_engine_apiserver_transport_or_parser() -> None:
+def test_the_handler_s_init_loads_no_drain_or_schedule_flow_engine_apiserver_transport_or_parser() -> None:
     loaded = _modules_after("import drain_orchestrator.handler")
     assert "drain_orchestrator.workflow.event_flow" in loaded  # the admission is there
     drain_side = sorted(
@@ -34,6 +34,9 @@ def test_the_handler_s_init_loads_no_drain_flow_engine_apiserver_transport_or_pa
         in {
             "drain_orchestrator.workflow.drain_flow",
             "drain_orchestrator.workflow.launch_flow",
+            "drain_orchestrator.workflow.block_flow",  # a Capacity Block's events only
+            "drain_orchestrator.workflow.sweep_flow",  # the schedules' ticks only
+            "drain_orchestrator.workflow.liveness_flow",
             "drain_orchestrator.workflow.results",
             "drain_orchestrator.events",
         }

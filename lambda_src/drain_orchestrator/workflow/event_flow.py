@@ -38,7 +38,7 @@ from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.outcome import InstanceOutcome
 from drain_orchestrator.ownership import Decision, Reason
 from drain_orchestrator.settings import SettingsError
-from drain_orchestrator.workflow import block_flow, liveness_flow, runtime, sweep_flow
+from drain_orchestrator.workflow import runtime, schedules
 from drain_orchestrator.workflow.checkpoint import Checkpointed, RunSettings, StepFault, step_config
 from drain_orchestrator.workflow.event_retry import retried
 from drain_orchestrator.workflow.step_guard import faults_as
@@ -87,10 +87,14 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     logger.thread_safe_clear_keys()
     logger.set_correlation_id(str(event_id) if event_id else None)
     context.set_logger(logger)
-    if sweep_flow.is_sweep(raw_event) or liveness_flow.is_liveness(raw_event):  # a schedule's own input
+    if schedules.is_sweep(raw_event) or schedules.is_liveness(raw_event):  # a schedule's own input
         context.step(settings_step(), name="settings", config=step_config(RunSettings))
-        if sweep_flow.is_sweep(raw_event):  # not an AWS event: no parse, no decide
+        if schedules.is_sweep(raw_event):  # not an AWS event: no parse, no decide
+            from drain_orchestrator.workflow import sweep_flow  # noqa: PLC0415 - only the schedule's ticks need it
+
             return sweep_flow.run(raw_event, context)
+        from drain_orchestrator.workflow import liveness_flow  # noqa: PLC0415 - only the schedule's ticks need it
+
         return liveness_flow.run(raw_event, context)  # settings valid, one step, counted
     admitted: Admitted = context.step(admit_step(raw_event), name="admit", config=step_config(Admitted))
     cfg, parsed = admitted.settings, admitted.parsed
@@ -100,6 +104,8 @@ def run(raw_event: Any, context: DurableContext) -> dict[str, Any]:
     event = Interruption.from_dict(parsed.event)
     logger.append_keys(kind=event.kind)
     if event.capacity_reservation_id is not None:  # a Capacity Block's: its instances once its drain is due
+        from drain_orchestrator.workflow import block_flow  # noqa: PLC0415 - only a Capacity Block's events need it
+
         event, fault = block_flow.reservation_event(context, event)
         if fault is not None:
             raise WorkflowError(f"cannot list the reservation's instances: {fault.kind}: {fault.message}")

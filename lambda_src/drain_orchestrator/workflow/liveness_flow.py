@@ -20,18 +20,6 @@ from drain_orchestrator.clip import clip
 from drain_orchestrator.observability import metric
 from drain_orchestrator.workflow.checkpoint import Checkpointed, step_config
 
-# what the schedule's rule sends (infra/failure_alarms.py builds the same input)
-LIVENESS_SOURCE = "drain-orchestrator"
-LIVENESS_DETAIL_TYPE = "Liveness Check"
-
-
-def is_liveness(raw_event: Any) -> bool:
-    return (
-        isinstance(raw_event, dict)
-        and raw_event.get("source") == LIVENESS_SOURCE
-        and raw_event.get("detail-type") == LIVENESS_DETAIL_TYPE
-    )
-
 
 @dataclass(frozen=True)
 class Alive(Checkpointed):

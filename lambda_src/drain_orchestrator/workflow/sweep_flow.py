@@ -24,18 +24,6 @@ from drain_orchestrator.observability import logger, metric
 from drain_orchestrator.workflow import runtime
 from drain_orchestrator.workflow.checkpoint import Checkpointed, step_config
 
-# what the schedule's rule sends (infra/construct.py builds the same input)
-SWEEP_SOURCE = "drain-orchestrator"
-SWEEP_DETAIL_TYPE = "Surge Sweep"
-
-
-def is_sweep(raw_event: Any) -> bool:
-    return (
-        isinstance(raw_event, dict)
-        and raw_event.get("source") == SWEEP_SOURCE
-        and raw_event.get("detail-type") == SWEEP_DETAIL_TYPE
-    )
-
 
 @dataclass(frozen=True)
 class Swept(Checkpointed):
