@@ -88,11 +88,13 @@ class NodeView:
 
     def note_witness(self) -> None:
         """The witness, if the node as this drain sees it already carries it: the cordon's answer, or what the
-        node's watch queued (opened at the first call, from the cordon's answer: no GET; later looks read it)."""
+        node's watch queued (opened at the first call, from the cordon's answer: no GET; later looks read it). A
+        node whose cordon's answer carries it already (the late look, a held drain's later passes, a node cordoned
+        long ago) opens no watch for it."""
         if self.witness_at is not None:
             return
         presence = self.presence = self.presence or NodePresence(self.kube, self.node)
-        if presence.watchable:
+        if presence.watchable and not presence.tainted(UNSCHEDULABLE_TAINT):
             presence.check(waiting=True)
         if presence.tainted(UNSCHEDULABLE_TAINT):
             self.witness_at, self.witnessed = self.clock.mono(), True
