@@ -20,10 +20,7 @@ from drain_orchestrator import pacing
 from drain_orchestrator.clip import clip
 from drain_orchestrator.failures import RETRY_POLICIES
 from drain_orchestrator.settings import SettingsError
-
-# surge before evict for pods a PDB refuses (drain/surge.py): never, annotated Deployments only, or always
-SurgeMode = Literal["never", "annotated", "always"]
-SURGE_MODES: tuple[SurgeMode, ...] = ("never", "annotated", "always")
+from drain_orchestrator.surge_mode import SURGE_MODES, SurgeMode
 
 LifecycleResult = Literal["CONTINUE", "ABANDON"]
 # which drains wait on a gate (load-balancer deregistration, volume detach) before their verdict

@@ -54,6 +54,22 @@ def test_the_node_view_keeps_the_cordon_on_the_monotonic_clock_and_orders_its_li
     assert fresh.cordoned_at == clock.mono()
 
 
+def test_a_watch_that_saw_the_pods_evicted_after_the_witness_go_counts_as_a_list_sent_after_it() -> None:
+    clock = FakeClock(mono=500.0, wall=1_700_000_000.0)
+    view = NodeView(NO_CLIENT, "n1", clock)
+    view.listed(NodePods([], "41"), sent_at=500.0)
+    view.witness_at = 500.1  # the taint came while the LIST was on its way
+    clock.advance(1)
+    view.watched_empty(clock.mono(), evicted_at=None)  # only pods already terminating went: not after the witness
+    assert view.listed_at == 501.0 and not view.listed_since_witness()
+    view.watched_empty(clock.mono(), evicted_at=500.05)  # evictions sent before the witness: their pods might not be
+    assert not view.listed_since_witness()
+    view.watched_empty(clock.mono(), evicted_at=500.2)  # sent after it: the node the watch shows is from after it
+    assert view.listed_since_witness() and view.list_sent_at == 500.2
+    view.watched_empty(clock.mono(), evicted_at=None)  # a later wait with nothing sent keeps what the earlier showed
+    assert view.list_sent_at == 500.2
+
+
 class TaintSeen:
     """The node's watch as the view reads it: the taint shows after ``after`` seconds, or never (None)."""
 

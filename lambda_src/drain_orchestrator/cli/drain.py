@@ -17,7 +17,7 @@ from drain_orchestrator.engine.drainer import drain_node
 from drain_orchestrator.kube.connect import connect
 from drain_orchestrator.kube.cordon import uncordon
 from drain_orchestrator.kube.rest import Kube
-from drain_orchestrator.workflow_settings import SURGE_MODES
+from drain_orchestrator.surge_mode import SURGE_MODES
 
 EXIT_USAGE = 2  # a usage or configuration error, as argparse reports its own
 

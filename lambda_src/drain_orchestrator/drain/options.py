@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from drain_orchestrator.node_identity import NodeIdentity
-from drain_orchestrator.workflow_settings import SURGE_MODES, SurgeMode
+from drain_orchestrator.surge_mode import SURGE_MODES, SurgeMode
 
 # Taint applied when DaemonSet pods are evicted: DaemonSet pods tolerate `unschedulable`, so without a taint
 # the DaemonSet controller would put them straight back on the node.

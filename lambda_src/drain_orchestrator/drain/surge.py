@@ -25,7 +25,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from drain_orchestrator.drain.surge_bound import surge_room
-from drain_orchestrator.workflow_settings import SurgeMode  # a setting (SURGE_BLOCKED_PODS)
+from drain_orchestrator.surge_mode import SurgeMode  # a setting (SURGE_BLOCKED_PODS)
 
 PREFIX = "drain-orchestrator.io/"
 SURGE_ANNOTATION = PREFIX + "surge"  # on the Deployment: "true" opts in (mode annotated), "false" opts out

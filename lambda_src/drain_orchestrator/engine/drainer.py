@@ -156,6 +156,8 @@ class Drainer(Evictions, Waits):
             candidates = [v for v in candidates if not self.pods.known(ident_of(v.pod)).sent]
         self._hold_first_wave(candidates)  # in a storm: budget-bound pods go at their turn
         batch, by_budget = self._due(candidates)
+        if batch and not options.dry_run:
+            view.note_witness()  # seen before these evictions go, a watch seeing them go counts (_drained_as_watched)
         sent_at = clock.mono()
         results = self._evict_all(batch)
         for v, res in zip(batch, results, strict=True):
@@ -185,7 +187,7 @@ class Drainer(Evictions, Waits):
         report.active_tier = active_tier(verdicts)
         report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT, Verdict.HOLD)]
         report.drained = not report.remaining and not report.refused and turn is None
-        self.leaving.after_pass(verdicts, only_going(report), clock)
+        self.leaving.after_pass(verdicts, only_going(report), clock, evicted_at=sent_at if report.evicted else None)
         report.api_calls = kube.calls - calls0
         report.draining_seen = self.turns.draining_seen
         report.elapsed = clock.mono() - started
@@ -236,7 +238,7 @@ class Drainer(Evictions, Waits):
             if p.uid in gone and rec is not None and rec.sent:
                 self.say(f"pod/{p.name} evicted")
                 self.pods.gone(rec)
-        self.view.listed_at = leaving.watched_at  # as good as a LIST then, for the late look after the cordon
+        self.view.watched_empty(leaving.watched_at, leaving.evicted_at)
         leaving.only_going = False
         return DrainReport(
             node=last.node, dry_run=last.dry_run, cordoned=True, drained=True, skipped=last.skipped, passes=0

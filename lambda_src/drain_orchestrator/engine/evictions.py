@@ -12,7 +12,7 @@ again.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import replace
 
 from drain_orchestrator.drain.classify import PodInfo, PodVerdict, Verdict
@@ -46,7 +46,19 @@ class Evictions(DrainParts):
         if len(batch) <= 1:
             return [one(v) for v in batch]
         with ThreadPoolExecutor(max_workers=min(options.concurrency, len(batch))) as pool:
-            return list(pool.map(one, batch))
+            futures = [pool.submit(one, v) for v in batch]
+            if not options.dry_run:
+                self._watch_going_early(futures)
+            return [f.result() for f in futures]
+
+    def _watch_going_early(self, futures: list[Future[EvictionResult]]) -> None:
+        """The batch's first answer an eviction that went through: the node's pods are watched from the pass's LIST
+        at once, and the wait after the pass reads on from that watch instead of opening its own (the same one
+        request), so it takes the deletions as they come rather than replayed after the batch's last answer. A
+        first answer that is a refusal opens none: that pass waits on budgets, not on a watch of the pods."""
+        first = next(as_completed(futures)).result()
+        if first.outcome is Outcome.EVICTED:
+            self.leaving.watch_early(self.kube, self.node, self.view.pods_version)
 
     def _apply_outcome(self, report: DrainReport, v: PodVerdict, res: EvictionResult) -> None:
         options, pods = self.options, self.pods

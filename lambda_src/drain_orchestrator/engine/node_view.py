@@ -21,8 +21,9 @@ from drain_orchestrator.drain.classify import PodVerdict, Verdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.engine.clock import Clock
 from drain_orchestrator.kube.node_watch import UNSCHEDULABLE_TAINT, NodePresence
-from drain_orchestrator.kube.pods import NodePods, SeenIps
+from drain_orchestrator.kube.pods import WATCH_SECONDS, NodePods, SeenIps, watch_node_pods
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.watch import Watch
 
 # a pass right after a budget's turn evicts from the last LIST when it is younger than this (the evictions' UID
 # preconditions make a stale pod harmless: gone answers 404, replaced 409); a node is only called drained from a
@@ -79,6 +80,16 @@ class NodeView:
         self.listing, self.listed_at, self.list_sent_at = listing, self.clock.mono(), sent_at
         if self.seen_ips is not None:
             self.seen_ips.note(listing.items)
+
+    def watched_empty(self, at: float, evicted_at: float | None) -> None:
+        """The watch from the last LIST saw every pod that LIST left go, and none arrive, by ``at``: as good as a LIST
+        made then (for the late look). ``evicted_at``: when the last pass sent the evictions of some of those pods.
+        The watch delivers in order and saw them go, and each went after its eviction was sent, so what it shows is
+        the node after then: as good as a LIST sent then, which counts when the witness was seen before it (the
+        final LIST after the cordon's witness is not needed)."""
+        self.listed_at = at
+        if evicted_at is not None and (self.list_sent_at is None or evicted_at > self.list_sent_at):
+            self.list_sent_at = evicted_at
 
     def turn_listing(self) -> NodePods | None:
         """The last LIST, when younger than TURN_LISTING_SECONDS, for a pass right after a budget's turn."""
@@ -143,12 +154,32 @@ class Leaving:
     # uids the last wait watched go with no pod arriving, and when: the node as a LIST then would show it
     watched_gone: set[str] = field(default_factory=set)
     watched_at: float | None = None
+    evicted_at: float | None = None  # when the last pass sent its evictions that went through (None: none did)
+    # the node's pods watched from the pass's LIST (at ``early_since``) since its first eviction went through, for
+    # the wait after the pass to read on from (engine/evictions.py)
+    early: Watch | None = None
+    early_since: str | None = None
 
-    def after_pass(self, verdicts: list[PodVerdict], only_going: bool, clock: Clock) -> None:
+    def after_pass(
+        self, verdicts: list[PodVerdict], only_going: bool, clock: Clock, *, evicted_at: float | None = None
+    ) -> None:
         leaving = [v.pod for v in verdicts if v.verdict is Verdict.WAIT and v.pod.deletion_timestamp is not None]
         self.deletion_times = [clock.mono_at(t) for p in leaving if (t := p.deletion_timestamp) is not None]
         self.uids = {p.uid for p in leaving if p.uid}
         self.only_going = only_going
+        self.evicted_at = evicted_at
+
+    def watch_early(self, kube: Kube, node: str, since: str | None) -> None:
+        if since and self.watchable and self.early is None:
+            self.early, self.early_since = watch_node_pods(kube, node, since, WATCH_SECONDS), since
+
+    def take_early(self, since: str | None) -> Watch | None:
+        """The early watch, if it reads from ``since`` (the last LIST's version); the caller closes it."""
+        early, self.early = self.early, None
+        if early is not None and (since is None or self.early_since != since):
+            early.close()
+            return None
+        return early
 
     def took(self) -> set[str]:
         """What the last wait watched go (once)."""

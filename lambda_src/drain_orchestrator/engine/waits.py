@@ -17,6 +17,7 @@ from drain_orchestrator.engine.clock import CLOCK, Clock
 from drain_orchestrator.engine.first_wave import FirstWave
 from drain_orchestrator.kube.pods import watch_node_pods
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.watch import Watch
 
 
 class PodsWatched(StrEnum):
@@ -31,7 +32,16 @@ class PodsWatched(StrEnum):
 class Waits(FirstWave):
     def wait_between_passes(self, interval: float, end: float) -> None:
         """Sleep until the next pass is worth it (``end``: at the latest). A wait on budgets lasts up to
-        BUDGET_WAIT_SECONDS, the node checked meanwhile; a wait for pods to go watches the node's pods."""
+        BUDGET_WAIT_SECONDS, the node checked meanwhile; a wait for pods to go watches the node's pods (on from the
+        watch the pass opened as its evictions went, if it did)."""
+        early = self.leaving.take_early(self.view.pods_version)
+        try:
+            self._wait(interval, end, early)
+        finally:
+            if early is not None:
+                early.close()
+
+    def _wait(self, interval: float, end: float, early: Watch | None) -> None:
         options, pods, leaving = self.options, self.pods, self.leaving
         mono = self.clock.mono()
         retry_at = pods.next_action()
@@ -53,7 +63,7 @@ class Waits(FirstWave):
             wait = max(0.0, min(end, retry_at) - mono)
             uids = leaving.uids | pods.sent_uids()
             gone = wait_for_deletions(
-                self.kube, self.node, since, uids, wait, check=self._look_waiting, check_every=budget
+                self.kube, self.node, since, uids, wait, check=self._look_waiting, check_every=budget, watch=early
             )
             if gone is PodsWatched.FORBIDDEN:  # the role cannot watch pods (not upgraded yet): poll instead
                 leaving.watchable = False
@@ -155,6 +165,9 @@ class Waits(FirstWave):
         """End the watches waits left open for the next ones (budgets, the node): the drain is over."""
         self.budgets.close()
         self.view.close()
+        early = self.leaving.take_early(None)
+        if early is not None:
+            early.close()
 
 
 def wait_for_deletions(
@@ -168,18 +181,20 @@ def wait_for_deletions(
     check_every: float = 5.0,
     quiet_until: float | None = None,
     clock: Clock = CLOCK,
+    watch: Watch | None = None,
 ) -> PodsWatched:
     """Block until every pod in ``uids`` has been deleted from ``node`` (watched from the LIST at ``since``), or
     ``timeout`` seconds pass. One request however many pods go and however long they take. ``check`` runs every
     ``check_every`` seconds meanwhile; what it raises ends it. With ``quiet_until`` (monotonic), once all went (or
     with no ``uids``, from the start) it watches on until then: the late look watches a drained node for pods bound
-    after its cordon, and a watch that saw none arrive (GONE) stands for a LIST at its end."""
+    after its cordon, and a watch that saw none arrive (GONE) stands for a LIST at its end.
+    ``watch``: one already reading from ``since``, taken over (and closed)."""
     left, known = set(uids), set(uids)
     if (not left and quiet_until is None) or timeout <= 0:
         return PodsWatched.ENDED  # nothing watched: only a LIST says what is on the node
     end = clock.mono() + timeout
     quiet = min(end, quiet_until) if quiet_until is not None else None
-    watch = watch_node_pods(kube, node, since, timeout)
+    watch = watch or watch_node_pods(kube, node, since, timeout)
     next_check = clock.mono() + check_every
     seen = False
     try:

@@ -56,8 +56,9 @@ def _ca_bytes(info: ClusterInfo) -> bytes:
 
 
 def _pool(info: ClusterInfo, size: int) -> urllib3.PoolManager:
-    tls = ssl.create_default_context()  # verifies the certificate chain and the host name
-    tls.load_verify_locations(cadata=base64.b64decode(info.ca_data).decode("ascii"))
+    # verifies the certificate chain and the host name; given a CA, it trusts that CA alone (as kubectl does) and
+    # does not read the system's CA bundle (20 ms of a cold start, for roots that never sign an EKS endpoint)
+    tls = ssl.create_default_context(cadata=base64.b64decode(info.ca_data).decode("ascii"))
     return urllib3.PoolManager(maxsize=size, ssl_context=tls, retries=TRANSPORT_RETRY)
 
 
