@@ -44,9 +44,9 @@ class PassCost:
 SOLO = "python -m bench.bench_storm --nodes 3 --pods-per-node 10"
 TYPICAL_OPERATIONS = Measured(8, "durable operations of a terminate drain done in one pass", SOLO, "2026-12-06")
 LOG_BYTES_PER_DRAIN = Measured(
-    4067, "bytes of logs per drained node (12.0 JSON lines, 5.2 of them EMF)", SOLO, "2026-12-06"
+    4082, "bytes of logs per drained node (12.0 JSON lines, 5.2 of them EMF)", SOLO, "2026-12-06"
 )
-SOLO_FIXED_REQUESTS = Measured(14, "Kubernetes requests of a drain besides one eviction a pod", SOLO, "2026-12-06")
+SOLO_FIXED_REQUESTS = Measured(12, "Kubernetes requests of a drain besides one eviction a pod", SOLO, "2026-12-06")
 SNS_PUBLISHES_PER_DRAIN = Measured(
     2, "notifications of a drain done in one pass (started, completed)", SOLO, "2026-12-06"
 )
