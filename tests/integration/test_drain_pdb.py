@@ -206,3 +206,32 @@ def test_pods_a_budget_admits_one_by_one_are_evicted_from_the_last_list_not_list
     assert len(sent) > 4, "no pod waited for a turn of the budget"
     between = [t for t in lists if sent[0] < t < sent[-1] and t - lists[0] < TURN_LISTING_SECONDS]
     assert between == [], [round(t - lists[0], 2) for t in lists]
+
+
+def test_a_turn_s_evictions_sent_after_the_witness_and_watched_go_need_no_final_list(testbed: Any, k8s: Any) -> None:
+    """The first pass lists the node before the control plane has the cordon (its witness comes a moment later). The
+    budget refuses the second pod; seconds later its turn evicts it from that LIST, long after the witness, and the
+    watch sees it go: that stands for a LIST sent after the witness, so the drain ends without listing again."""
+    from drain_orchestrator.engine.node_view import TURN_LISTING_SECONDS
+
+    a, b = k8s.add_nodes(2)
+    _web_on(k8s, a, b, 2)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=1)
+    k8s.wait_pdb("web", disruptions_allowed=1)
+    set_unschedulable(k8s, b, True)  # no replacement until the second pod was refused: its eviction waits for a turn
+    refused: list[float] = []
+
+    def progress(line: str) -> None:
+        if line.startswith("error when evicting") and not refused:
+            refused.append(time.monotonic())
+            set_unschedulable(k8s, b, False)
+
+    with drainer(testbed) as kube:
+        lists = pod_lists_of(kube)
+        report = drain(kube, a, timeout=60, progress=progress)  # type: ignore[arg-type]
+    assert report.drained and len(report.evicted) == 2, report
+    assert refused, "the budget refused no eviction: nothing waited for a turn"
+    assert pods_on(k8s, a) == []
+    ended = time.monotonic()
+    assert ended - lists[0] < TURN_LISTING_SECONDS, "the turn came too late to evict from the first LIST"
+    assert len(lists) == 1, [round(t - lists[0], 2) for t in lists]
