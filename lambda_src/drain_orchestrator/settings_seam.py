@@ -9,4 +9,4 @@ module is the list both sides read; tests/infra/test_settings_seam.py checks bot
 
 from __future__ import annotations
 
-SYNTH_MODULES = ("clip", "settings", "failures", "pacing", "workflow_settings")
+SYNTH_MODULES = ("clip", "settings", "failures", "pacing", "surge_mode", "workflow_settings")

@@ -1,5 +1,6 @@
 """What the surge setting may say (SURGE_BLOCKED_PODS, the command line's ``--surge``): a module of its own, so that
-the drain's options and the command line read it without the workflow's settings (their parsing, pacing, hashing)."""
+the drain's options and the command line read it without the workflow's settings (their parsing, pacing, hashing).
+Stdlib only: loaded at `cdk synth` by the construct with the workflow's settings (settings_seam.py)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 `settings.py` says *which* instances are ours and what each event kind asks for; this module says *how* a drain
 runs: kubectl-like drain flags, deadlines per kind, lifecycle-hook results, pacing of durable passes. Every
 variable and its default is listed in README.md ("Configuration"). A bad value raises `SettingsError` naming the
-variable and what was expected. Stdlib, `clip`, `settings`, `failures` and `pacing` only: loaded at `cdk synth` by the
-construct, which validates the drain settings it deploys with this module (settings_seam.py).
+variable and what was expected. Stdlib, `clip`, `settings`, `failures`, `pacing` and `surge_mode` only: loaded at
+`cdk synth` by the construct, which validates the drain settings it deploys with this module (settings_seam.py).
 """
 
 from __future__ import annotations
