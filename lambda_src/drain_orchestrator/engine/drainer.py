@@ -187,7 +187,11 @@ class Drainer(Evictions, Waits):
         report.active_tier = active_tier(verdicts)
         report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT, Verdict.HOLD)]
         report.drained = not report.remaining and not report.refused and turn is None
-        self.leaving.after_pass(verdicts, only_going(report), clock, evicted_at=sent_at if report.evicted else None)
+        # a pass right after a budget's turn evicts from the last LIST, which shows the pods earlier passes sent still
+        # running: they are on their way out all the same (by identity: a successor under the name is not)
+        sent = {v.pod.key for v in verdicts if self.pods.known(ident_of(v.pod)).sent}
+        going = only_going(report, sent)
+        self.leaving.after_pass(verdicts, going, clock, evicted_at=sent_at if report.evicted else None)
         report.api_calls = kube.calls - calls0
         report.draining_seen = self.turns.draining_seen
         report.elapsed = clock.mono() - started
@@ -316,9 +320,10 @@ def held_by_order(report: DrainReport, verdicts: list[PodVerdict]) -> list[PodRe
     return out
 
 
-def only_going(report: DrainReport) -> bool:
-    """Every pod the pass left is on its way out: nothing to retry, hold or wait on."""
-    going = {*report.evicted, *report.terminating, *(f.pod for f in report.forced)}
+def only_going(report: DrainReport, sent: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Every pod the pass left is on its way out (``sent``: the pods earlier passes sent on their way): nothing to
+    retry, hold or wait on."""
+    going = {*report.evicted, *report.terminating, *(f.pod for f in report.forced), *sent}
     stuck = report.blocked or report.throttled or report.failed or report.held_by_policy or report.refused
     return bool(report.remaining) and not stuck and set(report.remaining) <= going
 
