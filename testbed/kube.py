@@ -16,6 +16,7 @@ T = TypeVar("T")
 RUN_LABEL = "drain-test/run"
 NODE_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"  # TaintNodesByCondition admission, on every new node until Ready
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"  # the node lifecycle controller's, once it sees a cordon
 
 # how long a scenario's set-up waits for the bed (nodes Ready and untainted, pods scheduled and Ready): seconds on an
 # idle machine, but kwok's status, the node lifecycle controller's untaint and the scheduler have taken over 60 s
@@ -90,6 +91,9 @@ class KubeScenario:
     def node_ready(self, name: str) -> bool:
         node = self.core.read_node(name)
         return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+
+    def node_tainted(self, name: str, key: str) -> bool:
+        return any(t.key == key for t in self.core.read_node(name).spec.taints or [])
 
     def node_schedulable(self, name: str) -> bool:
         """Ready, and the node lifecycle controller took back the not-ready taint the apiserver's admission gave the
@@ -187,8 +191,14 @@ class KubeScenario:
         """A Deployment whose pods all start on ``nodes`` while ``spare`` is cordoned, and whose replacements may
         then go to ``spare`` (uncordoned once the pods are Ready): the shape of a node about to be drained."""
         self.core.patch_node(spare, {"spec": {"unschedulable": True}})
+        # the scheduler places pods from its cache of the nodes: wait until the control plane shows the cordon (the node
+        # lifecycle controller's taint, written from the same watch), or a pod may still land on the spare under load
+        cordoned = lambda: self.node_tainted(spare, UNSCHEDULABLE_TAINT)  # noqa: E731
+        self.wait_for(cordoned, timeout=SETUP_SECONDS, what="the spare's cordon seen by the control plane")
         self.deployment(name, replicas, nodes=[*nodes, spare], grace=grace)
         pods = self.wait_pods_ready(f"app={name}", replicas)
+        misplaced = [p.metadata.name for p in pods if p.spec.node_name not in nodes]
+        assert misplaced == [], f"{misplaced} landed outside {nodes}"
         self.core.patch_node(spare, {"spec": {"unschedulable": False}})
         return pods
 
