@@ -4,6 +4,7 @@ Ready) and small builders for workloads. Everything a test creates is removed at
 from __future__ import annotations
 
 import contextlib
+import functools
 import secrets
 import time
 from collections.abc import Callable
@@ -193,8 +194,11 @@ class KubeScenario:
         self.core.patch_node(spare, {"spec": {"unschedulable": True}})
         # the scheduler places pods from its cache of the nodes: wait until the control plane shows the cordon (the node
         # lifecycle controller's taint, written from the same watch), or a pod may still land on the spare under load
-        cordoned = lambda: self.node_tainted(spare, UNSCHEDULABLE_TAINT)  # noqa: E731
-        self.wait_for(cordoned, timeout=SETUP_SECONDS, what="the spare's cordon seen by the control plane")
+        self.wait_for(
+            functools.partial(self.node_tainted, spare, UNSCHEDULABLE_TAINT),
+            timeout=SETUP_SECONDS,
+            what="the spare's cordon seen by the control plane",
+        )
         self.deployment(name, replicas, nodes=[*nodes, spare], grace=grace)
         pods = self.wait_pods_ready(f"app={name}", replicas)
         misplaced = [p.metadata.name for p in pods if p.spec.node_name not in nodes]

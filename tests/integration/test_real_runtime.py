@@ -37,19 +37,17 @@ def _held_by_pdb(k8s: KubeScenario, node: str, spare: str) -> None:
     k8s.wait_pdb("web", disruptions_allowed=0)
 
 
-def _until[T](runtime: LambdaRuntime, arn: str, predicate: Callable[[], T], timeout: float, what: str) -> T:
-    """``predicate``'s first truthy value within ``timeout`` s; otherwise fails with what the execution and the runtime
-    said meanwhile (its status, its history's last events, the runtime's and emulator's log tails)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.2)
-    history = [(e.get("EventType"), e.get("Name")) for e in runtime.history(arn)][-15:]
-    raise AssertionError(
-        f"timed out after {timeout} s waiting for {what}; execution {runtime.describe(arn)}; last events {history}\n"
-        + runtime.logs(60)
-    )
+def _until[T](
+    k8s: KubeScenario, runtime: LambdaRuntime, arn: str, predicate: Callable[[], T], timeout: float, what: str
+) -> T:
+    """``k8s.wait_for``, failing with what the execution and the runtime said meanwhile (its status, its history's
+    last events, the runtime's and emulator's log tails)."""
+    try:
+        return k8s.wait_for(predicate, timeout=timeout, what=what)
+    except AssertionError as timed_out:
+        history = [(e.get("EventType"), e.get("Name")) for e in runtime.history(arn)][-15:]
+        said = f"execution {runtime.describe(arn)}; last events {history}\n{runtime.logs(60)}"
+        raise AssertionError(f"{timed_out}; {said}") from None
 
 
 def _event(iid: str, token: str) -> dict[str, Any]:
@@ -71,7 +69,7 @@ def test_asg_terminate_drains_across_a_durable_wait_and_a_replay(
 
     arn = runtime.start_execution(_event(iid, token), "asg-terminate-wait")
     # the budget refuses the first pass: the execution waits durably (the invocation ends) before the next
-    _until(runtime, arn, lambda: _count(runtime.history(arn), "WaitStarted"), 120, "a durable wait")
+    _until(k8s, runtime, arn, lambda: _count(runtime.history(arn), "WaitStarted"), 120, "a durable wait")
     k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
     done = runtime.wait(arn, timeout=180)
 
@@ -114,8 +112,8 @@ def test_runtime_killed_mid_step_resumes_without_repeating_finished_steps(
     runtime = real_lambda(DRAIN_PASS_SECONDS="60")  # the first drain pass blocks inside one step
 
     arn = runtime.start_execution(_event(iid, token), "asg-terminate-crash")
-    _until(runtime, arn, lambda: k8s.core.read_node(node).spec.unschedulable, 120, "node cordoned")
-    (killed_in,) = _until(runtime, arn, lambda: _in_flight_drain_pass(runtime, arn), 60, "a drain pass running")
+    _until(k8s, runtime, arn, lambda: k8s.core.read_node(node).spec.unschedulable, 120, "node cordoned")
+    (killed_in,) = _until(k8s, runtime, arn, lambda: _in_flight_drain_pass(runtime, arn), 60, "a drain pass running")
     finished = set(_steps(runtime.history(arn), "StepSucceeded"))
     (pid,) = runtime.runtime_pids()
     os.kill(pid, signal.SIGKILL)
