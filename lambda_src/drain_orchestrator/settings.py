@@ -35,6 +35,8 @@ CONTROLLERS: tuple[Controller, ...] = get_args(Controller)
 # EKS CreateCluster: 1-100 characters, starts with a letter or digit.
 _CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9\-_]{0,99}")
 ANY_CLUSTER = "*"
+SHARED_READS_TABLE = "SHARED_READS_TABLE"
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
 
 
 class SettingsError(ValueError):
@@ -97,6 +99,9 @@ class Settings:
     surge_sweep_minutes: int = 0
     # Endpoints and CAs given at deploy time, per cluster: no DescribeCluster on the cold path for these.
     cluster_endpoints: tuple[ClusterEndpoint, ...] = ()
+    # The DynamoDB table executions share EC2 reads through once EC2 throttles them (shared_reads.py); None: each
+    # event reads on its own.
+    shared_reads_table: str | None = None
 
     def serves(self, cluster: str) -> bool:
         return self.any_cluster or cluster in self.cluster_names
@@ -140,6 +145,7 @@ class Settings:
             drain_controller_managed=_parse_controllers(env.get("DRAIN_CONTROLLER_MANAGED_NODES")),
             surge_sweep_minutes=sweep,
             cluster_endpoints=parse_cluster_endpoints(env.get("CLUSTER_ENDPOINTS"), names, any_cluster=any_cluster),
+            shared_reads_table=_parse_table_name(env.get(SHARED_READS_TABLE)),
         )
 
 
@@ -194,6 +200,17 @@ def _parse_topic_arn(raw: str | None) -> str | None:
         return None
     if not raw.startswith("arn:") or ":sns:" not in raw:
         raise SettingsError("NOTIFICATION_TOPIC_ARN", f"{clip(raw)!r}: expected an SNS topic ARN")
+    return raw.strip()
+
+
+def _parse_table_name(raw: str | None) -> str | None:
+    if raw is None or not raw.strip():
+        return None
+    if not _TABLE_NAME.fullmatch(raw.strip()):
+        raise SettingsError(
+            SHARED_READS_TABLE,
+            f"{clip(raw)!r}: expected a DynamoDB table name (3-255 letters, digits, '_', '-' or '.'), or nothing",
+        )
     return raw.strip()
 
 

@@ -39,6 +39,10 @@ RETRY_WINDOW_SECONDS = 10.0
 ADAPTIVE_CONFIG = Config(
     retries={"mode": "adaptive", "total_max_attempts": ADAPTIVE_ATTEMPTS}, connect_timeout=5, read_timeout=20
 )
+# One send, no retry: a read whose throttled answer is better met by another path than by waiting (instance_reads.py).
+SINGLE_ATTEMPT_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=5, read_timeout=20
+)
 _STARTED = "drain_orchestrator_started"
 
 
@@ -116,6 +120,11 @@ def _within_window(request_dict: dict[str, Any], **_: Any) -> bool | None:
 
 def ec2_client(session: boto3.Session | None = None, region: str | None = None) -> EC2Client:
     client: EC2Client = _bounded(_client("ec2", session, region, ADAPTIVE_CONFIG))
+    return client
+
+
+def ec2_single_attempt_client(session: boto3.Session | None = None, region: str | None = None) -> EC2Client:
+    client: EC2Client = _client("ec2", session, region, SINGLE_ATTEMPT_CONFIG)
     return client
 
 

@@ -31,7 +31,7 @@ from aws_durable_execution_sdk_python.exceptions import ExecutionError, Invocati
 
 from drain_orchestrator import deadlines
 from drain_orchestrator.clip import clip
-from drain_orchestrator.decide import Assessment, BotoFacts, decide_event
+from drain_orchestrator.decide import Assessment, decide_event
 from drain_orchestrator.interruption import Ignored, Interruption, MalformedEvent
 from drain_orchestrator.kinds import rule_of
 from drain_orchestrator.observability import logger, metric
@@ -310,7 +310,9 @@ def decide_step(step_ctx: StepContext, event: Interruption) -> Decided:
 
 @faults_as("decide", Decided)
 def decide(event: Interruption) -> Decided:
-    facts = BotoFacts(runtime.ec2(), runtime.autoscaling())
+    from drain_orchestrator.workflow.instance_reads import facts_source  # noqa: PLC0415 - not on the init's path
+
+    facts = facts_source()
     assessments = decide_event(event, runtime.settings(), facts, now=time.time(), ws=runtime.wsettings())
     # not ours (or nothing to do) is a decision, never an error or a retry loop: one metric and one line per
     # reason, however many instances share it

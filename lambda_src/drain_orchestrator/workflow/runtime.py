@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mypy_boto3_elbv2 import ElasticLoadBalancingv2Client
     from mypy_boto3_sns import SNSClient
 
+    from drain_orchestrator.aws.reads_table import DynamoReadsTable
     from drain_orchestrator.kube.client import ClusterConnector
     from drain_orchestrator.kube.rest import Kube
 
@@ -96,6 +97,23 @@ def ec2() -> EC2Client:
     from drain_orchestrator.aws.clients import ec2_client  # noqa: PLC0415
 
     return _cached("ec2", ec2_client)  # type: ignore[no-any-return]
+
+
+def ec2_first_try() -> EC2Client:
+    """EC2 with a single attempt: the decide step's first read, which a throttled answer sends to the shared read."""
+    from drain_orchestrator.aws.clients import ec2_single_attempt_client  # noqa: PLC0415
+
+    return _cached("ec2-first-try", ec2_single_attempt_client)  # type: ignore[no-any-return]
+
+
+def reads_table() -> DynamoReadsTable | None:
+    """The shared-reads table named by SHARED_READS_TABLE (checked at cold start), None when there is none."""
+    name = settings().shared_reads_table
+    if name is None:
+        return None
+    from drain_orchestrator.aws.reads_table import DynamoReadsTable, dynamodb_client  # noqa: PLC0415
+
+    return _cached("reads-table", lambda: DynamoReadsTable(dynamodb_client(), name))  # type: ignore[no-any-return]
 
 
 def autoscaling() -> AutoScalingClient:
