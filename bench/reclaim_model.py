@@ -7,9 +7,15 @@ EC2 read is answered), and checked by simulating that run's own size and limits.
 
     python -m bench.fleet_model --reclaim .local/reclaim-100-as-1000.json --nodes 1000 5000
 
+With a shared-reads table (the stack's default: drain_orchestrator/shared_reads.py) a refused first read is not
+retried on its own: the run leaves its id in the table and waits; whenever the table's lease is free and a waiter
+polls, one DescribeInstances answers every id left before it (up to 1,000), and the waiters see their answers at
+their next poll. Without one (``--no-shared-reads``), every run retries its own read.
+
 What it assumes: the drain after the cordon takes the calibrated time at any size (on EKS the control plane scales;
-on the 2-core bed it did not); one DescribeInstances a node (the measured run's figure); nothing else of the account
-spends EC2 or Lambda capacity (other tools and functions would: subtract them).
+on the 2-core bed it did not); a shared round takes ``ROUND_S`` (a lease update, four queries, the read, the
+publication in batches of 25: DynamoDB answers in single-digit milliseconds); nothing else of the account spends EC2
+or Lambda capacity (other tools and functions would: subtract them).
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from testbed.aws.throttle import TokenBucket, requeue_delay
 SPOT_WARNING_S = 120.0
 CLIENT_SENDS = 4  # drain_orchestrator.aws.clients.ADAPTIVE_ATTEMPTS
 DURABLE_RETRY_S = (5, 10, 20, 40, 60)  # drain_orchestrator.failures.RETRY_POLICIES[THROTTLED], capped at 60
+POLL_S = (0.15, 0.45)  # drain_orchestrator.shared_reads.POLL_SECONDS
+ROUND_IDS = 1000  # drain_orchestrator.shared_reads.ROUND_IDS
+ROUND_S = 0.6  # a shared round's table work around its read, at 1,000 ids (40 batch writes)
 
 
 @dataclass(frozen=True)
@@ -62,10 +71,12 @@ class Calibration:
 
 
 def simulate(
-    nodes: int, bucket: tuple[float, float], concurrency: int, cal: Calibration, seed: int = 1
+    nodes: int, bucket: tuple[float, float], concurrency: int, cal: Calibration, seed: int = 1, *, shared: bool = True
 ) -> dict[str, float]:
     """Event-driven: per node its admission, its DescribeInstances sends, cordon and drained, in seconds."""
     rng = random.Random(seed)
+    waiting: list[int] = []  # left their ids in the shared-reads table, in order
+    lease_free_at = 0.0
     ec2 = TokenBucket.full(bucket[0], bucket[1], 0.0)
     running, peak, sends, throttled, requeues = 0, 0, 0, 0, 0
     queue: list[tuple[float, int, str, int, int]] = [(0.0, i, "invoke", 0, 0) for i in range(nodes)]
@@ -90,12 +101,33 @@ def simulate(
                 heapq.heappush(queue, (drained[i] + cal.held_after_drained_s, i, "done", 0, 0))
                 continue
             throttled += 1
+            if shared:  # the single first try was refused: leave the id, poll for an answer or a free lease
+                waiting.append(i)
+                heapq.heappush(queue, (t + rng.uniform(*POLL_S), i, "poll", 0, 0))
+                continue
             if attempt + 1 < CLIENT_SENDS:  # botocore standard backoff: rand x 2^attempt
                 delay = rng.random() * min(20.0, 2.0**attempt)
                 heapq.heappush(queue, (t + delay, i, "describe", attempt + 1, step))
             else:  # the step fails as THROTTLED; its durable retry comes back after the policy's delay
                 delay = DURABLE_RETRY_S[min(step, len(DURABLE_RETRY_S) - 1)]
                 heapq.heappush(queue, (t + delay, i, "describe", 0, step + 1))
+        elif what == "poll":
+            if i in cordon:
+                continue
+            if t < lease_free_at or not waiting:
+                heapq.heappush(queue, (t + rng.uniform(*POLL_S), i, "poll", 0, 0))
+                continue
+            sends += 1
+            lease_free_at = t + ROUND_S
+            if not ec2.take(t):
+                throttled += 1
+                heapq.heappush(queue, (t + rng.uniform(*POLL_S), i, "poll", 0, 0))
+                continue
+            round_ids, waiting[:] = waiting[:ROUND_IDS], waiting[ROUND_IDS:]
+            for j in round_ids:  # each waiter sees its answer at its next poll after the publication
+                cordon[j] = t + ROUND_S + rng.uniform(0, POLL_S[1]) + cal.to_cordon_s
+                drained[j] = cordon[j] + cal.to_drained_s
+                heapq.heappush(queue, (drained[j] + cal.held_after_drained_s, j, "done", 0, 0))
         else:
             running -= 1
     return _row(list(cordon.values()), list(drained.values()), sends, throttled, nodes, requeues, peak)
@@ -128,6 +160,9 @@ def add_reclaim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
     p.add_argument("--bucket", type=float, nargs=2, default=[100, 20], help="DescribeInstances bucket: size refill/s")
     p.add_argument("--concurrency", type=int, nargs="+", default=[1000], help="Lambda concurrency available")
+    p.add_argument(
+        "--no-shared-reads", dest="shared", action="store_false", help="model runs that retry their own reads only"
+    )
     p.add_argument(
         "--drain-seconds",
         type=float,
@@ -169,7 +204,10 @@ def reclaim_main(a: argparse.Namespace) -> int:
     n = res["nodes"]
     rows = [
         (f"{n} nodes, measured", measured_row(res)),
-        (f"{n} nodes, model (bucket {bucket[0]:g}/{bucket[1]:g}, concurrency {cap})", simulate(n, bucket, cap, cal)),
+        (
+            f"{n} nodes, model (bucket {bucket[0]:g}/{bucket[1]:g}, concurrency {cap})",
+            simulate(n, bucket, cap, cal, shared=a.shared),
+        ),
     ]
     for drain_s in a.drain_seconds or [cal.to_drained_s]:
         at = replace(cal, to_drained_s=drain_s)
@@ -177,6 +215,6 @@ def reclaim_main(a: argparse.Namespace) -> int:
             for c in a.concurrency:
                 limits = f"bucket {a.bucket[0]:g}/{a.bucket[1]:g}, concurrency {c}, drain {drain_s:g} s"
                 name = f"{nodes} nodes, model ({limits})"
-                rows.append((name, simulate(nodes, (a.bucket[0], a.bucket[1]), c, at)))
+                rows.append((name, simulate(nodes, (a.bucket[0], a.bucket[1]), c, at, shared=a.shared)))
     print(render(res, cal, rows))
     return 0
