@@ -55,6 +55,8 @@ def test_actions_are_case_insensitive() -> None:
         ({"CLUSTER_NAMES": "*", "OWNERSHIP_TAG": "k=v"}, "OWNERSHIP_TAG", "exactly one cluster"),
         ({"CLUSTER_NAMES": "prod", "ACTION_REBALANCE": "evict"}, "ACTION_REBALANCE", "drain, cordon, ignore"),
         ({"CLUSTER_NAMES": "prod", "NOTIFICATION_TOPIC_ARN": "topic"}, "NOTIFICATION_TOPIC_ARN", "SNS topic"),
+        ({"CLUSTER_NAMES": "prod", "SHARED_READS_TABLE": "a b"}, "SHARED_READS_TABLE", "DynamoDB table name"),
+        ({"CLUSTER_NAMES": "prod", "SHARED_READS_TABLE": "ab"}, "SHARED_READS_TABLE", "3-255"),
         ({"CLUSTER_NAMES": "prod", "SURGE_SWEEP_MINUTES": "1441"}, "SURGE_SWEEP_MINUTES", "between 0 and 1440"),
         ({"CLUSTER_NAMES": "prod", "SURGE_SWEEP_MINUTES": "15m"}, "SURGE_SWEEP_MINUTES", "whole number of minutes"),
         ({"CLUSTER_NAMES": "*", "SURGE_SWEEP_MINUTES": "15"}, "SURGE_SWEEP_MINUTES", "needs CLUSTER_NAMES"),
@@ -66,6 +68,12 @@ def test_invalid_values_name_the_variable(env: dict[str, str], variable: str, fr
     assert caught.value.variable == variable
     assert str(caught.value).startswith(f"{variable}: ")
     assert fragment in str(caught.value)
+
+
+def test_the_shared_reads_table_is_optional_and_trimmed() -> None:
+    assert Settings.from_env({"CLUSTER_NAMES": "prod"}).shared_reads_table is None
+    env = {"CLUSTER_NAMES": "prod", "SHARED_READS_TABLE": " drain-shared-reads "}
+    assert Settings.from_env(env).shared_reads_table == "drain-shared-reads"
 
 
 def test_a_huge_value_is_clipped_in_the_error() -> None:
