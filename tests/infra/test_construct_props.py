@@ -106,12 +106,17 @@ def test_the_apps_topic_is_used_and_no_notification_topic_is_created(library_app
     assert function["Environment"]["Variables"]["NOTIFICATION_TOPIC_ARN"] == {"Ref": topic_key}
 
 
+def _customer_key_arn(template: dict[str, Any]) -> dict[str, list[str]]:
+    (key_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key" and k.startswith("Key")]
+    return {"Fn::GetAtt": [key_id, "Arn"]}
+
+
 def test_the_key_encrypts_queues_logs_and_durable_state_and_the_writers_may_use_it_on_conditions(
     library_app: dict[str, Any],
 ) -> None:
     template = library_app["templates"]["Platform"]
-    (key_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key" and k.startswith("Key")]
-    key_arn = {"Fn::GetAtt": [key_id, "Arn"]}
+    key_arn = _customer_key_arn(template)
+    key_id = key_arn["Fn::GetAtt"][0]
     queues = [r["Properties"] for r in _resources(template, "AWS::SQS::Queue")]
     assert len(queues) == 2
     for queue in queues:
@@ -138,8 +143,7 @@ def test_the_key_encrypts_the_shared_reads_table_which_the_function_uses_through
     library_app: dict[str, Any],
 ) -> None:
     template = library_app["templates"]["Platform"]
-    (key_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key" and k.startswith("Key")]
-    key_arn = {"Fn::GetAtt": [key_id, "Arn"]}
+    key_arn = _customer_key_arn(template)
     (table,) = [r["Properties"] for r in _resources(template, "AWS::DynamoDB::Table")]
     assert table["SSESpecification"] == {"KMSMasterKeyId": key_arn, "SSEEnabled": True, "SSEType": "KMS"}
     role_statements = [
