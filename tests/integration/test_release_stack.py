@@ -94,8 +94,9 @@ def _created(aws: AwsSeed) -> dict[str, str]:
 
 
 def _physical_id(aws: AwsSeed, logical_id: str) -> str:
-    found = aws.client("cloudformation").describe_stack_resource(StackName=STACK, LogicalResourceId=logical_id)
-    return str(found["StackResourceDetail"]["PhysicalResourceId"])
+    summaries = aws.client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
+    (found,) = [r["PhysicalResourceId"] for r in summaries if r["LogicalResourceId"] == logical_id]
+    return str(found)
 
 
 def _function_code(aws: AwsSeed, configuration: dict[str, Any], directory: Path) -> Path:
