@@ -70,11 +70,11 @@ PRUNED_PACKAGES = ("kubernetes",)
 PRUNED_PATHS = ("bin",)  # console scripts (jp.py, ...): not callable in Lambda
 PRUNED_GLOBS = ("**/__pycache__",)
 # botocore ships the API models of ~450 services (28 MB of already-compressed files, most of the zip). The
-# function creates clients for these only (aws/clients.py, aws/sns.py, and the durable SDK's "lambda" client);
-# sso/sso-oidc back botocore's own credential providers. tests/infra/test_synth_cli.py creates every one of
-# them from the bundle's botocore, and tests/infra/test_bundle.py checks every service the code names is listed,
-# so a missing model fails the build, not a drain.
-BOTOCORE_SERVICES = ("autoscaling", "ec2", "eks", "elbv2", "lambda", "sns", "sso", "sso-oidc", "sts")
+# function creates clients for these only (aws/clients.py, aws/sns.py, the shared-reads table's "dynamodb", and
+# the durable SDK's "lambda" client); sso/sso-oidc back botocore's own credential providers.
+# tests/infra/test_synth_cli.py creates every one of them from the bundle's botocore, and tests/infra/test_bundle.py
+# checks every service the code names is listed, so a missing model fails the build, not a drain.
+BOTOCORE_SERVICES = ("autoscaling", "dynamodb", "ec2", "eks", "elbv2", "lambda", "sns", "sso", "sso-oidc", "sts")
 
 # Bump when the recipe changes in a way the inputs below do not capture.
 RECIPE_VERSION = "4"
@@ -126,7 +126,10 @@ def host_platform() -> str:
 def dependencies_key(wheel_platform: str = PLATFORM) -> str:
     """Hash of what decides the third-party part: the lock, pyproject and the install/prune recipe."""
     digest = _Digest()
-    recipe = "|".join((RECIPE_VERSION, PYTHON_VERSION, wheel_platform, *PRUNED_PACKAGES, *PRUNED_PATHS, *PRUNED_GLOBS))
+    recipe = "|".join(
+        (RECIPE_VERSION, PYTHON_VERSION, wheel_platform, *PRUNED_PACKAGES, *PRUNED_PATHS, *PRUNED_GLOBS,
+         *BOTOCORE_SERVICES)
+    )  # fmt: skip
     digest.feed("recipe", recipe.encode())
     digest.feed("uv.lock", (REPO_ROOT / "uv.lock").read_bytes())
     digest.feed("pyproject.toml", (REPO_ROOT / "pyproject.toml").read_bytes())

@@ -120,6 +120,8 @@ class OrchestratorConfig:
     cluster_endpoints: tuple[tuple[str, ClusterEndpoint], ...] = ()
     # the stack applies the RBAC and flow schema on each cluster (infra/rbac_applier.py); None: with access entries
     apply_rbac: bool | None = None
+    # the shared-reads table (infra/shared_reads.py): throttled executions share one DescribeInstances; False: none
+    shared_reads: bool = True
 
     def __post_init__(self) -> None:
         validation.check_config(self)
@@ -182,6 +184,7 @@ CONTEXT_KEYS = (
     "surgeSweepMinutes",
     "clusterEndpoints",
     "applyRbac",
+    "sharedReads",
 )
 
 # prop -> context key where the name is not simply the prop in camelCase
@@ -256,6 +259,7 @@ def _from_context(get: ContextGetter) -> OrchestratorConfig:
         surge_sweep_minutes=_int(get, "surgeSweepMinutes", 15),
         cluster_endpoints=_cluster_endpoints(get("clusterEndpoints")),
         apply_rbac=_optional_bool(get, "applyRbac"),
+        shared_reads=_bool(get, "sharedReads", default=True),
     )
 
 

@@ -5,7 +5,8 @@ Props: `config` (an `OrchestratorConfig`, validated when built) plus CDK objects
 subnets and security groups, its own notification or alarm topic, a KMS key. Attributes: `function`, `alias`,
 `notification_topic`, `alarm_topic`, `delivery_dead_letters`, `failed_invocations`, `log_group`, `alarms`,
 `rules` (per event kind; kinds sharing a rule name the same one), `security_groups`, `connections` (in a VPC),
-`rbac` (the RBAC applied with the deploy: infra.rbac_applier) and the `metric...()` helpers (infra.metrics).
+`rbac` (the RBAC applied with the deploy: infra.rbac_applier), `shared_reads_table` (infra.shared_reads; None with
+`shared_reads` off) and the `metric...()` helpers (infra.metrics).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from . import encryption, execution_role, failure_alarms, nag
+from . import encryption, execution_role, failure_alarms, nag, shared_reads
 from .config import OrchestratorConfig
 from .environment import lambda_environment
 from .event_rules import SWEEP_EVENT, rule_specs
@@ -70,8 +71,8 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
     `vpc` (+ `vpc_subnets`, `security_groups`) places the function in the app's VPC (instead of
     `config.vpc`, the ids CDK context gives); without security groups one egress-only group is created.
     `notification_topic` / `alarm_topic` use the app's topics instead of creating them. `encryption_key`
-    encrypts the notification topic, both queues, the log group and the durable executions' state with a
-    customer-managed key; the alarm topic then gets a key of its own (encryption.py).
+    encrypts the notification topic, both queues, the log group, the shared-reads table and the durable executions'
+    state with a customer-managed key; the alarm topic then gets a key of its own (encryption.py).
     """
 
     def __init__(
@@ -128,6 +129,8 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
         # the group the construct created (None without a VPC or with the app's own groups)
         self.security_group = network.created_security_group if network else None
         function_code = code if code is not None else lambda_code()
+        # throttled executions share one DescribeInstances through it (shared_reads.py); None with shared_reads off
+        self.shared_reads_table = shared_reads.shared_reads_table(self, encryption_key) if config.shared_reads else None
         self.function = lambda_.Function(
             self,
             "Function",
@@ -143,7 +146,11 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
                 execution_timeout=cdk.Duration.hours(config.execution_timeout_hours),
                 retention_period=DURABLE_RETENTION,
             ),
-            environment=lambda_environment(config, notification_topic_arn=self.notification_topic.topic_arn),
+            environment=lambda_environment(
+                config,
+                notification_topic_arn=self.notification_topic.topic_arn,
+                shared_reads_table=self.shared_reads_table.table_name if self.shared_reads_table else None,
+            ),
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=_APPLICATION_LOG_LEVEL[config.log_level],
             system_log_level_v2=lambda_.SystemLogLevel.INFO,
@@ -162,6 +169,8 @@ class DrainOrchestrator(Construct, OrchestratorMetrics):
         for statement in function_statements(config):
             self.function.add_to_role_policy(statement)
         self.notification_topic.grant_publish(self.function)
+        if self.shared_reads_table is not None:
+            shared_reads.grant_shared_reads(self.function, self.shared_reads_table, encryption_key)
         if encryption_key is not None:  # the on-failure destination is written with the function's role
             encryption_key.grant(self.function, "kms:Decrypt", "kms:GenerateDataKey*")
         # logs and durable checkpoints on this function only, instead of the managed policy's `*`

@@ -10,7 +10,8 @@ conditions AWS documents for it:
   EventBridge's requests to KMS carry `aws:SourceArn` / `aws:SourceAccount`; a condition on an absent key would drop
   every dead letter.
 - The function's role gets the key through the topic and queue grants (and for its durable executions'
-  checkpoints, execution_role.py): IAM grants on the role, not key policy statements.
+  checkpoints, execution_role.py; for the shared-reads table through DynamoDB only, shared_reads.py): IAM grants on
+  the role, not key policy statements.
 
 The alarm topic never uses the customer key: with one, it gets a key of its own (`AlarmTopicKey`, rotated), which
 lets CloudWatch alarms in only with `aws:SourceAccount` this account and `aws:SourceArn` an alarm of this account and

@@ -6,12 +6,17 @@ import json
 
 from .config import OrchestratorConfig
 from .function_settings import bound_checked
+from .reads_table import TABLE_VARIABLE
 
 SERVICE_NAME = "drain-orchestrator"
 METRICS_NAMESPACE = "DrainOrchestrator"
 
 
-def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: str) -> dict[str, str]:
+def lambda_environment(
+    config: OrchestratorConfig, *, notification_topic_arn: str, shared_reads_table: str | None = None
+) -> dict[str, str]:
+    """``shared_reads_table``: the table's name where the construct creates it (config.shared_reads); without it
+    every execution reads EC2 itself."""
     env = {
         "CLUSTER_NAMES": ",".join(config.clusters),
         "ACTION_REBALANCE": config.actions.rebalance,
@@ -34,6 +39,8 @@ def lambda_environment(config: OrchestratorConfig, *, notification_topic_arn: st
         env["SURGE_SWEEP_MINUTES"] = str(config.surge_sweep_minutes)
     if config.drain_controller_managed_nodes:
         env["DRAIN_CONTROLLER_MANAGED_NODES"] = ",".join(config.drain_controller_managed_nodes)
+    if shared_reads_table is not None:
+        env[TABLE_VARIABLE] = shared_reads_table
     if config.cluster_endpoints:
         env["CLUSTER_ENDPOINTS"] = cluster_endpoints_variable(config)
     env.update(config.drain_settings)  # names restricted to WORKFLOW_VARIABLES: cannot override the above

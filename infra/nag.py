@@ -12,6 +12,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from .config import OrchestratorConfig
+from .shared_reads import NAG_REASONS as SHARED_READS_REASONS
 
 _IAM = "AwsSolutions::AwsSolutions-IAM"
 _ASG_ARN = "arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName"
@@ -45,6 +46,8 @@ def nag_acknowledgements(config: OrchestratorConfig) -> dict[str, str]:
             "a served cluster (kubernetes.io/cluster/<name>, eks:cluster-name, or the ownershipTag); asgNames "
             "narrows further."
         )
+    if config.shared_reads:
+        reasons.update(SHARED_READS_REASONS)
     if config.vpc is not None:
         reasons[f"{_IAM}4[Policy::{_MANAGED}/AWSLambdaVPCAccessExecutionRole]"] = (
             "AWS-managed policy Lambda needs to create and delete its network interfaces in the VPC."

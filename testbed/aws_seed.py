@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from drain_orchestrator.aws import reads_table
+
 if TYPE_CHECKING:
     from testbed.bed import Testbed
     from testbed.kube import KubeScenario
@@ -21,6 +23,8 @@ DEFAULT_HOOKS: tuple[dict[str, Any], ...] = ({"name": "drain", "transition": TER
 # The names the bed's scenarios give the orchestrator's own hooks (terminate, launch, the demo's launch hook):
 # the function answers only these (LIFECYCLE_HOOK_NAMES); a test's other hook names stand for other tools'.
 OUR_HOOKS = ("drain", "launch", "join")
+# the shared-reads table the bed's function is given (SHARED_READS_TABLE), as the stack creates it
+SHARED_READS_TABLE = "drain-shared-reads"
 
 
 class AwsSeed:
@@ -104,8 +108,8 @@ class AwsSeed:
 
     def lambda_env(self, clusters: str, role_name: str = "drain-orchestrator") -> tuple[dict[str, str], str]:
         """What the deployed Lambda would have: its role's credentials, access entries on the served clusters
-        (kubernetesGroups ["drain-orchestrator"]), settings, and a notification topic (read through the returned
-        SQS queue URL)."""
+        (kubernetesGroups ["drain-orchestrator"]), settings, a notification topic (read through the returned
+        SQS queue URL) and the shared-reads table."""
         for name in [c for c in clusters.split(",") if c and c != "*"]:
             self.bed.put_access_entry(name, self.role_arn(role_name), "drain-orchestrator", ["drain-orchestrator"])
         sns, sqs = self.client("sns"), self.client("sqs")
@@ -123,8 +127,34 @@ class AwsSeed:
             "LIFECYCLE_HOOK_NAMES": ",".join(OUR_HOOKS),
             "NOTIFICATION_TOPIC_ARN": topic_arn,
             "POWERTOOLS_SERVICE_NAME": "drain-orchestrator",
+            reads_table.TABLE_VARIABLE: self.shared_reads_table(),
         }
         return env, queue_url
+
+    def shared_reads_table(self, name: str = SHARED_READS_TABLE) -> str:
+        """The shared-reads table as the stack creates it (infra/shared_reads.py: its keys, on-demand, TTL on its
+        expiry attribute), unless it exists: moto's reset drops tables, so each test's lambda_env makes it again."""
+        dynamodb = self.client("dynamodb")
+        try:
+            dynamodb.describe_table(TableName=name)
+        except dynamodb.exceptions.ResourceNotFoundException:
+            dynamodb.create_table(
+                TableName=name,
+                AttributeDefinitions=[
+                    {"AttributeName": reads_table.PARTITION_KEY, "AttributeType": "S"},
+                    {"AttributeName": reads_table.SORT_KEY, "AttributeType": "S"},
+                ],
+                KeySchema=[
+                    {"AttributeName": reads_table.PARTITION_KEY, "KeyType": "HASH"},
+                    {"AttributeName": reads_table.SORT_KEY, "KeyType": "RANGE"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            dynamodb.update_time_to_live(
+                TableName=name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": reads_table.EXPIRY_ATTRIBUTE},
+            )
+        return name
 
     def drain_notifications(self, queue_url: str) -> list[dict[str, Any]]:
         sqs = self.client("sqs")

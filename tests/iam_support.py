@@ -8,6 +8,7 @@ import subprocess
 from typing import Any
 
 from testbed.aws.calls import AwsCall
+from testbed.aws_seed import SHARED_READS_TABLE
 from testbed.bed import ACCOUNT_ID, REGION, REPO
 
 NODE = REPO / "node_modules" / "node" / "bin" / "node"
@@ -37,12 +38,17 @@ def _is_drainer(resource: dict[str, Any]) -> bool:
     return bool(resource["Properties"]["Handler"] == "drain_orchestrator.handler.handler")
 
 
-def role_policies(template: dict[str, Any], topic_arn: str) -> list[dict[str, Any]]:
-    """The inline policies attached to the function's role (its default policy and the durable execution one)."""
+def role_policies(
+    template: dict[str, Any], topic_arn: str, table_name: str = SHARED_READS_TABLE
+) -> list[dict[str, Any]]:
+    """The inline policies attached to the function's role (its default policy and the durable execution one), with
+    the notification topic's ARN and the shared-reads table's (the bed's: testbed/aws_seed.py) put in."""
     resources = template["Resources"]
     (function,) = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function" and _is_drainer(r)]
     role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
     refs = {k: topic_arn for k, r in resources.items() if r["Type"] == "AWS::SNS::Topic" and "Notification" in k}
+    table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT_ID}:table/{table_name}"
+    refs |= {k: table_arn for k, r in resources.items() if r["Type"] == "AWS::DynamoDB::Table"}
     policies = [
         {"name": k, "policy": _resolve(r["Properties"]["PolicyDocument"], refs)}
         for k, r in resources.items()

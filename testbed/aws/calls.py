@@ -62,12 +62,28 @@ def _operation(environ: dict[str, Any], params: dict[str, str]) -> str | None:
     return None
 
 
+def _table_named(body: bytes) -> str | None:
+    """The table a DynamoDB call acts on: ``TableName``, or for BatchWriteItem / BatchGetItem the one table of
+    ``RequestItems`` (the function writes one table; with several, the first by name stands for them)."""
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return None
+    if isinstance(request.get("TableName"), str):
+        return str(request["TableName"])
+    tables = sorted(request.get("RequestItems") or {})
+    return tables[0] if tables else None
+
+
 def _resource(
-    service: str, operation: str, params: dict[str, str], environ: dict[str, Any]
+    service: str, operation: str, params: dict[str, str], environ: dict[str, Any], body: bytes = b""
 ) -> tuple[str, dict[str, str]]:
     from moto.core import DEFAULT_ACCOUNT_ID
 
     region = "us-east-1"
+    if service == "dynamodb":  # every table call names its table (ListTables, not made by the function, names none)
+        table = _table_named(body)
+        return (f"arn:aws:dynamodb:{region}:{DEFAULT_ACCOUNT_ID}:table/{table}", {}) if table else ("*", {})
     if service == "autoscaling" and operation in _LIFECYCLE:
         from moto.autoscaling.models import autoscaling_backends
 
@@ -101,7 +117,7 @@ def call_of(environ: dict[str, Any], body: bytes) -> AwsCall | None:
     if operation is None:
         return AwsCall(role_arn, f"unknown:{environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}", "*")
     try:
-        resource, tags = _resource(service, operation, params, environ)
+        resource, tags = _resource(service, operation, params, environ, body)
     except (KeyError, AttributeError):  # e.g. an unknown group: AWS authorizes against the named ARN anyway
         resource, tags = "*", {}
     return AwsCall(role_arn, f"{service}:{operation}", resource, tags)

@@ -8,6 +8,9 @@ through moto's own Lambda API (``CreateAlias``): its ``Ref`` is the alias ARN, a
 points at is moto's ``AWS::Lambda::Version``, which answers no ``Fn::GetAtt`` (the alias's ``FunctionVersion`` is
 ``Fn::GetAtt Version.Version``): install() gives it that attribute.
 
+moto's ``AWS::DynamoDB::Table`` drops ``TimeToLiveSpecification`` (the table is created without TTL, silently):
+install() has it applied with moto's own ``UpdateTimeToLive``, so the release's shared-reads table is the stack's.
+
 moto has no CloudFormation model for alarms either (skipped; the dashboard's ``Fn::GetAtt Alarm.Arn`` then fails
 the stack): here they are created through ``PutMetricAlarm`` with their metric or metric math, their actions and
 description, and answer ``Arn``. Nothing evaluates them.
@@ -130,11 +133,35 @@ def _query(query: dict[str, Any]) -> MetricDataQuery:
     )  # fmt: skip
 
 
+def _table_with_ttl() -> None:
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table, "_testbed_ttl", False):
+        return
+    create = Table.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
+
+    def create_with_ttl(
+        cls: type[Table], /, resource_name: str, cloudformation_json: dict[str, Any], account_id: str,
+        region_name: str, **kwargs: Any,
+    ) -> Table:  # fmt: skip
+        table = create(cls, resource_name, cloudformation_json, account_id, region_name, **kwargs)
+        ttl = cloudformation_json["Properties"].get("TimeToLiveSpecification")
+        if ttl:
+            dynamodb_backends[account_id][region_name].update_time_to_live(table.name, ttl)
+        return table  # type: ignore[no-any-return]
+
+    Table.create_from_cloudformation_json = classmethod(create_with_ttl)  # type: ignore[method-assign,assignment]
+    Table._testbed_ttl = True  # type: ignore[attr-defined]
+
+
 def install() -> None:
     """The alias is a model by being a subclass (moto lists them once: listed again here); the version gets its
-    attribute."""
+    attribute; a table gets its TTL."""
     from moto.awslambda.models import LambdaVersion
     from moto.cloudformation import parsing
+
+    _table_with_ttl()
 
     def version_attribute(self: Any, attribute_name: str) -> str:
         if attribute_name == "Version":

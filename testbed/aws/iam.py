@@ -4,7 +4,8 @@ identity policies the test installed, as AWS's IAM would decide them.
 moto authorizes nothing by default and ignores resource-tag conditions when it does, so the decision is made by
 @cloud-copilot/iam-simulate (testbed/iam_simulate.mjs, the same evaluator tests/integration/test_iam_policy.py uses)
 against the call's resource ARN and that resource's tags (calls.py). Only calls on a named resource are evaluated
-(lifecycle calls on a group, DescribeCluster, Publish); Describe calls on `*` are left to test_iam_policy.py.
+(lifecycle calls on a group, DescribeCluster, Publish, DynamoDB calls on a table); Describe calls on `*` are left to
+test_iam_policy.py.
 A denied call is answered as AWS answers it: HTTP 403, code AccessDenied (query protocol) or
 AccessDeniedException (JSON protocols). ``POST /_testbed/iam/policies`` ``{"role_arn", "policies": [{name,
 policy}]}`` installs a role's policies (an empty list removes them); moto's reset clears them all.
@@ -25,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 NODE = REPO / "node_modules" / "node" / "bin" / "node"
 SIMULATOR = REPO / "testbed" / "iam_simulate.mjs"
 ACCOUNT_ID = "123456789012"
-_JSON_SERVICES = ("eks",)
+_JSON_SERVICES = ("eks", "dynamodb")
 
 
 class Enforcer:
@@ -89,8 +90,8 @@ def denial(call: AwsCall) -> tuple[str, list[tuple[str, str]], bytes]:
         f"because no identity-based policy allows the {call.action} action"
     )
     rid = str(uuid.uuid4())
-    if service in _JSON_SERVICES:
-        body = json.dumps({"message": message}).encode()
+    if service in _JSON_SERVICES:  # REST-JSON (EKS) reads the header, JSON (DynamoDB) the body's __type
+        body = json.dumps({"__type": "com.amazon.coral.service#AccessDeniedException", "message": message}).encode()
         headers = [("Content-Type", "application/json"), ("x-amzn-ErrorType", "AccessDeniedException")]
         return "403 Forbidden", headers, body
     xml = (

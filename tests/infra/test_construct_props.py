@@ -106,12 +106,17 @@ def test_the_apps_topic_is_used_and_no_notification_topic_is_created(library_app
     assert function["Environment"]["Variables"]["NOTIFICATION_TOPIC_ARN"] == {"Ref": topic_key}
 
 
+def _customer_key_arn(template: dict[str, Any]) -> dict[str, list[str]]:
+    (key_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key" and k.startswith("Key")]
+    return {"Fn::GetAtt": [key_id, "Arn"]}
+
+
 def test_the_key_encrypts_queues_logs_and_durable_state_and_the_writers_may_use_it_on_conditions(
     library_app: dict[str, Any],
 ) -> None:
     template = library_app["templates"]["Platform"]
-    (key_id,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::KMS::Key" and k.startswith("Key")]
-    key_arn = {"Fn::GetAtt": [key_id, "Arn"]}
+    key_arn = _customer_key_arn(template)
+    key_id = key_arn["Fn::GetAtt"][0]
     queues = [r["Properties"] for r in _resources(template, "AWS::SQS::Queue")]
     assert len(queues) == 2
     for queue in queues:
@@ -132,6 +137,29 @@ def test_the_key_encrypts_queues_logs_and_durable_state_and_the_writers_may_use_
     events = services['"events.amazonaws.com"']
     assert list(events["Condition"]["StringEquals"]) == ["kms:ViaService"]
     assert sorted(events["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+
+
+def test_the_key_encrypts_the_shared_reads_table_which_the_function_uses_through_dynamodb_only(
+    library_app: dict[str, Any],
+) -> None:
+    template = library_app["templates"]["Platform"]
+    key_arn = _customer_key_arn(template)
+    (table,) = [r["Properties"] for r in _resources(template, "AWS::DynamoDB::Table")]
+    assert table["SSESpecification"] == {"KMSMasterKeyId": key_arn, "SSEEnabled": True, "SSEType": "KMS"}
+    role_statements = [
+        st
+        for r in _resources(template, "AWS::IAM::Policy")
+        if r["Properties"]["PolicyName"].startswith("DrainerFunctionServiceRoleDefaultPolicy")
+        for st in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (on_key,) = [st for st in role_statements if st.get("Sid") == "SharedReadsTableKey"]
+    assert on_key["Resource"] == key_arn
+    assert on_key["Action"] == ["kms:Encrypt", "kms:ReEncrypt*", "kms:DescribeKey"]
+    via = on_key["Condition"]["StringEquals"]["kms:ViaService"]["Fn::Join"][1]
+    assert via == ["dynamodb.", {"Ref": "AWS::Region"}, ".amazonaws.com"]
+    # without a customer key the table is DynamoDB's default (an AWS-owned key), like the queues' SQS-managed one
+    (plain,) = [r["Properties"] for r in _resources(library_app["templates"]["NoVpc"], "AWS::DynamoDB::Table")]
+    assert plain["SSESpecification"] == {"SSEEnabled": False}
 
 
 def test_the_alarm_topic_has_a_key_of_its_own_that_only_cloudwatch_alarms_of_the_account_use(

@@ -61,6 +61,7 @@ def test_function_environment(single: Synthesized) -> None:
         "POWERTOOLS_METRICS_NAMESPACE": "DrainOrchestrator",
         "LOG_LEVEL": "INFO",
         "SURGE_SWEEP_MINUTES": "15",
+        "SHARED_READS_TABLE": {"Ref": logical_id(single, "AWS::DynamoDB::Table", "SharedReadsTable")},
         # the default settings' bound, checked at synth: no simulation of it at the function's cold start
         "DRAIN_SETTINGS_BOUND_CHECKED": workflow_settings.bound_digest(workflow_settings.WorkflowSettings()),
     }

@@ -16,7 +16,7 @@ import pytest
 
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
-from testbed.runtime import FunctionConfig, LambdaRuntime, build_runtime_root, build_task_root
+from testbed.runtime import LambdaRuntime, build_runtime_root, build_task_root
 
 SERVED = "blue"
 REPO = Path(__file__).resolve().parents[2]
@@ -122,15 +122,13 @@ def real_lambda(
     the role's credentials and access entry on the served cluster, and ``settings`` on top; a fresh (cold)
     runtime per test. Stopped at teardown."""
     from testbed.binaries import locate_binaries
+    from tests.integration.lambda_support import deployed_function
 
     started: list[LambdaRuntime] = []
 
     def start(**settings: str) -> LambdaRuntime:
         env, _queue = aws.lambda_env(SERVED)
-        topic = next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic" and "Notif" in k)
-        function = FunctionConfig.from_template(template, {topic: env.pop("NOTIFICATION_TOPIC_ARN")})
-        for name in ("CLUSTER_NAMES", "POWERTOOLS_SERVICE_NAME"):  # the template's own values stay
-            env.pop(name, None)
+        function = deployed_function(template, env)
         runtime = LambdaRuntime.start(testbed, locate_binaries(), function, {**env, **settings}, lambda_roots)
         started.append(runtime)
         return runtime

@@ -16,14 +16,30 @@ from typing import Any
 
 import pytest
 
+from drain_orchestrator.aws import reads_table
 from testbed.aws_seed import AwsSeed
 from testbed.bed import Testbed
+from testbed.runtime import FunctionConfig
 
 ROLE = "drain-orchestrator"
 # The durable service refuses a checkpointed operation result over 256 KB; the local runner does not check.
 CHECKPOINT_LIMIT_BYTES = 256 * 1024
 _oversized: list[str] = []
 _oversized_lock = threading.Lock()
+
+
+def deployed_function(template: dict[str, Any], env: dict[str, str]) -> FunctionConfig:
+    """The template's drain function, its references to what the stack creates (the notification topic, the
+    shared-reads table) given the bed's (``AwsSeed.lambda_env``'s, taken out of ``env`` with the variables whose
+    template values stay: the served clusters, the service name)."""
+    resources = template["Resources"]
+    topic = next(k for k, r in resources.items() if r["Type"] == "AWS::SNS::Topic" and "Notif" in k)
+    refs = {topic: env.pop("NOTIFICATION_TOPIC_ARN")}
+    table = env.pop(reads_table.TABLE_VARIABLE)
+    refs |= {k: table for k, r in resources.items() if r["Type"] == "AWS::DynamoDB::Table"}
+    for name in ("CLUSTER_NAMES", "POWERTOOLS_SERVICE_NAME"):
+        env.pop(name, None)
+    return FunctionConfig.from_template(template, refs)
 
 
 def enforce_checkpoint_limit() -> None:

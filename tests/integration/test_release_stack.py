@@ -93,6 +93,12 @@ def _created(aws: AwsSeed) -> dict[str, str]:
     return {r["LogicalResourceId"]: r["ResourceType"] for r in summaries if r["LogicalResourceId"]}
 
 
+def _physical_id(aws: AwsSeed, logical_id: str) -> str:
+    summaries = aws.client("cloudformation").list_stack_resources(StackName=STACK)["StackResourceSummaries"]
+    (found,) = [r["PhysicalResourceId"] for r in summaries if r["LogicalResourceId"] == logical_id]
+    return str(found)
+
+
 def _function_code(aws: AwsSeed, configuration: dict[str, Any], directory: Path) -> Path:
     """The code of the created function: the S3 object the stack names, which is what the function holds
     (GetFunction's CodeSha256 is that object's), unpacked as Lambda unpacks it into /var/task."""
@@ -164,6 +170,12 @@ def test_the_released_stack_drains_a_node_in_the_emulator(
     assert configuration["Environment"]["Variables"]["LIFECYCLE_HOOK_NAMES"] == HOOK
     assert configuration["Environment"]["Variables"]["NOTIFICATION_TOPIC_ARN"] == outputs["NotificationTopicArn"]
     assert configuration["Role"] == outputs["FunctionRoleArn"]
+    # the shared-reads table, with its TTL (moto's CloudFormation drops it: testbed/aws/cloudformation.py)
+    (table,) = [k for k, t in created.items() if t == "AWS::DynamoDB::Table"]
+    table_name = configuration["Environment"]["Variables"]["SHARED_READS_TABLE"]
+    assert table_name == _physical_id(aws, table)
+    ttl = aws.client("dynamodb").describe_time_to_live(TableName=table_name)["TimeToLiveDescription"]
+    assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expires"}
     alias = aws.client("lambda").get_alias(FunctionName=function_name, Name="live")
     assert alias["AliasArn"] == outputs["FunctionAliasArn"] and alias["FunctionVersion"] != "$LATEST"
     task = _function_code(aws, configuration, tmp_path)

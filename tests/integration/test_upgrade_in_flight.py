@@ -27,6 +27,7 @@ from testbed.kube import KubeScenario
 from testbed.runtime import FunctionConfig
 from testbed.versioned_runtime import VersionedRuntime
 from tests.integration.cli_support import run_cli
+from tests.integration.lambda_support import deployed_function
 
 pytestmark = [pytest.mark.integration, pytest.mark.long_running]
 SERVED = "blue"
@@ -42,10 +43,7 @@ def versioned(
     testbed: Testbed, aws: AwsSeed, template: dict[str, Any], tmp_path: Path
 ) -> Iterator[tuple[VersionedRuntime, FunctionConfig, dict[str, str]]]:
     env, _queue = aws.lambda_env(SERVED)
-    topic = next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::SNS::Topic" and "Notif" in k)
-    function = FunctionConfig.from_template(template, {topic: env.pop("NOTIFICATION_TOPIC_ARN")})
-    for name in ("CLUSTER_NAMES", "POWERTOOLS_SERVICE_NAME"):  # the template's own values stay
-        env.pop(name, None)
+    function = deployed_function(template, env)
     # short passes are only accepted with a short lifecycle cap (the durable-operation bound, pacing.py)
     env.update(
         DRAIN_PASS_SECONDS="5", RECHECK_MIN_SECONDS="2", RECHECK_MAX_SECONDS="2", DEADLINE_ASG_TERMINATE_SECONDS="3600"
