@@ -9,9 +9,8 @@ PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 EXPIRY_ATTRIBUTE = "expires"
 ACTIONS = (
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
 )

@@ -75,26 +75,6 @@ class AwsSeed:
         self.bed.register_cluster(name)
         return eks.describe_cluster(name=name)["cluster"]  # type: ignore[no-any-return]
 
-    def shared_reads_table(self, name: str = "drain-shared-reads") -> str:
-        """The shared-reads table as the stack makes it (aws/reads_table.py's schema, TTL on), made if missing."""
-        from drain_orchestrator.aws.reads_table import EXPIRY_ATTRIBUTE, PARTITION_KEY, SORT_KEY
-
-        ddb = self.client("dynamodb")
-        if name not in ddb.list_tables()["TableNames"]:
-            ddb.create_table(
-                TableName=name,
-                BillingMode="PAY_PER_REQUEST",
-                AttributeDefinitions=[{"AttributeName": k, "AttributeType": "S"} for k in (PARTITION_KEY, SORT_KEY)],
-                KeySchema=[
-                    {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
-                    {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
-                ],
-            )
-            ddb.update_time_to_live(
-                TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": EXPIRY_ATTRIBUTE}
-            )
-        return name
-
     def lambda_session(self, role_name: str = "drain-orchestrator") -> boto3.Session:
         creds = self.client("sts").assume_role(
             RoleArn=self.role_arn(role_name), RoleSessionName="drain-orchestrator-test"

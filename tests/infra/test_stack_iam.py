@@ -57,11 +57,10 @@ def test_least_privilege_actions(single: Synthesized) -> None:
         "lambda:CheckpointDurableExecution",
         "lambda:GetDurableExecutionState",
         # the shared-reads table (infra/shared_reads.py; tests/infra/test_shared_reads.py checks its scope)
-        "dynamodb:GetItem",
-        "dynamodb:PutItem",
-        "dynamodb:UpdateItem",
-        "dynamodb:Query",
+        "dynamodb:BatchGetItem",
         "dynamodb:BatchWriteItem",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
     }
     assert not any("*" in action for action in actions)
     assert managed_policies(single) == []  # no AWS-managed durable policy: its grants are on `*`

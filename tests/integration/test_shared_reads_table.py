@@ -56,8 +56,9 @@ def _calls(table: str) -> dict[str, Callable[[Any], object]]:
     item = {**key, reads_table.EXPIRY_ATTRIBUTE: {"N": str(int(time.time()) + 600)}}
     want = {**item, reads_table.PARTITION_KEY: {"S": "want#0"}, reads_table.SORT_KEY: {"S": "000000000000001#i-1"}}
     return {
-        "dynamodb:PutItem": lambda c: c.put_item(TableName=table, Item=item),
-        "dynamodb:GetItem": lambda c: c.get_item(TableName=table, Key=key, ConsistentRead=True),
+        "dynamodb:BatchGetItem": lambda c: c.batch_get_item(
+            RequestItems={table: {"Keys": [key], "ConsistentRead": True}}
+        ),
         "dynamodb:UpdateItem": lambda c: c.update_item(
             TableName=table, Key=key, UpdateExpression="SET holder = :h", ExpressionAttributeValues={":h": {"S": "x"}}
         ),
