@@ -14,11 +14,18 @@ def test_within_the_bucket_and_the_concurrency_nothing_waits() -> None:
     assert s["in_time"] == 100
 
 
-def test_past_the_bucket_the_last_cordon_waits_at_least_for_the_refill() -> None:
-    s = simulate(1000, (100, 20), 1000, CAL)
+def test_past_the_bucket_reads_of_their_own_make_the_last_cordon_wait_at_least_for_the_refill() -> None:
+    s = simulate(1000, (100, 20), 1000, CAL, shared=False)
     assert s["cordon_max"] >= (1000 - 100) / 20  # no faster than the bucket refills
     assert s["throttled_per_node"] > 0
-    assert simulate(1000, (1000, 20), 1000, CAL)["cordon_max"] == 0.5  # a bucket raised to the fleet: no wait
+    assert simulate(1000, (1000, 20), 1000, CAL, shared=False)["cordon_max"] == 0.5  # a bucket raised to the fleet
+
+
+def test_past_the_bucket_shared_reads_answer_the_waiting_runs_in_a_few_rounds() -> None:
+    s = simulate(1000, (100, 20), 1000, CAL)
+    assert s["throttled_per_node"] > 0  # 900 first tries refused
+    assert s["cordon_max"] < 5  # a round (a token every 50 ms) answers every run waiting, not one
+    assert s["ec2_per_node"] < 1.1  # the refused first tries and a few rounds' reads
 
 
 def test_past_the_concurrency_runs_are_requeued_and_peak_at_the_cap() -> None:
