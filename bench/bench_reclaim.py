@@ -80,7 +80,15 @@ def storm_of_warnings(aws: AwsSeed, ids: list[str], timeout: int = 600) -> tuple
     return t0, results
 
 
-def bench(bed: Testbed, n: int, pods_per_node: int, max_unavailable: str, ec2: Any, concurrency: int | None) -> Any:
+def bench(
+    bed: Testbed,
+    n: int,
+    pods_per_node: int,
+    max_unavailable: str,
+    ec2: Any,
+    concurrency: int | None,
+    shared: bool = True,
+) -> Any:
     import os
 
     from drain_orchestrator.workflow import runtime
@@ -96,6 +104,9 @@ def bench(bed: Testbed, n: int, pods_per_node: int, max_unavailable: str, ec2: A
         fleet = storm.seed_fleet(aws, k8s, "ng-spot", n, OWNED)
         storm.seed_workload(k8s, fleet.nodes, pods_per_node, max_unavailable)
         env, _ = aws.lambda_env("blue")
+        if not shared:  # as a stack deployed with sharedReads=false: every run retries its own read
+            del env["SHARED_READS_TABLE"]
+            os.environ.pop("SHARED_READS_TABLE", None)
         os.environ.update(env)
         runtime.reset_config()
         setup_s = time.monotonic() - t_setup
@@ -116,6 +127,7 @@ def bench(bed: Testbed, n: int, pods_per_node: int, max_unavailable: str, ec2: A
         kube = audit_counts.read(bed.audit_log, audit_counts.ORCHESTRATOR, t0 - 0.01, t0 + max([*done, 0.0]) + 2)
         return {
             "nodes": n,
+            "shared_reads": shared,
             "pods": pods,
             "max_unavailable": max_unavailable,
             "setup_s": setup_s,
@@ -149,7 +161,7 @@ def render(res: dict[str, Any]) -> str:
     kube = sum(res["kube_requests"].values())
     requeued = [r for r in res["requeues"] if r]
     rows = [
-        ("nodes / pods", f"{n} / {res['pods']}"),
+        ("nodes / pods; shared reads", f"{n} / {res['pods']}; {'on' if res.get('shared_reads', False) else 'off'}"),
         ("executions", str(res["statuses"])),
         ("limits", f"EC2 {ec2.get('limits', 'off')}; Lambda concurrency {lam.get('limit', 'off')}"),
         ("event → admitted (Lambda concurrency)", storm.summary(res["admitted_s"])),
@@ -186,6 +198,9 @@ def main() -> int:
         help="EC2 bucket sizes and refills times this (e.g. 0.3: a 300-node bed against the limits 1,000 nodes meet)",
     )
     p.add_argument("--lambda-concurrency", type=int, default=LAMBDA_DEFAULT_CONCURRENCY, help="0: no cap")
+    p.add_argument(
+        "--no-shared-reads", dest="shared", action="store_false", help="no shared-reads table (sharedReads=false)"
+    )
     p.add_argument("--json", type=Path, help="also write the raw results here")
     a = p.parse_args()
     bed, owned = harness.attach_or_start(REPO / ".local" / "bench-reclaim")
@@ -194,7 +209,7 @@ def main() -> int:
             ec2: bool | dict[str, list[float]] = not a.no_ec2_limits
             if ec2 and a.limits_scale != 1.0:
                 ec2 = {c.value: [s * a.limits_scale, r * a.limits_scale] for c, (s, r) in EC2_DEFAULT_LIMITS.items()}
-            res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, ec2, a.lambda_concurrency or None)
+            res = bench(bed, a.nodes, a.pods_per_node, a.max_unavailable, ec2, a.lambda_concurrency or None, a.shared)
     finally:
         if owned:
             bed.stop()
