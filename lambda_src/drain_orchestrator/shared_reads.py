@@ -57,8 +57,8 @@ class ReadsTable(Protocol):
         """The time up to which the last holder answered the wants (0: never), or None when the lease is held."""
         ...
 
-    def wants_since(self, since_ms: int) -> list[str]:
-        """The ids left after ``since_ms``, oldest first."""
+    def wants_since(self, since_ms: int) -> list[tuple[int, str]]:
+        """(when, id) of the wants left after ``since_ms``, oldest first."""
         ...
 
     def publish(self, found: Mapping[str, InstanceFacts | None], read_ms: int) -> None: ...
@@ -124,10 +124,14 @@ class SharedRead:
         served_ms = self.table.take_lease(self.holder, now_ms, now_ms + int(LEASE_SECONDS * 1000))
         if served_ms is None:
             return None
-        asked_ms, found = now_ms, None
+        served_to, found = now_ms, None
         try:
-            others = self.table.wants_since(served_ms - int(SKEW_MARGIN_SECONDS * 1000))
-            round_ids = list(dict.fromkeys([*ids, *others]))[: max(ROUND_IDS, len(ids))]
+            # a want older than a waiter's budget has no waiter left (a live one leaves its ids again every few
+            # seconds): the table's old items, which TTL deletes only eventually, are never read again
+            since = max(served_ms - int(SKEW_MARGIN_SECONDS * 1000), now_ms - int(self.budget_seconds * 1000))
+            round_ids, left_out_ms = next_round(ids, self.table.wants_since(since))
+            if left_out_ms is not None:  # the rest go in the next round
+                served_to = min(served_to, left_out_ms - 1)
             read_ms = _ms(self.clock())
             found = self.describe(round_ids)
             self.table.publish(found, read_ms)
@@ -137,8 +141,20 @@ class SharedRead:
                 raise
             found = None  # EC2 still refuses: the lease goes back, the next waiter to take it tries again
         finally:
-            self.table.release_lease(self.holder, asked_ms if found is not None else None)
+            self.table.release_lease(self.holder, served_to if found is not None else None)
         return None if found is None else {i: found.get(i) for i in ids}
+
+
+def next_round(ids: list[str], wants: list[tuple[int, str]]) -> tuple[list[str], int | None]:
+    """This round's ids: ours, then the oldest wants up to ROUND_IDS; and when the first want left out was left."""
+    chosen = dict.fromkeys(ids)
+    for wanted_ms, iid in wants:
+        if iid in chosen:
+            continue
+        if len(chosen) >= ROUND_IDS:
+            return list(chosen), wanted_ms
+        chosen[iid] = None
+    return list(chosen), None
 
 
 def _ms(seconds: float) -> int:

@@ -109,8 +109,8 @@ class DynamoReadsTable:
         return int(resp.get("Attributes", {}).get("served_ms", {}).get("N", "0"))
 
     @translated("dynamodb")
-    def wants_since(self, since_ms: int) -> list[str]:
-        wants: list[tuple[str, str]] = []
+    def wants_since(self, since_ms: int) -> list[tuple[int, str]]:
+        wants: list[tuple[int, str]] = []
         for shard in range(WANT_SHARDS):
             paginator = self.client.get_paginator("query")
             pages = paginator.paginate(
@@ -122,8 +122,8 @@ class DynamoReadsTable:
             for page in pages:
                 for item in page.get("Items", []):
                     at, _, iid = item[SORT_KEY]["S"].partition("#")
-                    wants.append((at, iid))
-        return list(dict.fromkeys(iid for _, iid in sorted(wants)))
+                    wants.append((int(at), iid))
+        return sorted(wants)
 
     @translated("dynamodb")
     def publish(self, found: Mapping[str, InstanceFacts | None], read_ms: int) -> None:
