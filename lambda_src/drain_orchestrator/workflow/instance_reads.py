@@ -41,7 +41,7 @@ class SharedWhenThrottled(BotoFacts):
         except ApiError as exc:
             if exc.kind is not FailureKind.THROTTLED:
                 return super().describe_instances(instance_ids)
-        shared = SharedRead(self.table, super().describe_instances, time.time, time.sleep)
+        shared = SharedRead(self.table, self._round_read, time.time, time.sleep)
         started = time.monotonic()
         try:
             found = shared.read(instance_ids)
@@ -61,6 +61,17 @@ class SharedWhenThrottled(BotoFacts):
             extra={"role": role, "waited_seconds": round(time.monotonic() - started, 3)},
         )
         return found
+
+    def _round_read(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts | None]:
+        """A shared round's read: one attempt too, so a refused round gives the lease back at once and the next
+        waiter to poll tries again (EC2 refills a token every 50 ms) instead of this one backing off while it holds
+        the lease; any other failure is read again with the usual retries."""
+        try:
+            return ec2_api.describe_instances(self.first_try, instance_ids)
+        except ApiError as exc:
+            if exc.kind is FailureKind.THROTTLED:
+                raise
+        return super().describe_instances(instance_ids)
 
 
 def facts_source() -> BotoFacts:
