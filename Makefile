@@ -44,7 +44,7 @@ help:
 	@echo "make bench-storm-waves  a 20-node storm cut into its start and its PDB waves, against the lower bound;"
 	@echo "                   BENCH_WAVES_FLAGS='--turns 2x0.2 --turns 1.5x0.1' compares the turn's slot settings"
 	@echo "make soak          an hour of random events and faults on the bed, then every invariant checked (SOAK_MINUTES, SOAK_SEED)"
-	@echo "make bench-reclaim a Spot reclaim of 100 nodes under emulated EC2 and Lambda limits, modelled to 5,000"
+	@echo "make bench-reclaim a Spot reclaim of 100 nodes under emulated EC2 and Lambda limits, with and without shared reads, modelled to 5,000"
 	@echo "make bench-fleet   storms of 50, 100 and 200 nodes x 2 pods, and the model of 1,000 nodes (results: docs/benchmarks.md)"
 	@echo "make bench-nth     side by side with aws-node-termination-handler and a lower bound, 20 nodes, 3 rounds (builds NTH once);"
 	@echo "                   BENCH_NTH_FLAGS=--split-cores puts the control plane on CPUs of its own"
@@ -209,14 +209,19 @@ bench-fleet: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.bench_storm --nodes 200 --pods-per-node 2 --json .local/storm-200x2.json
 	$(PY) -m bench.fleet_model .local/storm-50x2.json .local/storm-100x2.json .local/storm-200x2.json --nodes 1000
 
-# a Spot reclaim of 100 nodes x 2 pods at once against EC2's buckets scaled to 100/1,000 (the limits 1,000 nodes meet)
-# and half that share of Lambda concurrency, then the model of 1,000 and 5,000 nodes at the real limits. 300 nodes
-# (--nodes 300 --limits-scale 0.3) overran the shared 2-core bed's control plane (docs/benchmarks.md)
+# a Spot reclaim of 100 nodes x 2 pods at once against EC2's buckets and the Lambda concurrency scaled to 100/1,000
+# (the limits 1,000 nodes meet), with the shared-reads table and then without it (each run reading on its own), then
+# the model of 1,000 and 5,000 nodes at the real limits. 300 nodes (--nodes 300 --limits-scale 0.3) overran the
+# shared 2-core bed's control plane (docs/benchmarks.md)
 bench-reclaim: setup-python setup-bins
-	nice -n 19 $(PY) -m bench.bench_reclaim --nodes 100 --pods-per-node 2 --limits-scale 0.1 --lambda-concurrency 50 \
+	nice -n 19 $(PY) -m bench.bench_reclaim --nodes 100 --pods-per-node 2 --limits-scale 0.1 --lambda-concurrency 100 \
 	  --json .local/reclaim-100-as-1000.json
+	nice -n 19 $(PY) -m bench.bench_reclaim --nodes 100 --pods-per-node 2 --limits-scale 0.1 --lambda-concurrency 100 \
+	  --no-shared-reads --json .local/reclaim-100-as-1000-own-reads.json
 	$(PY) -m bench.fleet_model --reclaim .local/reclaim-100-as-1000.json --nodes 1000 5000 --concurrency 1000 5000 \
 	  --drain-seconds 10
+	$(PY) -m bench.fleet_model --reclaim .local/reclaim-100-as-1000-own-reads.json --nodes 1000 5000 \
+	  --concurrency 1000 5000 --drain-seconds 10 --no-shared-reads
 
 # the orchestrator and aws-node-termination-handler (queue-processor mode) side by side on one bed: 20 nodes x 10
 # pods each, then events for another cluster's and an unknown instance; ~10 min on a busy 2-core host, niced

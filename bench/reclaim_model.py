@@ -2,8 +2,9 @@
 once; each run waits for Lambda concurrency (a refused run requeued as Lambda does: testbed/aws/throttle.py), then
 sends its DescribeInstances against EC2's token bucket (a refused send retried as the handler does: botocore's
 jittered backoff for up to 4 sends, then the step's durable retry of 5, 10, 20, 40, 60 s), cordons, drains, and
-gives its concurrency back. Calibrated on one `bench_reclaim --json` run (what a run does once admitted and once its
-EC2 read is answered), and checked by simulating that run's own size and limits.
+gives its concurrency back; executions start at most ``STARTS_PER_S`` a second, and the function's concurrency
+grows by 1,000 every 10 s up to the account's. Calibrated on one `bench_reclaim --json` run (what a run does once
+admitted and once its EC2 read is answered), and checked by simulating that run's own size and limits.
 
     python -m bench.fleet_model --reclaim .local/reclaim-100-as-1000.json --nodes 1000 5000
 
@@ -38,6 +39,8 @@ DURABLE_RETRY_S = (5, 10, 20, 40, 60)  # drain_orchestrator.failures.RETRY_POLIC
 POLL_S = (0.15, 0.45)  # drain_orchestrator.shared_reads.POLL_SECONDS
 ROUND_IDS = 1000  # drain_orchestrator.shared_reads.ROUND_IDS
 ROUND_S = 0.6  # a shared round's table work around its read, at 1,000 ids (40 batch writes)
+STARTS_PER_S = 300.0  # durable execution starts per second per Region (adjustable)
+SCALE_STEP, SCALE_EVERY_S = 1000, 10.0  # a function's concurrency grows by 1,000 every 10 s, up to the account's
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,14 @@ class Calibration:
 
 
 def simulate(
-    nodes: int, bucket: tuple[float, float], concurrency: int, cal: Calibration, seed: int = 1, *, shared: bool = True
+    nodes: int,
+    bucket: tuple[float, float],
+    concurrency: int,
+    cal: Calibration,
+    seed: int = 1,
+    *,
+    shared: bool = True,
+    starts_per_s: float = STARTS_PER_S,
 ) -> dict[str, float]:
     """Event-driven: per node its admission, its DescribeInstances sends, cordon and drained, in seconds."""
     rng = random.Random(seed)
@@ -79,14 +89,15 @@ def simulate(
     lease_free_at = 0.0
     ec2 = TokenBucket.full(bucket[0], bucket[1], 0.0)
     running, peak, sends, throttled, requeues = 0, 0, 0, 0, 0
-    queue: list[tuple[float, int, str, int, int]] = [(0.0, i, "invoke", 0, 0) for i in range(nodes)]
+    # events start as the durable service admits them
+    queue: list[tuple[float, int, str, int, int]] = [(i / starts_per_s, i, "invoke", 0, 0) for i in range(nodes)]
     heapq.heapify(queue)
     cordon: dict[int, float] = {}
     drained: dict[int, float] = {}
     while queue:
         t, i, what, attempt, step = heapq.heappop(queue)
         if what == "invoke":
-            if running >= concurrency:
+            if running >= min(concurrency, SCALE_STEP * (1 + int(t // SCALE_EVERY_S))):
                 requeues += 1
                 heapq.heappush(queue, (t + requeue_delay(attempt, rng), i, "invoke", attempt + 1, 0))
                 continue
