@@ -36,7 +36,8 @@ from testbed.aws.throttle import TokenBucket, requeue_delay
 SPOT_WARNING_S = 120.0
 CLIENT_SENDS = 4  # drain_orchestrator.aws.clients.ADAPTIVE_ATTEMPTS
 DURABLE_RETRY_S = (5, 10, 20, 40, 60)  # drain_orchestrator.failures.RETRY_POLICIES[THROTTLED], capped at 60
-POLL_S = (0.15, 0.45)  # drain_orchestrator.shared_reads.POLL_SECONDS
+POLL_S = (0.15, 0.45)  # drain_orchestrator.shared_reads.POLL_SECONDS: a waiter sees its answer
+LEASE_TRY_S = (0.8, 2.4)  # drain_orchestrator.shared_reads.LEASE_TRY_SECONDS: a waiter tries the lease
 ROUND_IDS = 1000  # drain_orchestrator.shared_reads.ROUND_IDS
 ROUND_S = 0.6  # a shared round's table work around its read, at 1,000 ids (40 batch writes)
 STARTS_PER_S = 300.0  # durable execution starts per second per Region (adjustable)
@@ -114,7 +115,7 @@ def simulate(
             throttled += 1
             if shared:  # the single first try was refused: leave the id, poll for an answer or a free lease
                 waiting.append(i)
-                heapq.heappush(queue, (t + rng.uniform(*POLL_S), i, "poll", 0, 0))
+                heapq.heappush(queue, (t + rng.uniform(*POLL_S), i, "poll", 0, 0))  # its first try: at once
                 continue
             if attempt + 1 < CLIENT_SENDS:  # botocore standard backoff: rand x 2^attempt
                 delay = rng.random() * min(20.0, 2.0**attempt)
@@ -126,13 +127,14 @@ def simulate(
             if i in cordon:
                 continue
             if t < lease_free_at or not waiting:
-                heapq.heappush(queue, (t + rng.uniform(*POLL_S), i, "poll", 0, 0))
+                heapq.heappush(queue, (t + rng.uniform(*LEASE_TRY_S), i, "poll", 0, 0))
                 continue
             sends += 1
             lease_free_at = t + ROUND_S
             if not ec2.take(t):
                 throttled += 1
-                heapq.heappush(queue, (t + rng.uniform(*POLL_S), i, "poll", 0, 0))
+                lease_free_at = t  # a refused round gives the lease back at once
+                heapq.heappush(queue, (t + rng.uniform(*LEASE_TRY_S), i, "poll", 0, 0))
                 continue
             round_ids, waiting[:] = waiting[:ROUND_IDS], waiting[ROUND_IDS:]
             for j in round_ids:  # each waiter sees its answer at its next poll after the publication

@@ -36,6 +36,9 @@ REWANT_SECONDS = 3.0
 # before the last round's query started are read again rather than missed.
 SKEW_MARGIN_SECONDS = 2.0
 POLL_SECONDS = (0.15, 0.45)  # a waiter looks for its answer this often (jittered so waiters do not align)
+# ... and tries the lease at most this often: the lease is one item, and DynamoDB takes about 1,000 writes a second
+# on one item; a reclaim's waiters are bounded by the function's concurrency (1,000 by default)
+LEASE_TRY_SECONDS = (0.8, 2.4)
 ROUND_IDS = 1000  # DescribeInstances' limit of ids per call (the adapter sends 500 a call)
 WAIT_SECONDS = 20.0  # a waiter's budget in one step; the event's step retries after it
 
@@ -96,14 +99,17 @@ class SharedRead:
         started = self.clock()
         wanted_ms = _ms(started)
         self.table.leave_wants(ids, wanted_ms)
-        left_at = started
+        left_at = lease_tried = started
+        first = True
         while True:
             answered = self._answered(ids, wanted_ms)
             if answered is not None:
                 return answered
-            mine = self._read_round(ids)
-            if mine is not None:
-                return mine
+            if first or self.clock() >= lease_tried:
+                first, lease_tried = False, self.clock() + self.rng.uniform(*LEASE_TRY_SECONDS)
+                mine = self._read_round(ids)
+                if mine is not None:
+                    return mine
             now = self.clock()
             if now - started >= self.budget_seconds:
                 raise SharedReadTimeout(ids, now - started)

@@ -19,10 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from drain_orchestrator.aws.errors import translated
+from drain_orchestrator.aws.errors import from_client_error, translated
 from drain_orchestrator.facts import InstanceFacts
+from drain_orchestrator.failures import FailureKind
 from drain_orchestrator.settings import SHARED_READS_TABLE
 from drain_orchestrator.shared_reads import Published
 
@@ -73,7 +75,12 @@ class DynamoReadsTable:
                 {PARTITION_KEY: {"S": f"facts#{i}"}, SORT_KEY: {"S": "-"}} for i in wanted[start : start + _READ_BATCH]
             ]
             for _ in range(_UNPROCESSED_TRIES):
-                resp = self.client.batch_get_item(RequestItems={self.name: {"Keys": keys, "ConsistentRead": True}})
+                try:
+                    resp = self.client.batch_get_item(RequestItems={self.name: {"Keys": keys, "ConsistentRead": True}})
+                except ClientError as exc:
+                    if _throttled(exc):  # the waiter looks again at its next poll
+                        return found
+                    raise
                 for item in resp.get("Responses", {}).get(self.name, []):
                     iid = item[PARTITION_KEY]["S"].removeprefix("facts#")
                     raw = item.get("facts", {}).get("S")
@@ -103,7 +110,7 @@ class DynamoReadsTable:
                 ReturnValues="ALL_OLD",
             )
         except ClientError as exc:
-            if _condition_failed(exc):
+            if _condition_failed(exc) or _throttled(exc):  # held, or too many waiters trying: not ours this time
                 return None
             raise
         return int(resp.get("Attributes", {}).get("served_ms", {}).get("N", "0"))
@@ -176,12 +183,21 @@ def _expiry() -> int:
     return int(time.time()) + KEEP_SECONDS
 
 
+def _throttled(exc: ClientError) -> bool:
+    return from_client_error(exc, "dynamodb").kind is FailureKind.THROTTLED
+
+
 def _condition_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+# Short: a waiter polls again within a second, and a table that does not answer is a reason to read EC2 alone, not to
+# wait out botocore's backoff.
+_TABLE_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=2, read_timeout=5)
 
 
 def dynamodb_client() -> DynamoDBClient:
     from drain_orchestrator.aws.clients import _client  # noqa: PLC0415 - one place builds clients
 
-    client: DynamoDBClient = _client("dynamodb", None, None)
+    client: DynamoDBClient = _client("dynamodb", None, None, _TABLE_CONFIG)
     return client
