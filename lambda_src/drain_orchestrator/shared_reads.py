@@ -52,6 +52,9 @@ class Published:
 
 
 class ReadsTable(Protocol):
+    @property
+    def name(self) -> str: ...
+
     def leave_wants(self, ids: Sequence[str], wanted_ms: int) -> None: ...
 
     def published(self, ids: Sequence[str]) -> dict[str, Published]: ...

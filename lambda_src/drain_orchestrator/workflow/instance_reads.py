@@ -37,11 +37,11 @@ class SharedWhenThrottled(BotoFacts):
 
     def describe_instances(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts | None]:
         try:
-            return ec2_api.describe_instances(self.first_try, instance_ids)
+            return self._read_once(instance_ids)
         except ApiError as exc:
             if exc.kind is not FailureKind.THROTTLED:
-                return super().describe_instances(instance_ids)
-        shared = SharedRead(self.table, self._round_read, time.time, time.sleep)
+                raise
+        shared = SharedRead(self.table, self._read_once, time.time, time.sleep)
         started = time.monotonic()
         try:
             found = shared.read(instance_ids)
@@ -51,7 +51,7 @@ class SharedWhenThrottled(BotoFacts):
             metric("Errors", reason="shared-reads-table")
             logger.warning(
                 "the shared-reads table failed: this event reads EC2 on its own",
-                extra={"variable": TABLE_VARIABLE, "table": getattr(self.table, "name", None), "error": str(exc)},
+                extra={"variable": TABLE_VARIABLE, "table": self.table.name, "error": str(exc)},
             )
             return super().describe_instances(instance_ids)
         role = "reader" if shared.rounds_read else "answered"
@@ -62,10 +62,11 @@ class SharedWhenThrottled(BotoFacts):
         )
         return found
 
-    def _round_read(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts | None]:
-        """A shared round's read: one attempt too, so a refused round gives the lease back at once and the next
-        waiter to poll tries again (EC2 refills a token every 50 ms) instead of this one backing off while it holds
-        the lease; any other failure is read again with the usual retries."""
+    def _read_once(self, instance_ids: Sequence[str]) -> dict[str, InstanceFacts | None]:
+        """One attempt, raising THROTTLED when EC2 refuses it: the event's first read, and a shared round's (a
+        refused round gives the lease back at once and the next waiter tries again, EC2 refilling a token every
+        50 ms, instead of backing off while it holds the lease). Any other failure is read again with the usual
+        retries."""
         try:
             return ec2_api.describe_instances(self.first_try, instance_ids)
         except ApiError as exc:
