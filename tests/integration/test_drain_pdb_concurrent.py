@@ -17,7 +17,7 @@ from drain_orchestrator.engine import budget_turns
 from drain_orchestrator.engine.drainer import Drainer
 from drain_orchestrator.kube.node_claim import look_at
 from drain_orchestrator.kube.rest import Kube
-from tests.integration.drain_support import drain, drainer, pods_on, set_unschedulable
+from tests.integration.drain_support import drain, drainer, pod_lists_of, pods_on, set_unschedulable
 
 pytestmark = pytest.mark.integration
 
@@ -161,3 +161,47 @@ def test_a_drain_that_counted_the_storm_early_spreads_its_turns_over_the_drains_
 
     assert turns.contenders == {key: 6}  # counted again at the rise: six drains now
     assert turns.recount is None  # once
+
+
+def test_the_passes_at_a_storm_drain_s_turns_read_its_pods_from_the_watch_of_its_list_however_long_it_waited(
+    testbed: Any, k8s: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another node is draining and the budget allows nothing: the first wave waits for its turns, and the drain
+    watches its node's pods from its LIST. The turns come long after that LIST (no LIST that old is reused on its
+    own): each turn's pass reads the node's pods from the watch instead of listing them again, a pod bound to the
+    node meanwhile is drained and named, and the pods' going is seen on the same watch."""
+    from drain_orchestrator.engine import node_view
+
+    node, other, spare = k8s.add_nodes(3)
+    k8s.deployment_on("web", 3, [node], spare)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=0)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    monkeypatch.setattr(node_view, "TURN_LISTING_SECONDS", 0.0)  # every turn comes "long" after the LIST
+    waiting = threading.Event()
+    reports: list[Any] = []
+
+    def progress(line: str) -> None:
+        if "wait for their turn" in line:
+            waiting.set()
+
+    with drainer(testbed) as kube:
+        set_unschedulable(k8s, other, True)
+        claim(kube, other)
+        claim(kube, node)
+        lists = pod_lists_of(kube)
+        run = threading.Thread(
+            target=lambda: reports.append(drain(kube, node, timeout=90, force=True, progress=progress))
+        )
+        run.start()
+        assert waiting.wait(30), "the first wave did not wait for its turns"
+        k8s.bare_pod("late", node=node)  # bound after the LIST, while the drain waits on the budget
+        k8s.wait_for(lambda: any(p.metadata.name == "late" for p in pods_on(k8s, node)), timeout=30, what="late pod")
+        k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+        run.join(120)
+    (report,) = reports
+    assert report.drained, report
+    web = [p for p in report.evicted if p.startswith(f"{k8s.ns}/web-")]
+    assert len(web) == 3 and f"{k8s.ns}/late" in report.evicted and len(report.evicted) == 4, report.evicted
+    assert any(w.startswith("Warning: bound to the node after the cordon") and "/late" in w for w in report.warnings)
+    assert pods_on(k8s, node) == []
+    assert len(lists) == 1, f"{len(lists)} LISTs of the node's pods: each turn listed them again"

@@ -28,7 +28,7 @@ from drain_orchestrator.engine.surge import record_seen, surge_pass
 from drain_orchestrator.engine.verdicts import classify_node
 from drain_orchestrator.engine.waits import Waits
 from drain_orchestrator.kube.cordon import ANN_STARTED_AT, cordon
-from drain_orchestrator.kube.pods import SeenIps, list_node_pods_at
+from drain_orchestrator.kube.pods import NodePods, SeenIps, list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
 
 __all__ = ["Drainer", "drain_node", "look_late"]
@@ -134,12 +134,14 @@ class Drainer(Evictions, Waits):
             view.note_witness()  # seen before the LIST below (the node's watch, opened here), that LIST counts
 
         # a LIST of its own (a listing of another caller's, or a drain before, may miss a pod bound since), except right
-        # after a budget's turn: its own LIST of a moment ago names the pods the turn admits
-        turn = view.turn_listing() if self.budgets.turn_came() else None
+        # after a budget's turn: its own LIST, with what the pods' watch from it saw since (else of a moment ago), names
+        # the pods the turn admits
+        turn = self._turn_listing() if self.budgets.turn_came() else None
         sent_at = clock.mono()
         listed = turn if turn is not None else list_node_pods_at(kube, self.node, options.pod_selector)
         if turn is None:
             view.listed(listed, sent_at)
+            self.leaving.drop_early_unless(listed.resource_version)
         pods = [PodInfo.from_dict(p) for p in listed.items]
         for key in self.pods.announce_gone({ident_of(p) for p in pods}):  # 404 or a new pod under the same name
             self.say(f"pod/{key.split('/', 1)[1]} evicted")
@@ -196,6 +198,12 @@ class Drainer(Evictions, Waits):
         report.draining_seen = self.turns.draining_seen
         report.elapsed = clock.mono() - started
         return report
+
+    def _turn_listing(self) -> NodePods | None:
+        """The node's pods for a pass right after a budget's turn: the last LIST caught up by the pods' watch from it,
+        else that LIST while younger than TURN_LISTING_SECONDS; None: list again."""
+        caught_up = self.leaving.catch_up(self.view)
+        return caught_up if caught_up is not None else self.view.turn_listing()
 
     def _due(self, batch: list[PodVerdict]) -> tuple[list[PodVerdict], dict[str, list[Key]]]:
         """The pods to try now, and which of them a budget admitted at this drain's turn (with those budgets).

@@ -32,16 +32,9 @@ class PodsWatched(StrEnum):
 class Waits(FirstWave):
     def wait_between_passes(self, interval: float, end: float) -> None:
         """Sleep until the next pass is worth it (``end``: at the latest). A wait on budgets lasts up to
-        BUDGET_WAIT_SECONDS, the node checked meanwhile; a wait for pods to go watches the node's pods (on from the
-        watch the pass opened as its evictions went, if it did)."""
-        early = self.leaving.take_early(self.view.pods_version)
-        try:
-            self._wait(interval, end, early)
-        finally:
-            if early is not None:
-                early.close()
-
-    def _wait(self, interval: float, end: float, early: Watch | None) -> None:
+        BUDGET_WAIT_SECONDS, the node checked meanwhile, and leaves the pods' watch running (the pass at the turn reads
+        the node's pods from it); a wait for pods to go watches the node's pods (on from the watch the pass opened as
+        its evictions went, if it did)."""
         options, pods, leaving = self.options, self.pods, self.leaving
         mono = self.clock.mono()
         retry_at = pods.next_action()
@@ -62,9 +55,14 @@ class Waits(FirstWave):
         if going and since and leaving.watchable:
             wait = max(0.0, min(end, retry_at) - mono)
             uids = leaving.uids | pods.sent_uids()
-            gone = wait_for_deletions(
-                self.kube, self.node, since, uids, wait, check=self._look_waiting, check_every=budget, watch=early
-            )
+            early = leaving.take_early(since)
+            try:
+                gone = wait_for_deletions(
+                    self.kube, self.node, since, uids, wait, check=self._look_waiting, check_every=budget, watch=early
+                )
+            finally:
+                if early is not None:
+                    early.close()
             if gone is PodsWatched.FORBIDDEN:  # the role cannot watch pods (not upgraded yet): poll instead
                 leaving.watchable = False
             else:
