@@ -163,26 +163,30 @@ def test_a_drain_that_counted_the_storm_early_spreads_its_turns_over_the_drains_
     assert turns.recount is None  # once
 
 
-def test_the_passes_at_a_storm_drain_s_turns_read_its_pods_from_the_watch_of_its_list_however_long_it_waited(
+def test_a_storm_drain_s_passes_after_its_first_read_its_pods_from_the_watch_of_its_list_however_long_it_waited(
     testbed: Any, k8s: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another node is draining and the budget allows nothing: the first wave waits for its turns, and the drain
-    watches its node's pods from its LIST. The turns come long after that LIST (no LIST that old is reused on its
-    own): each turn's pass reads the node's pods from the watch instead of listing them again, a pod bound to the
-    node meanwhile is drained and named, and the pods' going is seen on the same watch."""
-    from drain_orchestrator.engine import node_view
+    watches its node's pods from its LIST. Its waits on the budget run out (no turn) and its turns come long after
+    that LIST (no LIST that old is reused on its own): each pass reads the node's pods from the watch instead of
+    listing them again, a pod bound to the node meanwhile is drained (while the budget still allows nothing) and
+    named, and the pods' going is seen on the same watch."""
+    from drain_orchestrator.engine import node_view, waits
 
     node, other, spare = k8s.add_nodes(3)
     k8s.deployment_on("web", 3, [node], spare)
     k8s.pdb("web", {"app": "web"}, max_unavailable=0)
     k8s.wait_pdb("web", disruptions_allowed=0)
     monkeypatch.setattr(node_view, "TURN_LISTING_SECONDS", 0.0)  # every turn comes "long" after the LIST
-    waiting = threading.Event()
+    monkeypatch.setattr(waits, "BUDGET_WAIT_SECONDS", 1.0)  # waits on the budget run out: passes without a turn
+    waiting, late_sent = threading.Event(), threading.Event()
     reports: list[Any] = []
 
     def progress(line: str) -> None:
         if "wait for their turn" in line:
             waiting.set()
+        elif line == f"evicting pod {k8s.ns}/late":
+            late_sent.set()
 
     with drainer(testbed) as kube:
         set_unschedulable(k8s, other, True)
@@ -195,7 +199,7 @@ def test_the_passes_at_a_storm_drain_s_turns_read_its_pods_from_the_watch_of_its
         run.start()
         assert waiting.wait(30), "the first wave did not wait for its turns"
         k8s.bare_pod("late", node=node)  # bound after the LIST, while the drain waits on the budget
-        k8s.wait_for(lambda: any(p.metadata.name == "late" for p in pods_on(k8s, node)), timeout=30, what="late pod")
+        assert late_sent.wait(30), "the pod bound while the drain waited was not evicted before the budget opened"
         k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
         run.join(120)
     (report,) = reports
@@ -204,4 +208,4 @@ def test_the_passes_at_a_storm_drain_s_turns_read_its_pods_from_the_watch_of_its
     assert len(web) == 3 and f"{k8s.ns}/late" in report.evicted and len(report.evicted) == 4, report.evicted
     assert any(w.startswith("Warning: bound to the node after the cordon") and "/late" in w for w in report.warnings)
     assert pods_on(k8s, node) == []
-    assert len(lists) == 1, f"{len(lists)} LISTs of the node's pods: each turn listed them again"
+    assert len(lists) == 1, f"{len(lists)} LISTs of the node's pods: passes after the first listed them again"
