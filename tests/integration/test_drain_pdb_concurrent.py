@@ -209,3 +209,39 @@ def test_a_storm_drain_s_passes_after_its_first_read_its_pods_from_the_watch_of_
     assert any(w.startswith("Warning: bound to the node after the cordon") and "/late" in w for w in report.warnings)
     assert pods_on(k8s, node) == []
     assert len(lists) == 1, f"{len(lists)} LISTs of the node's pods: passes after the first listed them again"
+
+
+def test_a_wait_on_budgets_asks_their_watch_for_the_rest_of_the_pass_not_for_its_own_end(
+    testbed: Any, k8s: Any
+) -> None:
+    """A storm drain's first pass is held (every pod waits for its turn), so its waits end at its held linger; the
+    turns that come keep the pass going past it. The budgets' watch is asked for as long as the pass may come back
+    for more waits (``keep_until``), not for the wait's own end: the waits after it read on from it, and the budgets
+    are listed once."""
+    node, other, spare = k8s.add_nodes(3)
+    k8s.deployment_on("web", 3, [node], spare)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=0)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    budget_lists: list[float] = []
+    with drainer(testbed) as kube, Drainer(kube, node, DrainOptions(run_id="t")) as draining:
+        set_unschedulable(k8s, other, True)
+        claim(kube, other)
+        claim(kube, node)
+        real = kube.request
+
+        def request(method: str, path: str, **kw: Any) -> Any:
+            if method == "GET" and path.endswith("/poddisruptionbudgets"):
+                budget_lists.append(time.monotonic())
+            return real(method, path, **kw)
+
+        kube.request = request  # type: ignore[method-assign]
+        assert draining.drain_pass().evicted == []  # the first wave waits for its turns
+        started = time.monotonic()
+        draining.wait_between_passes(1.0, started + 1.5, keep_until=started + 60)  # the budget allows nothing
+        stream = draining.budgets.resume.stream if draining.budgets.resume is not None else None
+        assert stream is not None and stream.until > started + 30, "the budgets' watch was asked for the wait only"
+        k8s.wait_for(lambda: time.monotonic() > started + 3, timeout=10, what="a watch asked for the wait to end")
+        k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+        report = draining.drain(timeout=60)
+    assert report.drained and len(report.evicted) == 3, report
+    assert len(budget_lists) == 1, [round(t - started, 2) for t in budget_lists]

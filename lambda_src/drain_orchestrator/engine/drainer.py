@@ -89,7 +89,7 @@ class Drainer(Evictions, Waits):
             if options.max_api_calls is not None and kube.calls - calls0 >= options.max_api_calls:
                 total.warnings.append(f"stopped: API call cap of {options.max_api_calls} reached")
                 break
-            self.wait_between_passes(interval, end if hold is None else hold.until(end))
+            self.wait_between_passes(interval, end if hold is None else hold.until(end), keep_until=end)
             interval = min(options.poll_max, interval * 1.5)
             before = set(self.view.seen)
             watched = self._drained_as_watched(last)
@@ -180,7 +180,8 @@ class Drainer(Evictions, Waits):
         by_order = held_by_order(report, verdicts)
         report.held_by_policy += by_order
         self.leaving.next_stage_waits = bool(set(waiting_for_order(verdicts)) - {p.pod.split("/")[0] for p in by_order})
-        if options.surge != "never" and not options.dry_run and not report.refused and not (turn_came and reused is not None):
+        at_turn = turn_came and reused is not None  # the pods as a turn's pass reads them: no surge decided on them
+        if options.surge != "never" and not options.dry_run and not report.refused and not at_turn:
             surge_pass(kube, self.node, report, verdicts, self.surge, options, self.pods.owners)  # replacements first
 
         if options.force_delete_on_deadline and not report.refused:
