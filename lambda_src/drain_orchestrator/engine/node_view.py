@@ -193,6 +193,8 @@ class Leaving:
         early, listing = self.early, view.listing
         if early is None or listing is None or self.early_since != listing.resource_version:
             return None
+        if early.status is None:  # not answered yet: what it will show is not known (a LIST of a moment ago may do)
+            return None
         events: list[dict[str, Any]] = []
         while (event := early.next(0.0)) is not False:
             if not isinstance(event, dict) or event.get("type") == "ERROR":
