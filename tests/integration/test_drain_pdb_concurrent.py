@@ -17,7 +17,7 @@ from drain_orchestrator.engine import budget_turns
 from drain_orchestrator.engine.drainer import Drainer
 from drain_orchestrator.kube.node_claim import look_at
 from drain_orchestrator.kube.rest import Kube
-from tests.integration.drain_support import drain, drainer, pods_on, set_unschedulable
+from tests.integration.drain_support import drain, drainer, pod_lists_of, pods_on, set_unschedulable
 
 pytestmark = pytest.mark.integration
 
@@ -161,3 +161,87 @@ def test_a_drain_that_counted_the_storm_early_spreads_its_turns_over_the_drains_
 
     assert turns.contenders == {key: 6}  # counted again at the rise: six drains now
     assert turns.recount is None  # once
+
+
+def test_a_storm_drain_s_passes_after_its_first_read_its_pods_from_the_watch_of_its_list_however_long_it_waited(
+    testbed: Any, k8s: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another node is draining and the budget allows nothing: the first wave waits for its turns, and the drain
+    watches its node's pods from its LIST. Its waits on the budget run out (no turn) and its turns come long after
+    that LIST (no LIST that old is reused on its own): each pass reads the node's pods from the watch instead of
+    listing them again, a pod bound to the node meanwhile is drained (while the budget still allows nothing) and
+    named, and the pods' going is seen on the same watch."""
+    from drain_orchestrator.engine import node_view, waits
+
+    node, other, spare = k8s.add_nodes(3)
+    k8s.deployment_on("web", 3, [node], spare)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=0)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    monkeypatch.setattr(node_view, "TURN_LISTING_SECONDS", 0.0)  # every turn comes "long" after the LIST
+    monkeypatch.setattr(waits, "BUDGET_WAIT_SECONDS", 1.0)  # waits on the budget run out: passes without a turn
+    waiting, late_sent = threading.Event(), threading.Event()
+    reports: list[Any] = []
+
+    def progress(line: str) -> None:
+        if "wait for their turn" in line:
+            waiting.set()
+        elif line == f"evicting pod {k8s.ns}/late":
+            late_sent.set()
+
+    with drainer(testbed) as kube:
+        set_unschedulable(k8s, other, True)
+        claim(kube, other)
+        claim(kube, node)
+        lists = pod_lists_of(kube)
+        run = threading.Thread(
+            target=lambda: reports.append(drain(kube, node, timeout=90, force=True, progress=progress))
+        )
+        run.start()
+        assert waiting.wait(30), "the first wave did not wait for its turns"
+        k8s.bare_pod("late", node=node)  # bound after the LIST, while the drain waits on the budget
+        assert late_sent.wait(30), "the pod bound while the drain waited was not evicted before the budget opened"
+        k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+        run.join(120)
+    (report,) = reports
+    assert report.drained, report
+    web = [p for p in report.evicted if p.startswith(f"{k8s.ns}/web-")]
+    assert len(web) == 3 and f"{k8s.ns}/late" in report.evicted and len(report.evicted) == 4, report.evicted
+    assert any(w.startswith("Warning: bound to the node after the cordon") and "/late" in w for w in report.warnings)
+    assert pods_on(k8s, node) == []
+    assert len(lists) == 1, f"{len(lists)} LISTs of the node's pods: passes after the first listed them again"
+
+
+def test_a_wait_on_budgets_asks_their_watch_for_the_rest_of_the_pass_not_for_its_own_end(
+    testbed: Any, k8s: Any
+) -> None:
+    """A storm drain's first pass is held (every pod waits for its turn), so its waits end at its held linger; the
+    turns that come keep the pass going past it. The budgets' watch is asked for as long as the pass may come back
+    for more waits (``keep_until``), not for the wait's own end: the waits after it read on from it, and the budgets
+    are listed once."""
+    node, other, spare = k8s.add_nodes(3)
+    k8s.deployment_on("web", 3, [node], spare)
+    k8s.pdb("web", {"app": "web"}, max_unavailable=0)
+    k8s.wait_pdb("web", disruptions_allowed=0)
+    budget_lists: list[float] = []
+    with drainer(testbed) as kube, Drainer(kube, node, DrainOptions(run_id="t")) as draining:
+        set_unschedulable(k8s, other, True)
+        claim(kube, other)
+        claim(kube, node)
+        real = kube.request
+
+        def request(method: str, path: str, **kw: Any) -> Any:
+            if method == "GET" and path.endswith("/poddisruptionbudgets"):
+                budget_lists.append(time.monotonic())
+            return real(method, path, **kw)
+
+        kube.request = request  # type: ignore[method-assign]
+        assert draining.drain_pass().evicted == []  # the first wave waits for its turns
+        started = time.monotonic()
+        draining.wait_between_passes(1.0, started + 1.5, keep_until=started + 60)  # the budget allows nothing
+        stream = draining.budgets.resume.stream if draining.budgets.resume is not None else None
+        assert stream is not None and stream.until > started + 30, "the budgets' watch was asked for the wait only"
+        k8s.wait_for(lambda: time.monotonic() > started + 3, timeout=10, what="a watch asked for the wait to end")
+        k8s.policy.patch_namespaced_pod_disruption_budget("web", k8s.ns, {"spec": {"maxUnavailable": 1}})
+        report = draining.drain(timeout=60)
+    assert report.drained and len(report.evicted) == 3, report
+    assert len(budget_lists) == 1, [round(t - started, 2) for t in budget_lists]

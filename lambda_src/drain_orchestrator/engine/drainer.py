@@ -28,7 +28,7 @@ from drain_orchestrator.engine.surge import record_seen, surge_pass
 from drain_orchestrator.engine.verdicts import classify_node
 from drain_orchestrator.engine.waits import Waits
 from drain_orchestrator.kube.cordon import ANN_STARTED_AT, cordon
-from drain_orchestrator.kube.pods import SeenIps, list_node_pods_at
+from drain_orchestrator.kube.pods import NodePods, SeenIps, list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
 
 __all__ = ["Drainer", "drain_node", "look_late"]
@@ -89,7 +89,7 @@ class Drainer(Evictions, Waits):
             if options.max_api_calls is not None and kube.calls - calls0 >= options.max_api_calls:
                 total.warnings.append(f"stopped: API call cap of {options.max_api_calls} reached")
                 break
-            self.wait_between_passes(interval, end if hold is None else hold.until(end))
+            self.wait_between_passes(interval, end if hold is None else hold.until(end), keep_until=end)
             interval = min(options.poll_max, interval * 1.5)
             before = set(self.view.seen)
             watched = self._drained_as_watched(last)
@@ -133,13 +133,15 @@ class Drainer(Evictions, Waits):
         if not options.dry_run:
             view.note_witness()  # seen before the LIST below (the node's watch, opened here), that LIST counts
 
-        # a LIST of its own (a listing of another caller's, or a drain before, may miss a pod bound since), except right
-        # after a budget's turn: its own LIST of a moment ago names the pods the turn admits
-        turn = view.turn_listing() if self.budgets.turn_came() else None
+        # a LIST of its own (a listing of another caller's, or a drain before, may miss a pod bound since), except after
+        # a wait on budgets: its own LIST, with what the pods' watch from it saw since, names the pods a turn admits
+        turn_came = self.budgets.turn_came()
+        reused = self._reused_listing(turn_came)
         sent_at = clock.mono()
-        listed = turn if turn is not None else list_node_pods_at(kube, self.node, options.pod_selector)
-        if turn is None:
+        listed = reused if reused is not None else list_node_pods_at(kube, self.node, options.pod_selector)
+        if reused is None:
             view.listed(listed, sent_at)
+            self.leaving.drop_early_unless(listed.resource_version)
         pods = [PodInfo.from_dict(p) for p in listed.items]
         for key in self.pods.announce_gone({ident_of(p) for p in pods}):  # 404 or a new pod under the same name
             self.say(f"pod/{key.split('/', 1)[1]} evicted")
@@ -152,7 +154,7 @@ class Drainer(Evictions, Waits):
         self.pods.note_releases(verdicts, found.policies, options, now)
 
         candidates = [] if report.refused else to_evict_now(verdicts)
-        if turn is not None:  # sent since that LIST: on their way out, not to be sent again
+        if reused is not None:  # sent since that LIST: on their way out, not to be sent again
             candidates = [v for v in candidates if not self.pods.known(ident_of(v.pod)).sent]
         self._hold_first_wave(candidates)  # in a storm: budget-bound pods go at their turn
         batch, by_budget = self._due(candidates)
@@ -178,7 +180,8 @@ class Drainer(Evictions, Waits):
         by_order = held_by_order(report, verdicts)
         report.held_by_policy += by_order
         self.leaving.next_stage_waits = bool(set(waiting_for_order(verdicts)) - {p.pod.split("/")[0] for p in by_order})
-        if options.surge != "never" and not options.dry_run and not report.refused and turn is None:
+        at_turn = turn_came and reused is not None  # the pods as a turn's pass reads them: no surge decided on them
+        if options.surge != "never" and not options.dry_run and not report.refused and not at_turn:
             surge_pass(kube, self.node, report, verdicts, self.surge, options, self.pods.owners)  # replacements first
 
         if options.force_delete_on_deadline and not report.refused:
@@ -186,9 +189,9 @@ class Drainer(Evictions, Waits):
         self._redelete_stuck(report, verdicts)
         report.active_tier = active_tier(verdicts)
         report.remaining = [v.pod.key for v in verdicts if v.verdict in (Verdict.EVICT, Verdict.WAIT, Verdict.HOLD)]
-        report.drained = not report.remaining and not report.refused and turn is None
-        # a pass right after a budget's turn evicts from the last LIST, which shows the pods earlier passes sent still
-        # running: they are on their way out all the same (by identity: a successor under the name is not)
+        report.drained = not report.remaining and not report.refused and reused is None
+        # a pass that reuses the last LIST may show the pods earlier passes sent still running: they are on their way
+        # out all the same (by identity: a successor under the name is not)
         sent = {v.pod.key for v in verdicts if self.pods.known(ident_of(v.pod)).sent}
         going = only_going(report, sent)
         self.leaving.after_pass(verdicts, going, clock, evicted_at=sent_at if report.evicted else None)
@@ -196,6 +199,21 @@ class Drainer(Evictions, Waits):
         report.draining_seen = self.turns.draining_seen
         report.elapsed = clock.mono() - started
         return report
+
+    def _reused_listing(self, turn_came: bool) -> NodePods | None:
+        """The node's pods without a LIST (None: list them). After a budget's turn: the last LIST caught up by the pods'
+        watch from it, else that LIST while younger than TURN_LISTING_SECONDS. After a wait on budgets that brought no
+        turn (its time ran out): that caught-up LIST while a pod it shows still waits on a budget (a pass that reuses a
+        listing never finds the node drained: that takes a LIST of its own)."""
+        waiting = {r.ident for r in self.pods if r.waiting_on}
+        if not turn_came and not waiting:
+            return None
+        caught_up = self.leaving.catch_up(self.view)
+        if turn_came:
+            return caught_up if caught_up is not None else self.view.turn_listing()
+        if caught_up is not None and any(ident_of(PodInfo.from_dict(p)) in waiting for p in caught_up.items):
+            return caught_up
+        return None
 
     def _due(self, batch: list[PodVerdict]) -> tuple[list[PodVerdict], dict[str, list[Key]]]:
         """The pods to try now, and which of them a budget admitted at this drain's turn (with those budgets).

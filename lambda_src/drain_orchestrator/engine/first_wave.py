@@ -4,7 +4,8 @@ too small for all of them wait on it as if refused once, and go at their turn (e
 watch, a hold-off as wide as the drains wanting it). Costs two LISTs a drain (the draining nodes, metadata only; the
 budgets, which the first wait then watches without listing again), and a drain with turns one more a moment later
 (the draining nodes again, at a budget's first rise: a storm's drains cordon over a second or two), against a
-refusal for most pods of a storm."""
+refusal for most pods of a storm. A drain with turns watches its node's pods from its first LIST at once: the passes
+at its turns read them from that watch, and its wait for them to go reads on from it."""
 
 from __future__ import annotations
 
@@ -80,6 +81,9 @@ class FirstWave(DrainParts):
                 rec.force_at = mono + (due - now)
         if waiting:
             self.say(f"{len(waiting)} pods wait for their turn at their budgets ({count} nodes draining)")
+            # their turns come within the first wave's window: the passes at them read the node's pods from this
+            # watch, not from a LIST each, and the wait for the pods to go reads on from it (the one watch it needs)
+            self.leaving.watch_early(self.kube, self.node, self.view.pods_version)
 
     def _recount_if_due(self, key: tuple[str, str]) -> None:
         """Once, at a rise of one of the first wave's budgets a moment after the first count: count the draining

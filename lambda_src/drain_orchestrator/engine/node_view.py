@@ -16,12 +16,14 @@ long after the cordon; the flow runs it right before the instance may go, after 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any
 
 from drain_orchestrator.drain.classify import PodVerdict, Verdict
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.engine.clock import Clock
 from drain_orchestrator.kube.node_watch import UNSCHEDULABLE_TAINT, NodePresence
-from drain_orchestrator.kube.pods import WATCH_SECONDS, NodePods, SeenIps, watch_node_pods
+from drain_orchestrator.kube.pods import WATCH_SECONDS, NodePods, SeenIps, watch_node_pods, with_events
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
 
@@ -91,6 +93,14 @@ class NodeView:
         if evicted_at is not None and (self.list_sent_at is None or evicted_at > self.list_sent_at):
             self.list_sent_at = evicted_at
 
+    def caught_up(self, listing: NodePods) -> None:
+        """The last LIST with what the pods' watch from it saw since (Leaving.catch_up): the node's pods now, for a
+        pass right after a budget's turn. Not a LIST of its own: ``list_sent_at`` stays (a node is called drained only
+        from a LIST, or a watch that saw the last pods go)."""
+        self.listing, self.listed_at = listing, self.clock.mono()
+        if self.seen_ips is not None:
+            self.seen_ips.note(listing.items)
+
     def turn_listing(self) -> NodePods | None:
         """The last LIST, when younger than TURN_LISTING_SECONDS, for a pass right after a budget's turn."""
         if self.listing is None or self.listed_at is None:
@@ -155,8 +165,10 @@ class Leaving:
     watched_gone: set[str] = field(default_factory=set)
     watched_at: float | None = None
     evicted_at: float | None = None  # when the last pass sent its evictions that went through (None: none did)
-    # the node's pods watched from the pass's LIST (at ``early_since``) since its first eviction went through, for
-    # the wait after the pass to read on from (engine/evictions.py)
+    # the node's pods watched from the pass's LIST (at ``early_since``) since its first eviction went through (or, in
+    # a storm, since its first wave was put to wait for its turns: engine/first_wave.py), for the wait for pods to go
+    # to read on from (engine/evictions.py), kept open through waits on budgets for the passes at their turns
+    # (catch_up)
     early: Watch | None = None
     early_since: str | None = None
 
@@ -172,6 +184,35 @@ class Leaving:
     def watch_early(self, kube: Kube, node: str, since: str | None) -> None:
         if since and self.watchable and self.early is None:
             self.early, self.early_since = watch_node_pods(kube, node, since, WATCH_SECONDS), since
+
+    def catch_up(self, view: NodeView) -> NodePods | None:
+        """The node's pods now: the last LIST with every event the pods' watch from it queued since applied (the watch
+        delivers every change in order, so this is what a LIST now would show), for the pass after a budget's turn,
+        however long the wait was. None when no watch reads from that LIST, or it ended (its time ran out, it was cut,
+        its version is gone: 410, the role may not watch pods): then a LIST says what is on the node."""
+        early, listing = self.early, view.listing
+        if early is None or listing is None or self.early_since != listing.resource_version:
+            return None
+        if early.status is None:  # not answered yet: what it will show is not known (a LIST of a moment ago may do)
+            return None
+        events: list[dict[str, Any]] = []
+        while (event := early.next(0.0)) is not False:
+            if not isinstance(event, dict) or event.get("type") == "ERROR":
+                self.watchable = self.watchable and early.status != HTTPStatus.FORBIDDEN
+                self.early = None
+                early.close()
+                return None
+            events.append(event)
+        caught_up = with_events(listing, events)
+        self.early_since = caught_up.resource_version
+        view.caught_up(caught_up)
+        return caught_up
+
+    def drop_early_unless(self, since: str | None) -> None:
+        """A new LIST: the pods' watch from an earlier one is of no more use (a wait or a turn reads from the last)."""
+        if self.early is not None and self.early_since != since:
+            self.early.close()
+            self.early = None
 
     def take_early(self, since: str | None) -> Watch | None:
         """The early watch, if it reads from ``since`` (the last LIST's version); the caller closes it."""

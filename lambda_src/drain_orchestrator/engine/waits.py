@@ -30,20 +30,16 @@ class PodsWatched(StrEnum):
 
 
 class Waits(FirstWave):
-    def wait_between_passes(self, interval: float, end: float) -> None:
+    def wait_between_passes(self, interval: float, end: float, keep_until: float | None = None) -> None:
         """Sleep until the next pass is worth it (``end``: at the latest). A wait on budgets lasts up to
-        BUDGET_WAIT_SECONDS, the node checked meanwhile; a wait for pods to go watches the node's pods (on from the
-        watch the pass opened as its evictions went, if it did)."""
-        early = self.leaving.take_early(self.view.pods_version)
-        try:
-            self._wait(interval, end, early)
-        finally:
-            if early is not None:
-                early.close()
-
-    def _wait(self, interval: float, end: float, early: Watch | None) -> None:
+        BUDGET_WAIT_SECONDS, the node checked meanwhile, and leaves the pods' watch running (the pass at the turn reads
+        the node's pods from it); a wait for pods to go watches the node's pods (on from the watch the pass opened as
+        its evictions went, if it did). ``keep_until`` (monotonic; default ``end``): how long the drain may come back
+        for more waits (a held pass's ``end`` is its linger, which a moving budget extends): the budgets' watch is
+        asked for that long, and the drain closes it when it ends."""
         options, pods, leaving = self.options, self.pods, self.leaving
         mono = self.clock.mono()
+        keep_open = max(0.0, (end if keep_until is None else max(end, keep_until)) - mono)
         retry_at = pods.next_action()
         # never longer than a node check: a node deleted during a PDB wait is noticed by the next pass
         budget = max(0.0, min(end, retry_at, mono + options.node_check_seconds) - mono)
@@ -56,15 +52,20 @@ class Waits(FirstWave):
             if leaving.next_stage_waits:  # another namespace's next evict-order is due when its pods have gone
                 wait = min(wait, self._until_gone(mono))
             if wait > 0:
-                self._wait_for_budgets(budgets, wait, max(0.0, end - mono))
+                self._wait_for_budgets(budgets, wait, keep_open)
                 return
         since = self.view.pods_version
         if going and since and leaving.watchable:
             wait = max(0.0, min(end, retry_at) - mono)
             uids = leaving.uids | pods.sent_uids()
-            gone = wait_for_deletions(
-                self.kube, self.node, since, uids, wait, check=self._look_waiting, check_every=budget, watch=early
-            )
+            early = leaving.take_early(since)
+            try:
+                gone = wait_for_deletions(
+                    self.kube, self.node, since, uids, wait, check=self._look_waiting, check_every=budget, watch=early
+                )
+            finally:
+                if early is not None:
+                    early.close()
             if gone is PodsWatched.FORBIDDEN:  # the role cannot watch pods (not upgraded yet): poll instead
                 leaving.watchable = False
             else:
@@ -89,7 +90,7 @@ class Waits(FirstWave):
             self.clock.sleep(min(delay, budget) if budget > 0 else options.poll_min)
             return
         if budgets and budget > 0:
-            self._wait_for_budgets(budgets, budget, max(0.0, end - mono))
+            self._wait_for_budgets(budgets, budget, keep_open)
             return
         if any(r.release_at is not None for r in pods) and budget > 0:
             self.clock.sleep(budget)  # only pods let finish: look every node check (or at a release), not every second

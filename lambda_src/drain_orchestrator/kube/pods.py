@@ -72,6 +72,23 @@ def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None) 
             return NodePods(items, rv)
 
 
+def with_events(listing: NodePods, events: list[dict[str, Any]]) -> NodePods:
+    """``listing`` with the events of a watch from its resourceVersion applied, in order: the node's pods as of the
+    last event (a pod is its UID: a new pod under an old name is another pod; one that leaves the node is DELETED)."""
+    pods = {str((p.get("metadata") or {}).get("uid", "")): p for p in listing.items}
+    rv = listing.resource_version
+    for event in events:
+        obj = event.get("object") or {}
+        meta = obj.get("metadata") or {}
+        uid = str(meta.get("uid", ""))
+        if event.get("type") == "DELETED":
+            pods.pop(uid, None)
+        elif event.get("type") in ("ADDED", "MODIFIED"):
+            pods[uid] = obj
+        rv = meta.get("resourceVersion") or rv
+    return NodePods(list(pods.values()), rv)
+
+
 def watch_node_pods(kube: Kube, node: str, since: str, timeout: float) -> Watch:
     """A watch of the pods bound to ``node`` from the LIST at resourceVersion ``since``, which the server ends after
     ``timeout`` seconds, at most WATCH_SECONDS (a drain without a timeout waits on as many as it needs; engine/waits.py
