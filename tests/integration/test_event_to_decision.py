@@ -356,22 +356,26 @@ def test_health_event_with_instances_of_two_clusters_and_an_unknown_one(
     [green_node] = aws.nodes_for(k8s, [green_iid])
     lam.configure("blue")
     calls: list[tuple[str, list[str]]] = []
-    real_ec2_client = clients.ec2_client
 
-    def observed_ec2_client(*args: Any, **kwargs: Any) -> Any:
-        """The function's own EC2 client, with its DescribeInstances calls recorded (they still go to moto)."""
-        client = real_ec2_client(*args, **kwargs)
-        client.meta.events.register(
-            "provide-client-params.ec2.DescribeInstances",
-            lambda params, **_: calls.append(
-                ("ids", list(params["InstanceIds"]))
-                if "InstanceIds" in params
-                else ("filter", [v for f in params["Filters"] for v in f["Values"]])
-            ),
-        )
-        return client
+    def observed(build: Any) -> Any:
+        def observed_client(*args: Any, **kwargs: Any) -> Any:
+            """The function's own EC2 client, with its DescribeInstances calls recorded (they still go to moto)."""
+            client = build(*args, **kwargs)
+            client.meta.events.register(
+                "provide-client-params.ec2.DescribeInstances",
+                lambda params, **_: calls.append(
+                    ("ids", list(params["InstanceIds"]))
+                    if "InstanceIds" in params
+                    else ("filter", [v for f in params["Filters"] for v in f["Values"]])
+                ),
+            )
+            return client
 
-    monkeypatch.setattr(clients, "ec2_client", observed_ec2_client)
+        return observed_client
+
+    # the decide step's first read is a single attempt (its own client), the rest through the usual one
+    for name in ("ec2_client", "ec2_single_attempt_client"):
+        monkeypatch.setattr(clients, name, observed(getattr(clients, name)))
     # a window that opens within the scheduled-change lead: the drain starts at once
     event = samples.health_event([blue_iid, green_iid, IMPOSSIBLE], start=time.time() + 600)
 

@@ -172,7 +172,9 @@ def test_plain_text_503s_from_aws_are_retried(
     # the step that made the first call stopped at its fault; the retries are steps of their own
     names = {str(getattr(op, "name", "") or "") for op in run.operations}
     if action == "DescribeInstances":  # the admit step's decision, then "decide-retry-N"
-        assert {"admit", "decide-retry-1", "decide-retry-3"} <= names, names
+        # the decide step's first read is one attempt, and a 503 reads again through the usual client: two sends a
+        # step, so the three 503s end in the first retry
+        assert {"admit", "decide-retry-1"} <= names and "decide-retry-2" not in names, names
     else:  # the verdict step's completion, then "complete-lifecycle-retry-N"; the parts after it on their own
         assert {"verdict", "complete-lifecycle-retry-3", "surge-restore", "report"} <= names, names
     assert fault.ended_at is not None
