@@ -41,20 +41,39 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999  # Linux's default
 
 
+# Ports chosen are bound later, by a component starting seconds after: a port this process handed out is never
+# handed out again (two components of one bed would race for it), and each pytest worker chooses among its own
+# residue class, so beds starting side by side in one session never choose the same port.
+_HANDED_OUT: set[int] = set()
+_WORKER_CLASSES = 16
+
+
 def free_port() -> int:
     """A free loopback port outside the kernel's ephemeral range. A port the kernel hands out could, while its
     component is stopped for a fault, become some client's local port (the apiserver reconnecting to etcd, say),
     and the component could not bind it again on restart."""
     low, high = _ephemeral_range()
     choices = [p for p in range(10000, 32768) if not low <= p <= high] or list(range(1024, low))
+    worker = _worker_index()
+    if worker is not None:
+        choices = [p for p in choices if p % _WORKER_CLASSES == worker % _WORKER_CLASSES]
     for port in random.sample(choices, min(200, len(choices))):
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
+            _HANDED_OUT.add(port)
             return port
     raise TestbedError(f"no free loopback port in 10000-32767 outside the ephemeral range {low}-{high}")
+
+
+def _worker_index() -> int | None:
+    """The pytest-xdist worker's number (gw3: 3), None outside a worker."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else None
 
 
 @dataclass
