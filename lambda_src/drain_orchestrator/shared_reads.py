@@ -102,14 +102,13 @@ class SharedRead:
         started = self.clock()
         wanted_ms = _ms(started)
         self.table.leave_wants(ids, wanted_ms)
-        left_at = lease_tried = started
-        first = True
+        left_at = lease_due = started
         while True:
             answered = self._answered(ids, wanted_ms)
             if answered is not None:
                 return answered
-            if first or self.clock() >= lease_tried:
-                first, lease_tried = False, self.clock() + self.rng.uniform(*LEASE_TRY_SECONDS)
+            if self.clock() >= lease_due:
+                lease_due = self.clock() + self.rng.uniform(*LEASE_TRY_SECONDS)
                 mine = self._read_round(ids)
                 if mine is not None:
                     return mine

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from drain_orchestrator.aws.clients import ec2_client, ec2_single_attempt_client
+from drain_orchestrator.aws.clients import dynamodb_client, ec2_client, ec2_single_attempt_client
 from drain_orchestrator.aws.reads_table import DynamoReadsTable
 from drain_orchestrator.facts import InstanceFacts
 from drain_orchestrator.failures import ApiError, FailureKind
@@ -28,7 +28,7 @@ OWNED = {"eks:cluster-name": "blue"}
 @pytest.fixture
 def table(aws: AwsSeed) -> Iterator[DynamoReadsTable]:
     session = aws.lambda_session()
-    yield DynamoReadsTable(session.client("dynamodb"), aws.shared_reads_table())  # type: ignore[arg-type]
+    yield DynamoReadsTable(dynamodb_client(session), aws.shared_reads_table())  # type: ignore[arg-type]
     aws.account_limits(ec2=False)
 
 
@@ -129,7 +129,7 @@ def test_a_waiter_not_answered_within_its_budget_is_throttled(aws: AwsSeed, tabl
 def test_a_table_that_fails_leaves_the_event_to_read_on_its_own(aws: AwsSeed, table: DynamoReadsTable) -> None:
     iid = aws.instance(tags=OWNED)
     session = aws.lambda_session()
-    missing = DynamoReadsTable(session.client("dynamodb"), "no-such-table")  # type: ignore[arg-type]
+    missing = DynamoReadsTable(dynamodb_client(session), "no-such-table")  # type: ignore[arg-type]
     source = _facts_source(aws, missing)
     _empty_bucket(aws, 1, 2, [iid])  # refused first, then a token every 0.5 s for the adaptive client
 

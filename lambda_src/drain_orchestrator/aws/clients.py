@@ -16,6 +16,7 @@ from botocore.loaders import Loader
 
 if TYPE_CHECKING:
     from mypy_boto3_autoscaling import AutoScalingClient
+    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_eks import EKSClient
     from mypy_boto3_elbv2 import ElasticLoadBalancingv2Client
@@ -43,6 +44,9 @@ ADAPTIVE_CONFIG = Config(
 SINGLE_ATTEMPT_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=5, read_timeout=20
 )
+# The shared-reads table (aws/reads_table.py): short, as a waiter polls again within a second, and a table that does
+# not answer is a reason to read EC2 alone, not to wait out botocore's backoff.
+TABLE_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=2, read_timeout=5)
 _STARTED = "drain_orchestrator_started"
 
 
@@ -125,6 +129,11 @@ def ec2_client(session: boto3.Session | None = None, region: str | None = None) 
 
 def ec2_single_attempt_client(session: boto3.Session | None = None, region: str | None = None) -> EC2Client:
     client: EC2Client = _client("ec2", session, region, SINGLE_ATTEMPT_CONFIG)
+    return client
+
+
+def dynamodb_client(session: boto3.Session | None = None, region: str | None = None) -> DynamoDBClient:
+    client: DynamoDBClient = _client("dynamodb", session, region, TABLE_CONFIG)
     return client
 
 

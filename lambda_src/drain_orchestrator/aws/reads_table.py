@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from drain_orchestrator.aws.errors import from_client_error, translated
@@ -189,15 +188,3 @@ def _throttled(exc: ClientError) -> bool:
 
 def _condition_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-
-
-# Short: a waiter polls again within a second, and a table that does not answer is a reason to read EC2 alone, not to
-# wait out botocore's backoff.
-_TABLE_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 3}, connect_timeout=2, read_timeout=5)
-
-
-def dynamodb_client() -> DynamoDBClient:
-    from drain_orchestrator.aws.clients import _client  # noqa: PLC0415 - one place builds clients
-
-    client: DynamoDBClient = _client("dynamodb", None, None, _TABLE_CONFIG)
-    return client

@@ -111,7 +111,8 @@ def reads_table() -> DynamoReadsTable | None:
     name = settings().shared_reads_table
     if name is None:
         return None
-    from drain_orchestrator.aws.reads_table import DynamoReadsTable, dynamodb_client  # noqa: PLC0415
+    from drain_orchestrator.aws.clients import dynamodb_client  # noqa: PLC0415
+    from drain_orchestrator.aws.reads_table import DynamoReadsTable  # noqa: PLC0415
 
     return _cached("reads-table", lambda: DynamoReadsTable(dynamodb_client(), name))  # type: ignore[no-any-return]
 
