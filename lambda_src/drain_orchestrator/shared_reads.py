@@ -8,8 +8,9 @@ leaves the ids it needs there, and whichever execution holds the table's lease r
 read in one call (up to ``ROUND_IDS``) and publishes the answers; the others find theirs in the table.
 
 What the waiting execution accepts is as fresh as a read of its own: facts from a read sent after it left its ids
-(``read_ms >= wanted_ms``), so corroboration still checks what EC2 says after the event, never an older answer.
-The table is written only by the function's role.
+(``read_ms >= wanted_ms``), so corroboration still checks what EC2 says after the event, never an older answer; and
+never facts dated ahead of its clock or about another instance (``believable``). The table is written only by the
+function's role.
 
 Liveness: the lease lapses after ``LEASE_SECONDS`` (a holder that dies stops nobody for longer); a waiter leaves its
 ids again every ``REWANT_SECONDS`` (an id left while a holder was reading is picked up by the next round); a waiter
@@ -122,7 +123,8 @@ class SharedRead:
 
     def _answered(self, ids: list[str], wanted_ms: int) -> dict[str, InstanceFacts | None] | None:
         got = self.table.published(ids)
-        if all(i in got and got[i].read_ms >= wanted_ms for i in ids):
+        latest_ms = _ms(self.clock()) + int(SKEW_MARGIN_SECONDS * 1000)
+        if all(i in got and believable(i, got[i], wanted_ms, latest_ms) for i in ids):
             return {i: got[i].facts for i in ids}
         return None
 
@@ -151,6 +153,13 @@ class SharedRead:
         finally:
             self.table.release_lease(self.holder, served_to if found is not None else None)
         return None if found is None else {i: found.get(i) for i in ids}
+
+
+def believable(instance_id: str, published: Published, wanted_ms: int, latest_ms: int) -> bool:
+    """Facts a waiter may take for ``instance_id``: read after it asked and not dated ahead of its clock (an item
+    written with a time to come would otherwise answer every later waiter), and about that instance."""
+    about = published.facts is None or published.facts.instance_id == instance_id
+    return wanted_ms <= published.read_ms <= latest_ms and about
 
 
 def next_round(ids: list[str], wants: list[tuple[int, str]]) -> tuple[list[str], int | None]:
