@@ -25,10 +25,7 @@ pytestmark = pytest.mark.integration
 
 
 def _web_on(k8s: Any, target: str, spare: str, replicas: int, *, grace: int = 0) -> None:
-    set_unschedulable(k8s, spare, True)
-    k8s.deployment("web", replicas, grace=grace)
-    k8s.wait_pods_ready("app=web", replicas)
-    set_unschedulable(k8s, spare, False)
+    k8s.deployment_on("web", replicas, [target], spare, grace=grace)
 
 
 def test_pdb_blocks_until_the_replacement_is_ready(testbed: Any, k8s: Any) -> None:

@@ -69,7 +69,8 @@ def test_status_shows_phase_deadline_and_what_holds_the_drain(aws: AwsSeed, k8s:
             "grants_error": None,
         }
         assert doc["clusters"] == [read]  # the shipped RBAC lets it look for surges left behind too
-        assert doc["surges_left_behind"] == []
+        # tests beside this one leave surges of their own on the cluster; none of this one's namespace is left behind
+        assert [s for s in doc["surges_left_behind"] if s["deployment"].startswith(f"{k8s.ns}/")] == []
         assert doc["retained_instances"] == []
         rows: list[dict[str, Any]] = doc["drains"]
         (row,) = [r for r in rows if r["node"] == node]
