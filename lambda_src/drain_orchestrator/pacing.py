@@ -153,6 +153,13 @@ def wait_seconds(now: float, want: float, deadline: float, next_beat: float | No
     return max(1, math.ceil(end - now))
 
 
+def queued_recheck(now: float, ws: WorkflowSettings, due: list[float]) -> float:
+    """The wait after a pass that ended queued for a far turn (drain/turn_queue.py): until the first of ``due`` still
+    ahead (its return, the deadline policy's force time, the held notification), never over HELD_RECHECK_MAX."""
+    ahead = [t - now for t in due if t > now]
+    return max(1.0, min([float(ws.held_recheck_max_seconds), *ahead]))
+
+
 def held_recheck(attempt: int, now: float, ws: WorkflowSettings, due: list[float]) -> float:
     """The wait after a pass that ended held: ``held_wait``, cut at the first of ``due`` still ahead (the deadline
     policy's force time, a drain policy's release, the held notification)."""

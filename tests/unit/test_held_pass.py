@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from drain_orchestrator import pacing
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason, SurgeNote
 from drain_orchestrator.drain.surge import SurgeStatus
+from drain_orchestrator.drain.turn_queue import QUEUE_LOOK_SECONDS
 from drain_orchestrator.engine.held_pass import HoldCheck, held
 from drain_orchestrator.engine.parts import DrainParts
 from drain_orchestrator.engine.pod_record import PodRecord
@@ -145,3 +148,50 @@ def test_a_surge_waiting_for_a_rollout_looks_again_soon_for_a_bounded_number_of_
     fresh = HoldPace(ws)
     fresh.held_passes = 8
     assert fresh.after(PassOutcome(now=0, report=paused, held=True), 0.0, watch) == ws.held_recheck_max_seconds
+
+
+def _storm(left: int, falls: int) -> tuple[DrainParts, DrainReport]:
+    """A drain of the first wave whose pod waits on a budget that ``left`` drains still want, ``falls`` seen."""
+    state, report = _blocked("ns/a")
+    state.turns.first_wave(left, {("ns", "web"): left}, {("ns", "web")})
+    state.turns.falls[("ns", "web")] = falls
+    return state, report
+
+
+def test_a_storm_drain_whose_turn_is_far_ends_its_pass_queued_once_it_has_watched(monkeypatch: Any) -> None:
+    monkeypatch.setattr("drain_orchestrator.engine.held_pass.random.random", lambda: 0.99)
+    state, report = _storm(20, 0)
+    clock = state.clock
+    assert isinstance(clock, FakeClock)
+    check = HoldCheck(linger=30)
+    assert not check.ends(state, report)  # not yet watched long enough to judge
+    assert check.until(clock.mono() + 120) == clock.mono() + QUEUE_LOOK_SECONDS  # the wait ends at the look
+    clock.advance(QUEUE_LOOK_SECONDS)
+    state.turns.falls[("ns", "web")] = 1
+    state.budgets.rose_at = clock.mono()  # the budget moves: without the queue, the pass would watch on
+    assert check.ends(state, report) and check.queued
+    assert check.wake_at is not None and check.wake_at - clock.wall() > 100  # 16 drains ahead, the next in ~10 s
+    # a far turn is not a held drain: its wait does not grow the held waits, and the pass after it looks in full
+    pace = HoldPace(WorkflowSettings())
+    out = PassOutcome(now=0, report=report, held=True, queued=True, wake_at=check.wake_at)
+    assert pace.after(out, clock.wall(), HeldWatch(10_000)) == pytest.approx(check.wake_at - clock.wall())
+    assert pace.held_passes == 0 and not pace.after_held
+
+
+def test_a_storm_drain_whose_turn_is_near_or_that_was_drawn_to_stay_watches_on(monkeypatch: Any) -> None:
+    draws = iter([0.99, 0.5, 0.0, 0.5])
+    monkeypatch.setattr("drain_orchestrator.engine.held_pass.random.random", lambda: next(draws))
+    for falls, left in ((8, 10), (1, 20)):  # turns coming fast; then a slow budget, but this drain stays
+        state, report = _storm(left, falls)
+        clock = state.clock
+        assert isinstance(clock, FakeClock)
+        check = HoldCheck(linger=30)
+        assert not check.ends(state, report)
+        clock.advance(QUEUE_LOOK_SECONDS)
+        state.budgets.rose_at = clock.mono()
+        assert not check.ends(state, report) and not check.queued
+        assert check.until(clock.mono() + 120) == clock.mono() + 30  # judged once: back to the linger
+    # a budget the first wave did not count (no contenders): never queued
+    state, report = _blocked("ns/a")
+    check = HoldCheck(linger=30)
+    assert not check.ends(state, report) and check.until(1e9) == state.clock.mono() + 30

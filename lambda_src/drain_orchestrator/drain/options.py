@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from drain_orchestrator.drain.turn_queue import QUEUE_AFTER_SECONDS
 from drain_orchestrator.node_identity import NodeIdentity
 from drain_orchestrator.surge_mode import SURGE_MODES, SurgeMode
 
@@ -52,6 +53,8 @@ class DrainOptions:
         bound meanwhile (a binding already under way when the scheduler saw the cordon) is drained too; bounded by
         the deadline. 0: none (the command line's drain, the flow's drain passes: the flow looks late right before
         the instance may go, ``LATE_LOOK_SECONDS``, workflow/late_look.py).
+    queue_after: in a storm, a held pass whose turn at its budgets looks further off than this many seconds ends,
+        queued, to wait durably (drain/turn_queue.py); only with a ``HoldCheck`` (the workflow's passes).
     """
 
     grace_period: int | None = None
@@ -89,6 +92,7 @@ class DrainOptions:
     # a drain that keeps losing the race to other drains backs off up to this long (see contention_jitter).
     budget_jitter_slot: float = 0.2
     budget_jitter_cap: float = 10.0
+    queue_after: float = QUEUE_AFTER_SECONDS
     # Poll cadence while waiting for evicted pods to disappear (one LIST per tick for the whole node).
     poll_min: float = 0.2
     poll_max: float = 1.0

@@ -59,6 +59,7 @@ class BudgetTurns:
         self.recount: Recount | None = None
         self.not_before = 0.0  # no budget-admitted eviction before this (drawn at the last refusal)
         self.first_wave_read = False  # the first wave's budgets were looked at (engine/first_wave.py)
+        self.counted_at: float | None = None  # when the first wave counted the draining nodes
         self.draining_seen: int | None = None  # nodes draining at once at the first wave (this one included)
 
     def slot(self, options: DrainOptions) -> float:
@@ -131,7 +132,17 @@ class BudgetTurns:
         for key in keys:
             self.contenders[key] = min(draining, expected.get(key, draining))
         pods_of = {k: expected[k] for k in keys if k in expected}
-        self.recount = Recount(draining, pods_of, self.clock.mono())
+        self.counted_at = self.clock.mono()
+        self.recount = Recount(draining, pods_of, self.counted_at)
+
+    def queue(self, key: Key) -> tuple[int, int, float] | None:
+        """How the queue at a first-wave budget looks from here: the drains still wanting it (this one included), the
+        disruptions this drain's watch saw it give, and over how many seconds (drain/turn_queue.py); None for a
+        budget the first wave did not count."""
+        if key not in self.contenders or self.counted_at is None:
+            return None
+        falls = self.falls.get(key, 0)
+        return max(1, self.contenders[key] - falls), falls, self.clock.mono() - self.counted_at
 
 
 class Turns:

@@ -7,14 +7,20 @@ HELD_LINGER_SECONDS after its last progress or the last rise of a budget it wait
 while other drains take their turns, and this drain's turn comes within the pass), then ends; the workflow waits
 durably, longer each time (pacing.held_recheck), and looks again. A pass that starts held after a held pass ends
 at its first look, unless it surged (its replacement lifts the budget in seconds: it watches for that).
+
+A storm's drain whose turn at its budgets is far off ends its pass too, queued, once it has watched them for
+QUEUE_LOOK_SECONDS: it waits durably for about as long as the drains ahead of it need (drain/turn_queue.py), then
+looks again like any pass (not quick, and its wait does not lengthen the held waits after it).
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.drain.surge import SurgeStatus
+from drain_orchestrator.drain.turn_queue import QUEUE_LOOK_SECONDS, queue_wait
 from drain_orchestrator.engine.node_view import Leaving
 from drain_orchestrator.engine.parts import DrainParts
 from drain_orchestrator.engine.pod_record import PodRecords
@@ -27,13 +33,19 @@ class HoldCheck:
     linger: float  # seconds a held pass keeps watching after its last progress
     quick: bool = False  # the last pass ended held: end at the first look unless this one progresses
     ended: bool = False  # this pass ended because it was held
+    queued: bool = False  # ended to wait for a far turn at its budgets (drain/turn_queue.py)
     wake_at: float | None = None  # epoch: the first time the drain's own clock acts (force-delete, a release)
     _since: float | None = None  # monotonic: held since
     _progressed: bool = False
+    _look_at: float | None = None  # monotonic: when to judge how far its turn is (once a pass)
+    _judged: bool = False
 
     def until(self, end: float) -> float:
-        """``end`` (monotonic), or sooner when the pass is held: when its linger runs out."""
-        return end if self._since is None else min(end, self._since + self.linger)
+        """``end`` (monotonic), or sooner when the pass is held: when its linger runs out, or its turn is judged."""
+        if self._since is None:
+            return end
+        end = min(end, self._since + self.linger)
+        return end if self._look_at is None else min(end, self._look_at)
 
     def ends(self, drain: DrainParts, last: DrainReport) -> bool:
         """Fold the latest pass in; True when the pass should end here, held."""
@@ -42,22 +54,51 @@ class HoldCheck:
             self._progressed = True
         if not held(drain.pods, drain.leaving, last):
             self._since = None
+            if self._look_at is not None and mono >= self._look_at:
+                self._look_at, self._judged = None, True  # moving when it looked: its turn is not far
             return False
         if self._since is None:
             self._since = mono
-        if any(note.status == SurgeStatus.SURGED.value and note.via is not None for note in last.surge):
+        surged = any(note.status == SurgeStatus.SURGED.value and note.via is not None for note in last.surge)
+        if surged:
             # replicas added in this pass: the replacement lifts the budget within seconds, so watch for it
             # instead of ending at the first look (the next look may be a held wait of many minutes away)
             self._since, self._progressed = mono, True
         rose = drain.budgets.rose_at
         if rose is not None and rose > self._since:
             self._since = rose  # a budget it waits on is moving (a storm's drains take it in turn): watch on
-        if (self.quick and not self._progressed) or mono - self._since >= self.linger:
+        away = None if surged else self._far_turn(drain, mono)
+        if away is not None or (self.quick and not self._progressed) or mono - self._since >= self.linger:
             self.ended = True
             first = drain.pods.first_wake()
-            self.wake_at = None if first is None else drain.clock.wall() + max(0.0, first - mono)
+            wakes = [] if first is None else [drain.clock.wall() + max(0.0, first - mono)]
+            if away is not None:
+                self.queued = True
+                wakes.append(drain.clock.wall() + away)
+            self.wake_at = min(wakes, default=None)
             return True
         return False
+
+    def _far_turn(self, drain: DrainParts, mono: float) -> float | None:
+        """Seconds to wait away from the budgets' watch, once they were watched QUEUE_LOOK_SECONDS since the first
+        wave counted the drains; None to watch on. Only when every budget its pods wait on was counted, and every
+        one's turn is far."""
+        if self._judged or drain.options.dry_run:
+            return None
+        counted = drain.turns.counted_at
+        queues = [drain.turns.queue(key) for key in drain.pods.waited_budgets()]
+        if counted is None or not queues or any(q is None for q in queues):
+            return None
+        if self._look_at is None:
+            self._look_at = counted + QUEUE_LOOK_SECONDS
+        if mono < self._look_at:
+            return None
+        self._look_at, self._judged = None, True
+        after = drain.options.queue_after
+        waits = [queue_wait(*q, after, random.random(), random.random()) for q in queues if q is not None]
+        if any(w is None for w in waits):
+            return None
+        return min(w for w in waits if w is not None)
 
 
 def held(pods: PodRecords, leaving: Leaving, last: DrainReport) -> bool:

@@ -311,6 +311,7 @@ def pass_step(
             "versions_gone": versions_gone,
             "seconds": round(rep.elapsed, 2),
             "held_early": hold.ended,
+            "queued": hold.queued,
         },
     )
     return PassOutcome(
@@ -320,6 +321,7 @@ def pass_step(
         hook_done=hb.hook_done,
         deadline=deadline,
         held=hold.ended,
+        queued=hold.queued,
         wake_at=hold.wake_at,
         pod_ips=ips(),
         identity=learned,

@@ -4,7 +4,9 @@ cut at the deadline policy's force time, a drain policy's release and the held n
 the deadline); while a surge waits for its Deployment's rollout, at most ROLLOUT_RECHECK_SECONDS (a rollout ends on
 its own, and the surge is what lets the drain go), for ROLLOUT_FAST_CHECKS waits of the drain. A heartbeat due
 during the wait is sent and the wait goes on: a held drain looks at the node once per wait, not once per heartbeat.
-A pass that evicts or deletes a pod starts the waits over.
+A pass that evicts or deletes a pod starts the waits over. A pass that ended queued for a far turn at its budgets
+(drain/turn_queue.py) waits until it is about to come (pacing.queued_recheck), and neither lengthens the held waits
+nor makes the next pass end at its first look.
 
 Fed by checkpointed step results only, so a replay takes the same decisions.
 """
@@ -35,7 +37,8 @@ class HoldPace:
         report = out.report
         if report is not None and (report.evicted or report.forced):
             self.held_passes = 0
-        self.after_held = out.held
+        # a pass that ended queued comes back at its turn and looks in full: not at its first look only
+        self.after_held = out.held and not out.queued
         if not out.held:
             return None
         due = [out.wake_at] if out.wake_at is not None else []
@@ -43,6 +46,9 @@ class HoldPace:
             due.append(self.respect_until)
         if watch.since is not None and not watch.said:
             due.append(watch.since + watch.notify_after)
+        if out.queued:  # waiting its turn is not being held: the held waits after it do not grow
+            want = pacing.queued_recheck(now, self.ws, due)
+            return min(want, float(asking)) if asking is not None else want
         want = pacing.held_recheck(self.held_passes, now, self.ws, due)
         self.held_passes += 1
         quick = pacing.rollout_recheck(self.rollout_checks) if report is not None and _awaits_rollout(report) else None

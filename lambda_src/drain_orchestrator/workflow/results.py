@@ -95,6 +95,7 @@ class PassOutcome(Checkpointed):
     deadline: float | None = None  # the earliest deadline of the executions waiting on this drain (node claim)
     claim_lost: bool = False  # another execution took the node's drain claim over: this one waits for it
     held: bool = False  # the pass ended early: every pod left was held (engine/held_pass.py)
+    queued: bool = False  # held, and ended to wait durably for a far turn at its budgets (drain/turn_queue.py)
     wake_at: float | None = None  # epoch: when the drain's own clock acts next (force-delete, a policy's release)
     pod_ips: list[str] | None = None  # the pod IPs its LIST found, when asked (the load-balancer gate's ip targets)
     replaced_by: NodeIdentity | None = None  # gone: the Node of another identity now under its name

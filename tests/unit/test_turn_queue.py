@@ -1,0 +1,34 @@
+"""When a storm's drain leaves its budgets' watch to wait for a far turn durably, and for how long (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from drain_orchestrator.drain.turn_queue import QUEUE_RETURN_SHARE, QUEUE_WATCHERS, queue_wait
+
+AFTER = 20.0
+LEAVES = 0.99  # a draw that does not make this drain one of the watchers
+
+
+def test_a_turn_further_than_the_threshold_is_waited_for_away_from_the_watch() -> None:
+    # 20 drains want a budget that gave 1 disruption in the 10 s watched: 17 ahead of the watchers at 0.1/s
+    assert queue_wait(20, 1, 10.0, AFTER, LEAVES, 1.0) == pytest.approx(170.0)
+    assert queue_wait(20, 1, 10.0, AFTER, LEAVES, 0.0) == pytest.approx(170.0 * QUEUE_RETURN_SHARE)
+
+
+def test_a_near_turn_is_waited_for_in_the_pass() -> None:
+    assert queue_wait(QUEUE_WATCHERS, 0, 10.0, AFTER, LEAVES, 0.5) is None  # no drain ahead of the watchers
+    assert queue_wait(10, 5, 10.0, AFTER, LEAVES, 0.5) is None  # 7 ahead at 0.5/s: 14 s
+    assert queue_wait(10, 3, 10.0, AFTER, LEAVES, 0.5) is not None  # 7 ahead at 0.3/s: 23 s
+
+
+def test_a_few_drains_drawn_at_random_stay_so_the_budget_s_rises_are_taken() -> None:
+    left = 12
+    share = QUEUE_WATCHERS / left
+    assert queue_wait(left, 1, 10.0, AFTER, share - 0.01, 0.5) is None
+    assert queue_wait(left, 1, 10.0, AFTER, share, 0.5) is not None
+
+
+def test_no_fall_seen_counts_as_one_a_look_and_nothing_watched_judges_nothing() -> None:
+    assert queue_wait(10, 0, 10.0, AFTER, LEAVES, 1.0) == queue_wait(10, 1, 10.0, AFTER, LEAVES, 1.0)
+    assert queue_wait(10, 0, 0.0, AFTER, LEAVES, 1.0) is None
