@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 TESTBED_DIR ?= $(or $(DRAIN_TESTBED_DIR),$(CURDIR)/.local/cluster)
 
 .PHONY: help setup setup-python setup-node setup-bins lint test test-quick test-durations test-unit test-integration test-infra synth \
-        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-cold-import bench-hold bench-storm bench-storm-waves bench-fleet bench-reclaim bench-nth build-nth clean \
+        test-bare soak cluster-up cluster-down env demo package bench bench-drain bench-lambda bench-cold-import bench-hold bench-turn-queue bench-storm bench-storm-waves bench-fleet bench-reclaim bench-nth build-nth clean \
         prune-versions test-k8s-range
 
 help:
@@ -40,6 +40,7 @@ help:
 	@echo "                   the plain CloudFormation template, SHA256SUMS"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
 	@echo "make bench-hold    a drain held by a PDB: 4 min on the bed, then the model for 48 h (results: docs/benchmarks.md, docs/cost.md)"
+	@echo "make bench-turn-queue  20 drains behind a slow budget: Lambda time with far turns waited for durably, and without"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 	@echo "make bench-storm-waves  a 20-node storm cut into its start and its PDB waves, against the lower bound;"
 	@echo "                   BENCH_WAVES_FLAGS='--turns 2x0.2 --turns 1.5x0.1' compares the turn's slot settings"
@@ -191,6 +192,10 @@ build-nth:
 # a drain held by a PDB: a real hold of 4 min on the bed (audit log, runner), the model for 48 h fed with its costs
 bench-hold: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.held_cost --measure 240
+
+# 20 drains behind a budget admitting a pod every 10 s, far turns waited for durably and not: ~8 min
+bench-turn-queue: setup-python setup-bins
+	nice -n 19 $(PY) -m bench.turn_queue --drains 20 --rise-seconds 10
 
 # 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
 bench-storm: setup-python setup-bins

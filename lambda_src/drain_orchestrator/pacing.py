@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from drain_orchestrator.drain.turn_queue import QUEUE_MAX_WAITS
 from drain_orchestrator.failures import RETRY_POLICIES
 
 if TYPE_CHECKING:
@@ -331,10 +332,13 @@ def worst_case(ws: WorkflowSettings, heartbeat_timeout: int | None) -> Bound:
             horizon = min(horizon, float(ws.deadline_asg_terminate))
         interval = heartbeat_interval(heartbeat_timeout)
     held = paced_loop(horizon, 0.0, 1, lambda k: held_wait(k, ws), interval, through_beats=True)
+    # each wait for a far turn at a budget (drain/turn_queue.py) is at most one more pass and wait, in either loop
+    queued = 2 * QUEUE_MAX_WAITS
     paths = {
-        "passes": paced_loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval).operations,
+        "passes": paced_loop(horizon, ws.drain_pass_seconds, 1, lambda k: recheck_delay(k, ws), interval).operations
+        + queued,
         # each quick look while a surge waits for a rollout is at most one more pass and wait
-        "held passes": held.operations + 2 * ROLLOUT_FAST_CHECKS,
+        "held passes": held.operations + 2 * ROLLOUT_FAST_CHECKS + queued,
         "gate checks": paced_loop(horizon, 0.0, 2, lambda k: gate_recheck_delay(k, ws), interval).operations,
         **fault_paths(ws, horizon, interval, heartbeat_timeout),
     }

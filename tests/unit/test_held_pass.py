@@ -10,7 +10,7 @@ from drain_orchestrator import pacing
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason, SurgeNote
 from drain_orchestrator.drain.surge import SurgeStatus
-from drain_orchestrator.drain.turn_queue import QUEUE_LOOK_SECONDS
+from drain_orchestrator.drain.turn_queue import QUEUE_LOOK_SECONDS, QUEUE_MAX_WAITS
 from drain_orchestrator.engine.held_pass import HoldCheck, held
 from drain_orchestrator.engine.parts import DrainParts
 from drain_orchestrator.engine.pod_record import PodRecord
@@ -175,7 +175,17 @@ def test_a_storm_drain_whose_turn_is_far_ends_its_pass_queued_once_it_has_watche
     pace = HoldPace(WorkflowSettings())
     out = PassOutcome(now=0, report=report, held=True, queued=True, wake_at=check.wake_at)
     assert pace.after(out, clock.wall(), HeldWatch(10_000)) == pytest.approx(check.wake_at - clock.wall())
-    assert pace.held_passes == 0 and not pace.after_held
+    assert pace.held_passes == 0 and not pace.after_held and pace.after_queued
+
+
+def test_a_drain_waits_for_far_turns_a_bounded_number_of_times() -> None:
+    pace = HoldPace(WorkflowSettings())
+    out = PassOutcome(now=0, report=DrainReport(node="n", remaining=["ns/a"]), held=True, queued=True, wake_at=60.0)
+    for _ in range(QUEUE_MAX_WAITS):
+        assert pace.may_queue
+        assert pace.after(out, 0.0, HeldWatch(10_000)) == 60.0
+    assert not pace.may_queue  # its passes no longer end queued: its durable operations stay bounded
+    assert pace.after(PassOutcome(now=0, report=out.report), 0.0, HeldWatch(10_000)) is None and not pace.after_queued
 
 
 def test_a_storm_drain_whose_turn_is_near_or_that_was_drawn_to_stay_watches_on(monkeypatch: Any) -> None:

@@ -40,6 +40,7 @@ def test_every_result_type_round_trips() -> None:
         PassOutcome(now=1.0, report=report, last_beat=0.9),
         PassOutcome(now=1.0, fault=FAULT, pod_ips=["10.0.0.7"]),
         PassOutcome(now=1.0, fault=FAULT),
+        PassOutcome(now=1.0, report=report, held=True, queued=True, wake_at=40.0),
         BeatOutcome("recorded", 1.0),
         BeatOutcome("failed", 1.0, FAULT),
         Completion("completed", "CONTINUE", 1.0),
@@ -52,3 +53,11 @@ def test_every_result_type_round_trips() -> None:
     ]
     for value in values:
         assert _round_trip(value) == value, value
+
+
+def test_a_pass_checkpointed_before_passes_could_be_queued_replays_as_not_queued() -> None:
+    """A drain in flight across an upgrade replays its passes' checkpoints, written without ``queued``."""
+    written = PassOutcome(now=1.0, held=True, wake_at=40.0).to_dict()
+    written.pop("queued")
+    replayed = PassOutcome.from_dict(written)
+    assert replayed.held and not replayed.queued and replayed.wake_at == 40.0

@@ -55,6 +55,8 @@ class DrainOptions:
         the instance may go, ``LATE_LOOK_SECONDS``, workflow/late_look.py).
     queue_after: in a storm, a held pass whose turn at its budgets looks further off than this many seconds ends,
         queued, to wait durably (drain/turn_queue.py); only with a ``HoldCheck`` (the workflow's passes).
+    after_queued: this pass follows one that ended queued: it reads the first wave again (the draining nodes, the
+        budgets), however long after the cordon, so its pods wait for their turns and it may queue again.
     """
 
     grace_period: int | None = None
@@ -93,6 +95,7 @@ class DrainOptions:
     budget_jitter_slot: float = 0.2
     budget_jitter_cap: float = 10.0
     queue_after: float = QUEUE_AFTER_SECONDS
+    after_queued: bool = False
     # Poll cadence while waiting for evicted pods to disappear (one LIST per tick for the whole node).
     poll_min: float = 0.2
     poll_max: float = 1.0

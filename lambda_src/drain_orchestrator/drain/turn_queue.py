@@ -7,7 +7,10 @@ the account's concurrency is then spent on watching. So once a drain has watched
 and counted how fast they admit pods (the falls its watch saw), a drain whose turn is likely more than
 ``queue_after`` seconds away ends its pass and waits durably (no concurrency held) for about as long as the drains
 ahead of it need, then looks again. A few drains per budget (QUEUE_WATCHERS) always stay, drawn at random, so
-the budget's rises are always taken while the others are away; a drain that comes back early only looks again.
+the budget's rises are always taken while the others are away; a drain that comes back early counts the storm
+again (the first wave's reads, however long after its cordon) and may wait again, at most QUEUE_MAX_WAITS times. A
+budget that gave no disruption while watched is not a queue but a held drain: the held waits take it
+(engine/held_pass.py), and they grow.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ QUEUE_WATCHERS = 3
 QUEUE_LOOK_SECONDS = 10.0
 # a turn expected within this many seconds is waited for in the pass (DrainOptions.queue_after)
 QUEUE_AFTER_SECONDS = 20.0
+# a drain waits away from its budgets at most this many times (each wait and the pass after it are durable
+# operations: a storm that keeps a drain queued for hours costs no more than this)
+QUEUE_MAX_WAITS = 10
 # the durable wait is drawn between this share of the estimate and all of it: the drains that left come back spread,
 # the first of them while the drains ahead are still being admitted
 QUEUE_RETURN_SHARE = 0.5
@@ -31,10 +37,9 @@ def queue_wait(left: int, falls: int, watched: float, after: float, stay: float,
     seconds; ``after``: a turn expected sooner is waited for here; ``stay``, ``back``: draws in [0, 1), one for
     whether this drain is one of the watchers, one for where in its window it comes back."""
     ahead = left - QUEUE_WATCHERS
-    if ahead <= 0 or watched <= 0:
-        return None
-    rate = max(falls, 1) / watched  # no fall seen yet: at most one a look, an estimate that errs towards staying
-    wait = ahead / rate
+    if ahead <= 0 or watched <= 0 or falls <= 0:
+        return None  # no drain ahead of the watchers, or a budget that gave nothing: held, not queued
+    wait = ahead * watched / falls
     if wait < after or stay < QUEUE_WATCHERS / left:
         return None
     return wait * (QUEUE_RETURN_SHARE + (1.0 - QUEUE_RETURN_SHARE) * back)

@@ -25,7 +25,8 @@ from drain_orchestrator.kube.pdb_watch import allowed_of, key_of, list_budgets
 from drain_orchestrator.kube.rest import Kube
 
 # the first wave is the evictions right after the cordon; a pass long after it (a held drain looking again after a
-# durable wait) does not read the budgets for it again
+# durable wait) does not read the budgets for it again, unless it comes back from a wait for a far turn
+# (drain/turn_queue.py): the storm is still on, and its pods wait for their turns as the first wave's did
 FIRST_WAVE_SECONDS = 60.0
 
 
@@ -50,7 +51,8 @@ class FirstWave(DrainParts):
             return
         turns.first_wave_read = True
         cordoned_at = self.view.cordoned_at
-        if cordoned_at is not None and self.clock.mono() - cordoned_at > FIRST_WAVE_SECONDS:
+        late = cordoned_at is not None and self.clock.mono() - cordoned_at > FIRST_WAVE_SECONDS
+        if late and not options.after_queued:
             return
         count = turns.draining_seen = count_draining(self.kube, self.clock.wall())
         if count is None or count < 2:

@@ -185,7 +185,7 @@ def _drain_passes(
             if choice is Choice.FORCE:
                 job = replace(job, force_now=True)
         out: PassOutcome = ctx.step(
-            pass_step(job, n, pace.last_beat, holds.after_held, ips.wanted),
+            pass_step(job, n, pace.last_beat, holds.after_held, ips.wanted, holds.after_queued, holds.may_queue),
             name=f"drain-pass-{n}",
             config=step_config(PassOutcome),
         )

@@ -8,6 +8,7 @@ may run long keep the lifecycle action alive from a thread (heartbeat.py).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from dataclasses import replace
 from typing import Any
@@ -229,10 +230,13 @@ def pass_step(
     last_beat: float | None,
     after_held: bool = False,
     want_ips: bool = False,
+    after_queued: bool = False,
+    may_queue: bool = True,
 ) -> PassOutcome:
     """One drain pass of at most DRAIN_PASS_SECONDS; it ends early when every pod left is held (at its first look
     when the pass before ended held too, ``after_held``). ``want_ips``: say the pod IPs its LIST found, even if it
-    fails after it (the load-balancer gate's ip targets: the pods are gone once drained)."""
+    fails after it (the load-balancer gate's ip targets: the pods are gone once drained). ``after_queued``: the pass
+    before ended queued for a far turn; ``may_queue``: this one may (drain/turn_queue.py, workflow/hold_pace.py)."""
     from drain_orchestrator.engine.drainer import drain_node  # noqa: PLC0415
     from drain_orchestrator.engine.held_pass import HoldCheck  # noqa: PLC0415
     from drain_orchestrator.kube.node_claim import renew_claim  # noqa: PLC0415
@@ -262,7 +266,9 @@ def pass_step(
             now = time.time()
             respect_until = job.plan.respect_until
             budget = deadlines.pass_budget(now, deadline, ws, respect_until)
-            opts = replace(job.drain_options(), deadline=deadline)
+            opts = replace(job.drain_options(), deadline=deadline, after_queued=after_queued)
+            if not may_queue:
+                opts = replace(opts, queue_after=math.inf)
             if deadlines.in_respect_window(respect_until, now):  # kubectl's drain: no deadline policy yet
                 opts = replace(opts, deadline=None, force_delete_on_deadline=opts.force_now)
             hold = HoldCheck(linger=pacing.HELD_LINGER_SECONDS, quick=after_held)

@@ -6,7 +6,8 @@ its own, and the surge is what lets the drain go), for ROLLOUT_FAST_CHECKS waits
 during the wait is sent and the wait goes on: a held drain looks at the node once per wait, not once per heartbeat.
 A pass that evicts or deletes a pod starts the waits over. A pass that ended queued for a far turn at its budgets
 (drain/turn_queue.py) waits until it is about to come (pacing.queued_recheck), and neither lengthens the held waits
-nor makes the next pass end at its first look.
+nor makes the next pass end at its first look; that pass reads the storm again, and after QUEUE_MAX_WAITS such
+waits none ends queued.
 
 Fed by checkpointed step results only, so a replay takes the same decisions.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from drain_orchestrator import pacing
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.drain.surge import SurgeStatus
+from drain_orchestrator.drain.turn_queue import QUEUE_MAX_WAITS
 from drain_orchestrator.workflow.held import HeldWatch
 from drain_orchestrator.workflow.pace import Pace
 from drain_orchestrator.workflow.results import PassOutcome
@@ -30,6 +32,13 @@ class HoldPace:
         self.held_passes = 0  # passes ended held since the last progress
         self.after_held = False  # the last pass ended held: the next one ends at its first look
         self.rollout_checks = 0  # waits cut short because a surge waited for a rollout
+        self.after_queued = False  # the last pass ended queued: the next one reads the storm again
+        self.queued_waits = 0  # waits for a far turn so far (at most QUEUE_MAX_WAITS)
+
+    @property
+    def may_queue(self) -> bool:
+        """The next pass may end queued: this drain has not waited for a far turn QUEUE_MAX_WAITS times yet."""
+        return self.queued_waits < QUEUE_MAX_WAITS
 
     def after(self, out: PassOutcome, now: float, watch: HeldWatch, *, asking: int | None = None) -> float | None:
         """The wait after this pass if it ended held, else None (the drain's usual recheck). ``asking``: an
@@ -39,6 +48,7 @@ class HoldPace:
             self.held_passes = 0
         # a pass that ended queued comes back at its turn and looks in full: not at its first look only
         self.after_held = out.held and not out.queued
+        self.after_queued = out.queued
         if not out.held:
             return None
         due = [out.wake_at] if out.wake_at is not None else []
@@ -47,6 +57,7 @@ class HoldPace:
         if watch.since is not None and not watch.said:
             due.append(watch.since + watch.notify_after)
         if out.queued:  # waiting its turn is not being held: the held waits after it do not grow
+            self.queued_waits += 1
             want = pacing.queued_recheck(now, self.ws, due)
             return min(want, float(asking)) if asking is not None else want
         want = pacing.held_recheck(self.held_passes, now, self.ws, due)
