@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -205,3 +206,11 @@ def test_a_storm_drain_whose_turn_is_near_or_that_was_drawn_to_stay_watches_on(m
     state, report = _blocked("ns/a")
     check = HoldCheck(linger=30)
     assert not check.ends(state, report) and check.until(1e9) == state.clock.mono() + 30
+
+
+def test_a_drain_that_may_not_queue_any_more_is_not_made_to_look() -> None:
+    state, report = _storm(20, 1)
+    state.options = DrainOptions(queue_after=math.inf)  # what a pass gets after its last wait for a far turn
+    check = HoldCheck(linger=30)
+    assert not check.ends(state, report)
+    assert check.until(state.clock.mono() + 120) == state.clock.mono() + 30  # no pass cut at the look

@@ -15,6 +15,7 @@ looks again like any pass (not quick, and its wait does not lengthen the held wa
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -83,8 +84,8 @@ class HoldCheck:
         """Seconds to wait away from the budgets' watch, once they were watched QUEUE_LOOK_SECONDS since the first
         wave counted the drains; None to watch on. Only when every budget its pods wait on was counted, and every
         one's turn is far."""
-        if self._judged or drain.options.dry_run:
-            return None
+        if self._judged or drain.options.dry_run or math.isinf(drain.options.queue_after):
+            return None  # judged once a pass; a drain that may not queue (any more) is not made to look
         counted = drain.turns.counted_at
         queues = [drain.turns.queue(key) for key in drain.pods.waited_budgets()]
         if counted is None or not queues or any(q is None for q in queues):
