@@ -61,9 +61,10 @@ class StormRun:
         return max(self.took.values(), default=float("inf"))
 
 
-def slow_budget(k8s: KubeScenario, drains: int) -> tuple[list[str], list[str]]:
-    """``drains`` nodes with one pod each under a budget allowing one disruption, and as many spares, cordoned."""
-    nodes, spares = k8s.add_nodes(drains), k8s.add_nodes(drains)
+def slow_budget(k8s: KubeScenario, nodes: list[str]) -> list[str]:
+    """One pod on each of ``nodes`` under a budget allowing one disruption; returns as many spares, cordoned."""
+    drains = len(nodes)
+    spares = k8s.add_nodes(drains)
     for s in spares:
         k8s.core.patch_node(s, {"spec": {"unschedulable": True}})
     for s in spares:  # the scheduler places from its cache: the cordon must be seen before the pods are created
@@ -80,7 +81,17 @@ def slow_budget(k8s: KubeScenario, drains: int) -> tuple[list[str], list[str]]:
     assert misplaced == [], f"{misplaced} landed on a spare"
     k8s.pdb("web", {"app": "web"}, max_unavailable=1)
     k8s.wait_pdb("web", disruptions_allowed=1)
-    return nodes, spares
+    return spares
+
+
+def open_spares(k8s: KubeScenario, spares: list[str], rise_seconds: float) -> float:
+    """Uncordon one spare every ``rise_seconds`` (the budget admits a pod each time a replacement becomes Ready);
+    returns the seconds it took."""
+    start = time.monotonic()
+    for s in spares:
+        threading.Event().wait(rise_seconds)
+        k8s.core.patch_node(s, {"spec": {"unschedulable": False}})
+    return time.monotonic() - start
 
 
 def run_storm(
@@ -132,11 +143,7 @@ def run_storm(
     for t in threads:
         t.start()
     gate.wait()
-    start = time.monotonic()
-    for s in spares:  # the budget admits a pod each time a replacement becomes Ready
-        threading.Event().wait(rise_seconds)
-        k8s.core.patch_node(s, {"spec": {"unschedulable": False}})
-    out.opened = time.monotonic() - start
+    out.opened = open_spares(k8s, spares, rise_seconds)
     for t in threads:
         t.join(limit)
     return out
@@ -169,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                 options = cases[name] or replace(DrainOptions(), queue_after=float("inf"))
                 k8s = KubeScenario(bed.admin_api_client(), prefix="bq")
                 try:
-                    nodes, spares = slow_budget(k8s, a.drains)
+                    nodes = k8s.add_nodes(a.drains)
+                    spares = slow_budget(k8s, nodes)
                     run = run_storm(_impersonating(bed), k8s, nodes, spares, options, a.rise_seconds)
                 finally:
                     k8s.cleanup()
