@@ -15,7 +15,8 @@ budget that gave no disruption while watched is not a queue but a held drain: th
 
 from __future__ import annotations
 
-# drains kept watching a budget, each stays with this many out of the drains still wanting it
+# drains kept watching a budget for each disruption it allows at once: each stays with this many chances, times
+# what the budget allows, out of the drains still wanting it, so every rise finds drains to take all it allows
 QUEUE_WATCHERS = 3
 # how long a drain watches its budgets before it judges how far its turn is (the rate is counted over this time)
 QUEUE_LOOK_SECONDS = 10.0
@@ -29,17 +30,21 @@ QUEUE_MAX_WAITS = 4
 QUEUE_RETURN_SHARE = 0.5
 
 
-def queue_wait(left: int, falls: int, watched: float, after: float, stay: float, back: float) -> float | None:
+def queue_wait(
+    left: int, falls: int, watched: float, allows: int, after: float, stay: float, back: float
+) -> float | None:
     """Seconds to wait away from the budget's watch, or None to keep watching.
 
     ``left``: drains still wanting the budget, this one included (drains counted draining at the first wave, at most
     the budget's pods, less the disruptions seen since); ``falls``: disruptions its watch saw taken in ``watched``
-    seconds; ``after``: a turn expected sooner is waited for here; ``stay``, ``back``: draws in [0, 1), one for
-    whether this drain is one of the watchers, one for where in its window it comes back."""
-    ahead = left - QUEUE_WATCHERS
+    seconds; ``allows``: disruptions the budget allows at once (at the first wave's LIST, at least 1); ``after``: a
+    turn expected sooner is waited for here; ``stay``, ``back``: draws in [0, 1), one for whether this drain is one
+    of the watchers, one for where in its window it comes back."""
+    watchers = QUEUE_WATCHERS * max(1, allows)
+    ahead = left - watchers
     if ahead <= 0 or watched <= 0 or falls <= 0:
         return None  # no drain ahead of the watchers, or a budget that gave nothing: held, not queued
     wait = ahead * watched / falls
-    if wait < after or stay < QUEUE_WATCHERS / left:
+    if wait < after or stay < watchers / left:
         return None
     return wait * (QUEUE_RETURN_SHARE + (1.0 - QUEUE_RETURN_SHARE) * back)

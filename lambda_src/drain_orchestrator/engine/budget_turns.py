@@ -60,6 +60,7 @@ class BudgetTurns:
         self.not_before = 0.0  # no budget-admitted eviction before this (drawn at the last refusal)
         self.first_wave_read = False  # the first wave's budgets were looked at (engine/first_wave.py)
         self.counted_at: float | None = None  # when the first wave counted the draining nodes
+        self.allows: dict[Key, int] = {}  # the most each first-wave budget allows at once (all its pods healthy)
         self.draining_seen: int | None = None  # nodes draining at once at the first wave (this one included)
 
     def slot(self, options: DrainOptions) -> float:
@@ -125,24 +126,28 @@ class BudgetTurns:
         elif Outcome.EVICTED in outcomes:
             self.lost = max(0, self.lost - 1)
 
-    def first_wave(self, draining: int, expected: Mapping[Key, int], keys: set[Key]) -> None:
+    def first_wave(
+        self, draining: int, expected: Mapping[Key, int], keys: set[Key], allowed: Mapping[Key, int] | None = None
+    ) -> None:
         """The first wave waits for its turns at budgets ``keys``, ``draining`` nodes draining (``expected``: each
-        listed budget's expected pods)."""
+        listed budget's expected pods; ``allowed``: the most each allows at once, first_wave.py budget_capacity)."""
         self.wanting = contention_of(draining)
         for key in keys:
             self.contenders[key] = min(draining, expected.get(key, draining))
+            self.allows[key] = max(1, (allowed or {}).get(key, 1))
         pods_of = {k: expected[k] for k in keys if k in expected}
         self.counted_at = self.clock.mono()
         self.recount = Recount(draining, pods_of, self.counted_at)
 
-    def queue(self, key: Key) -> tuple[int, int, float] | None:
+    def queue(self, key: Key) -> tuple[int, int, float, int] | None:
         """How the queue at a first-wave budget looks from here: the drains still wanting it (this one included), the
-        disruptions this drain's watch saw it give, and over how many seconds (drain/turn_queue.py); None for a
-        budget the first wave did not count."""
+        disruptions this drain's watch saw it give, over how many seconds, and how many it allows at once
+        (drain/turn_queue.py); None for a budget the first wave did not count."""
         if key not in self.contenders or self.counted_at is None:
             return None
         falls = self.falls.get(key, 0)
-        return max(1, self.contenders[key] - falls), falls, self.clock.mono() - self.counted_at
+        left = max(1, self.contenders[key] - falls)
+        return left, falls, self.clock.mono() - self.counted_at, self.allows.get(key, 1)
 
 
 class Turns:

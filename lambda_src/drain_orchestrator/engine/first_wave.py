@@ -10,6 +10,7 @@ at its turns read them from that watch, and its wait for them to go reads on fro
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from drain_orchestrator.drain.classify import PodVerdict
 from drain_orchestrator.drain.plan import force_delete_at
@@ -35,6 +36,13 @@ def draining(annotations: Mapping[str, str], now: float) -> bool:
     cordoned, for a rebalance recommendation, or one whose drain is over, takes no disruption)."""
     claim = NodeClaim.from_json(annotations.get(ANN_DRAINER))
     return claim is not None and claim.verdict is None and claim.expires > now
+
+
+def budget_capacity(pdb: Mapping[str, Any]) -> int:
+    """The disruptions a listed budget allows with all its pods healthy (expected less desired healthy), at least 1:
+    what its rises give at most, however little it allows at the moment it is listed."""
+    status = pdb.get("status") or {}
+    return max(1, int(status.get("expectedPods") or 0) - int(status.get("desiredHealthy") or 0))
 
 
 def count_draining(kube: Kube, now: float) -> int | None:
@@ -65,7 +73,8 @@ class FirstWave(DrainParts):
         self.budgets.listed({key_of(p): allowed_of(p) for p in items}, rv)  # the first wait watches on from here
         if waiting:
             expected = {key_of(p): int((p.get("status") or {}).get("expectedPods") or count) for p in items}
-            turns.first_wave(count, expected, {(t.namespace, t.budget) for t in waiting.values()})
+            keys = {(t.namespace, t.budget) for t in waiting.values()}
+            turns.first_wave(count, expected, keys, {key_of(p): budget_capacity(p) for p in items})
         now, mono = self.clock.wall(), self.clock.mono()
         for v in candidates:
             turn = waiting.get(ident_of(v.pod))
