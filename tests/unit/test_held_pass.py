@@ -214,3 +214,20 @@ def test_a_drain_that_may_not_queue_any_more_is_not_made_to_look() -> None:
     check = HoldCheck(linger=30)
     assert not check.ends(state, report)
     assert check.until(state.clock.mono() + 120) == state.clock.mono() + 30  # no pass cut at the look
+
+
+def test_a_drain_near_its_deadline_comes_back_with_half_its_time_left_or_does_not_leave(monkeypatch: Any) -> None:
+    monkeypatch.setattr("drain_orchestrator.engine.held_pass.random.random", lambda: 0.99)
+    for left_seconds, away in ((30.0, None), (100.0, 50.0), (300.0, 150.0)):
+        state, report = _storm(20, 1)
+        clock = state.clock
+        assert isinstance(clock, FakeClock)
+        state.options = DrainOptions(deadline=clock.wall() + QUEUE_LOOK_SECONDS + left_seconds)
+        check = HoldCheck(linger=30)
+        assert not check.ends(state, report)
+        clock.advance(QUEUE_LOOK_SECONDS)
+        if away is None:  # 15 s away at most: less than a far turn's 20 s, though the estimate was 170 s
+            assert not check.ends(state, report) and not check.queued
+        else:
+            assert check.ends(state, report) and check.queued
+            assert check.wake_at == pytest.approx(clock.wall() + away)

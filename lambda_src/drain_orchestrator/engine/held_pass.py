@@ -82,8 +82,8 @@ class HoldCheck:
 
     def _far_turn(self, drain: DrainParts, mono: float) -> float | None:
         """Seconds to wait away from the budgets' watch, once they were watched QUEUE_LOOK_SECONDS since the first
-        wave counted the drains; None to watch on. Only when every budget its pods wait on was counted, and every
-        one's turn is far."""
+        wave counted the drains; None to watch on. Only when every budget its pods wait on was counted, every one's
+        turn is far, and the drain comes back with half the time to its deadline left at least."""
         if self._judged or drain.options.dry_run or math.isinf(drain.options.queue_after):
             return None  # judged once a pass; a drain that may not queue (any more) is not made to look
         counted = drain.turns.counted_at
@@ -99,7 +99,11 @@ class HoldCheck:
         waits = [queue_wait(*q, after, random.random(), random.random()) for q in queues if q is not None]
         if any(w is None for w in waits):
             return None
-        return min(w for w in waits if w is not None)
+        away = min(w for w in waits if w is not None)
+        deadline = drain.options.deadline
+        if deadline is not None:  # back with half its time left at least: the turns it misses away are its margin
+            away = min(away, (deadline - drain.clock.wall()) / 2)
+        return away if away >= after else None
 
 
 def held(pods: PodRecords, leaving: Leaving, last: DrainReport) -> bool:
