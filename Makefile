@@ -193,9 +193,9 @@ build-nth:
 bench-hold: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.held_cost --measure 240
 
-# 20 drains behind a budget admitting a pod every 10 s, far turns waited for durably and not: ~8 min
+# 20 drains behind a budget admitting a pod every 10 s, far turns waited for durably and not, 3 rounds: ~22 min
 bench-turn-queue: setup-python setup-bins
-	nice -n 19 $(PY) -m bench.turn_queue --drains 20 --rise-seconds 10
+	nice -n 19 $(PY) -m bench.turn_queue --drains 20 --rise-seconds 10 --rounds 3
 
 # 50 nodes x 20 pods: ~10 min on a busy 2-core host; niced so it yields to other work on the machine
 bench-storm: setup-python setup-bins
