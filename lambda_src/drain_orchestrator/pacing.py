@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from drain_orchestrator.drain.turn_queue import QUEUE_MAX_WAITS
 from drain_orchestrator.failures import RETRY_POLICIES
 
 if TYPE_CHECKING:
@@ -42,6 +41,9 @@ CHECKPOINT_BYTES_PER_OPERATION = 32 * 1024
 # Operations outside the paced loops: plan, locate, cordon, claims, announce (and its deferred Event), held notices,
 # the verdict's steps, first retries of a failed step, the pass and wait that end a drain's respectful minimum.
 FIXED_OPERATIONS = 42
+# A drain waits away from its budgets for a far turn (drain/turn_queue.py) at most this many times: each wait and the
+# pass after it are two operations its paced loops do not count, so worst_case adds them.
+QUEUE_MAX_WAITS = 4
 # A loop that lasts as long as a fault does (a step's retries, an unanswered approval's looks) spends at most this
 # many operations over a drain's whole life (loop_spacing): with its heartbeats, the steps outside the loops and
 # the gates' fast checks, a drain of 48 h stays a few hundred operations under the cap.

@@ -11,7 +11,7 @@ from drain_orchestrator import pacing
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason, SurgeNote
 from drain_orchestrator.drain.surge import SurgeStatus
-from drain_orchestrator.drain.turn_queue import QUEUE_LOOK_SECONDS, QUEUE_MAX_WAITS
+from drain_orchestrator.drain.turn_queue import QUEUE_LOOK_SECONDS
 from drain_orchestrator.engine.held_pass import HoldCheck, held
 from drain_orchestrator.engine.parts import DrainParts
 from drain_orchestrator.engine.pod_record import PodRecord
@@ -182,7 +182,7 @@ def test_a_storm_drain_whose_turn_is_far_ends_its_pass_queued_once_it_has_watche
 def test_a_drain_waits_for_far_turns_a_bounded_number_of_times() -> None:
     pace = HoldPace(WorkflowSettings())
     out = PassOutcome(now=0, report=DrainReport(node="n", remaining=["ns/a"]), held=True, queued=True, wake_at=60.0)
-    for _ in range(QUEUE_MAX_WAITS):
+    for _ in range(pacing.QUEUE_MAX_WAITS):
         assert pace.may_queue
         assert pace.after(out, 0.0, HeldWatch(10_000)) == 60.0
     assert not pace.may_queue  # its passes no longer end queued: its durable operations stay bounded

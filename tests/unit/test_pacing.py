@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from drain_orchestrator import pacing, workflow_settings
-from drain_orchestrator.drain.turn_queue import QUEUE_MAX_WAITS
 from drain_orchestrator.settings import SettingsError
 from drain_orchestrator.workflow_settings import WorkflowSettings
 
@@ -116,6 +115,6 @@ def test_the_bound_counts_a_pass_and_a_wait_for_each_quick_look_at_a_rollout(mon
     monkeypatch.setattr(pacing, "ROLLOUT_FAST_CHECKS", 1000)  # so many that the held path is the worst
     b = pacing.worst_case(ws, 3600)
     assert b.path == "held passes"
-    queued = 2 * QUEUE_MAX_WAITS  # each wait for a far turn: one more pass and wait
+    queued = 2 * pacing.QUEUE_MAX_WAITS  # each wait for a far turn: one more pass and wait
     assert b.operations == pacing.FIXED_OPERATIONS + held.operations + 2 * 1000 + queued + 3 * pacing.GATE_FAST_CHECKS
     assert [pacing.rollout_recheck(k) for k in (0, 999, 1000)] == [pacing.ROLLOUT_RECHECK_SECONDS] * 2 + [None]

@@ -8,7 +8,7 @@ and counted how fast they admit pods (the falls its watch saw), a drain whose tu
 ``queue_after`` seconds away ends its pass and waits durably (no concurrency held) for about as long as the drains
 ahead of it need, then looks again. A few drains per budget (QUEUE_WATCHERS) always stay, drawn at random, so
 the budget's rises are always taken while the others are away; a drain that comes back early counts the storm
-again (the first wave's reads, however long after its cordon) and may wait again, QUEUE_MAX_WAITS times in all. A
+again (the first wave's reads, however long after its cordon) and may wait again, pacing.QUEUE_MAX_WAITS in all. A
 budget that gave no disruption while watched is not a queue but a held drain: the held waits take it
 (engine/held_pass.py), and they grow.
 """
@@ -22,9 +22,6 @@ QUEUE_WATCHERS = 3
 QUEUE_LOOK_SECONDS = 10.0
 # a turn expected within this many seconds is waited for in the pass (DrainOptions.queue_after)
 QUEUE_AFTER_SECONDS = 20.0
-# a drain waits away from its budgets at most this many times: each wait and the pass after it are two durable
-# operations more than a drain's paced loops count (pacing.worst_case), which must stay under the execution's cap
-QUEUE_MAX_WAITS = 4
 # the durable wait is drawn between this share of the estimate and all of it: the drains that left come back spread,
 # the first of them while the drains ahead are still being admitted
 QUEUE_RETURN_SHARE = 0.5

@@ -6,7 +6,7 @@ its own, and the surge is what lets the drain go), for ROLLOUT_FAST_CHECKS waits
 during the wait is sent and the wait goes on: a held drain looks at the node once per wait, not once per heartbeat.
 A pass that evicts or deletes a pod starts the waits over. A pass that ended queued for a far turn at its budgets
 (drain/turn_queue.py) waits until it is about to come (pacing.queued_recheck), and neither lengthens the held waits
-nor makes the next pass end at its first look; that pass reads the storm again, and after QUEUE_MAX_WAITS such
+nor makes the next pass end at its first look; that pass reads the storm again, and after pacing.QUEUE_MAX_WAITS such
 waits none ends queued.
 
 Fed by checkpointed step results only, so a replay takes the same decisions.
@@ -17,7 +17,6 @@ from __future__ import annotations
 from drain_orchestrator import pacing
 from drain_orchestrator.drain.report import DrainReport
 from drain_orchestrator.drain.surge import SurgeStatus
-from drain_orchestrator.drain.turn_queue import QUEUE_MAX_WAITS
 from drain_orchestrator.workflow.held import HeldWatch
 from drain_orchestrator.workflow.pace import Pace
 from drain_orchestrator.workflow.results import PassOutcome
@@ -33,12 +32,12 @@ class HoldPace:
         self.after_held = False  # the last pass ended held: the next one ends at its first look
         self.rollout_checks = 0  # waits cut short because a surge waited for a rollout
         self.after_queued = False  # the last pass ended queued: the next one reads the storm again
-        self.queued_waits = 0  # waits for a far turn so far (at most QUEUE_MAX_WAITS)
+        self.queued_waits = 0  # waits for a far turn so far (at most pacing.QUEUE_MAX_WAITS)
 
     @property
     def may_queue(self) -> bool:
         """The next pass may end queued: this drain has not waited for a far turn QUEUE_MAX_WAITS times yet."""
-        return self.queued_waits < QUEUE_MAX_WAITS
+        return self.queued_waits < pacing.QUEUE_MAX_WAITS
 
     def after(self, out: PassOutcome, now: float, watch: HeldWatch, *, asking: int | None = None) -> float | None:
         """The wait after this pass if it ended held, else None (the drain's usual recheck). ``asking``: an
