@@ -6,11 +6,11 @@ Twenty drains behind one budget that admits a pod a minute would each hold a Lam
 the account's concurrency is then spent on watching. So once a drain has watched its budgets for QUEUE_LOOK_SECONDS
 and counted how fast they admit pods (the falls its watch saw), a drain whose turn is likely more than
 ``queue_after`` seconds away ends its pass and waits durably (no concurrency held) for about as long as the drains
-ahead of it need, then looks again. A few drains per budget (QUEUE_WATCHERS) always stay, drawn at random, so
-the budget's rises are always taken while the others are away; a drain that comes back early counts the storm
-again (the first wave's reads, however long after its cordon) and may wait again, pacing.QUEUE_MAX_WAITS in all. A
-budget that gave no disruption while watched is not a queue but a held drain: the held waits take it
-(engine/held_pass.py), and they grow.
+ahead of it need, then looks again. A few drains for each disruption a budget allows (QUEUE_WATCHERS) always
+stay, drawn at random, so the budget's rises are always taken while the others are away; a drain that comes back
+early counts the storm again (the first wave's reads, however long after its cordon) and may wait again,
+pacing.QUEUE_MAX_WAITS in all. A budget that gave no disruption while watched is not a queue but a held drain: the
+held waits take it (engine/held_pass.py), and they grow.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def queue_wait(
 
     ``left``: drains still wanting the budget, this one included (drains counted draining at the first wave, at most
     the budget's pods, less the disruptions seen since); ``falls``: disruptions its watch saw taken in ``watched``
-    seconds; ``allows``: disruptions the budget allows at once (at the first wave's LIST, at least 1); ``after``: a
+    seconds; ``allows``: disruptions the budget allows with all its pods healthy (at least 1); ``after``: a
     turn expected sooner is waited for here; ``stay``, ``back``: draws in [0, 1), one for whether this drain is one
     of the watchers, one for where in its window it comes back."""
     watchers = QUEUE_WATCHERS * max(1, allows)
