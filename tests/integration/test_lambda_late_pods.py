@@ -133,12 +133,38 @@ def test_pods_bound_half_a_second_three_and_six_seconds_after_the_cordon_while_a
     with late_bindings(k8s, node, scheduled=scheduled) as late:
         run = _terminate(aws, lam, iid)
         late.wait_gone()
-    _, action = _completed(run, aws)
-    steps = sorted({n for op in run.operations if (n := str(getattr(op, "name", ""))).startswith("drain-pass-")})
-    evicted = [p for step in [*steps, "late-look"] for p in _evicted_by(run, step)]
+    inst, action = _completed(run, aws)
+    names = [str(getattr(op, "name", "")) for op in run.operations]
+    steps = sorted({n for n in names if n.startswith("drain-pass-")})
+    evicted = [p for step in steps for p in _evicted_by(run, step)]
     assert sorted(evicted) == sorted(f"{k8s.ns}/{n}" for n in [*scheduled, "slow"])  # each once, none left
+    # the passes watched the node past the late look's window and listed it after: no look of its own was needed
+    assert "late-look" not in names and inst.get("late_look") is None
     for name in scheduled:
         assert late.placed_by_scheduler(name), f"{name} was not bound by the scheduler"
         assert late.gone_by(name, action["completed_at"]), (name, late.present_at.get(name), action["completed_at"])
     assert late.bound_after_cordon("late-6") >= 6.0
     assert pods_on(k8s, node) == []
+
+
+def test_a_drain_past_the_window_still_looks_after_a_gate_that_held_and_drains_a_pod_bound_meanwhile(
+    aws: AwsSeed, k8s: KubeScenario, lam: LambdaHarness
+) -> None:
+    iid, node = _empty_instance(aws, k8s)
+    k8s.bare_pod("slow", node=node, grace=6)  # the drain ends past the late look's 5 s
+    k8s.wait_for(lambda: len(pods_on(k8s, node)) == 1, timeout=30, what="the slow pod on the node")
+    tg = target_group(aws, "tg-long", delay=16)  # deregistered at the cordon: the gate holds well past the drain
+    register(aws, tg, [iid])
+    with (
+        LoadBalancerControllerStandIn(aws, k8s, {node: iid}, [tg]),
+        late_bindings(k8s, node, scheduled={"late-11": 11.0}) as late,
+    ):
+        run = _terminate(aws, lam, iid)
+        late.wait_gone(timeout=60)
+    inst, action = _completed(run, aws)
+    assert inst["gates"]["load_balancers"]["held"] == [f"tg-long ({iid})"]
+    passes = [n for op in run.operations if (n := str(getattr(op, "name", ""))).startswith("drain-pass-")]
+    assert f"{k8s.ns}/late-11" not in [p for step in passes for p in _evicted_by(run, step)]
+    assert _evicted_by(run, "late-look") == [f"{k8s.ns}/late-11"]
+    assert late.bound_after_cordon("late-11") >= 11.0
+    assert late.gone_by("late-11", action["completed_at"]), (late.present_at.get("late-11"), action["completed_at"])

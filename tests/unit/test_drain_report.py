@@ -109,3 +109,13 @@ def test_a_checkpointed_pass_outcome_carries_the_summary() -> None:
     data = StepSerDes(PassOutcome).serialize(out, None)  # type: ignore[arg-type]
     assert len(data) < 40 * 1024
     assert StepSerDes(PassOutcome).deserialize(data, None).report.count("held") == 500  # type: ignore[arg-type, union-attr]
+
+
+def test_a_drained_pass_s_list_time_is_the_latest_pass_s_and_an_old_checkpoint_has_none() -> None:
+    """The late look goes by the drained verdict's LIST: a pass that did not drain says none (it is not drained)."""
+    first = DrainReport(node="n", drained=False, listed_at=None)
+    first.absorb(DrainReport(node="n", drained=True, listed_at=1_010.0))
+    assert first.listed_at == 1_010.0
+    written = DrainReport(node="n", drained=True, listed_at=1_010.0).to_dict()
+    written.pop("listed_at")
+    assert DrainReport.from_dict(written).listed_at is None

@@ -88,6 +88,9 @@ class DrainReport:
     surge: list[SurgeNote] = field(default_factory=list)  # surge before evict, one note per workload
     held: list[HeldPod] = field(default_factory=list)  # every blocked or failed eviction of the pass, with its reason
     draining_seen: int | None = None  # nodes draining at once, as the first wave counted them (None: not counted)
+    # epoch: a drained node's pods as its verdict saw them, from a LIST sent then (or a watch as good as one): a pod
+    # bound before then is in the verdict (None: not drained, or a report written before this was recorded)
+    listed_at: float | None = None
     # per list (or ``grace_sent``, ``surge``): the entries a summary left out of a report too large to checkpoint whole
     left_out: dict[str, int] = field(default_factory=dict)
 
@@ -181,6 +184,7 @@ class DrainReport:
         self.surge = merge_surge(self.surge, later.surge)
         self.held = later.held
         self.draining_seen = self.draining_seen if self.draining_seen is not None else later.draining_seen
+        self.listed_at = later.listed_at
         added = ("evicted", "forced", "warnings", "grace_sent", "surge")  # lists that add up across passes
         left = {k: v for k, v in self.left_out.items() if k in added}
         for name, n in later.left_out.items():

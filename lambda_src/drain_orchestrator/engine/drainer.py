@@ -102,6 +102,8 @@ class Drainer(Evictions, Waits):
         total.api_calls = kube.calls - calls0
         total.elapsed = clock.mono() - start
         if total.drained:
+            known = self.view.known_until
+            total.listed_at = None if known is None else clock.wall_at(known)
             self.say(f"node/{self.node} drained")
         return total
 

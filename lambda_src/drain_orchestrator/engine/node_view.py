@@ -48,6 +48,7 @@ class NodeView:
         self.listing: NodePods | None = None  # the last pass's LIST of the node's pods
         self.listed_at: float | None = None
         self.list_sent_at: float | None = None  # when the last LIST of its own was sent: what it shows is from then on
+        self.known_until: float | None = None  # a pod bound before then is in the last LIST or its watch's events
         self.seen: set[str] = set()  # every pod listed so far ("ns/name"): pods bound after the cordon are named
         self.seen_ips = seen_ips  # the caller's record of the pod IPs each LIST found (None: not wanted)
 
@@ -80,6 +81,7 @@ class NodeView:
 
     def listed(self, listing: NodePods, sent_at: float) -> None:
         self.listing, self.listed_at, self.list_sent_at = listing, self.clock.mono(), sent_at
+        self.known_until = sent_at
         if self.seen_ips is not None:
             self.seen_ips.note(listing.items)
 
@@ -89,7 +91,7 @@ class NodeView:
         The watch delivers in order and saw them go, and each went after its eviction was sent, so what it shows is
         the node after then: as good as a LIST sent then, which counts when the witness was seen before it (the
         final LIST after the cordon's witness is not needed)."""
-        self.listed_at = at
+        self.listed_at = self.known_until = at
         if evicted_at is not None and (self.list_sent_at is None or evicted_at > self.list_sent_at):
             self.list_sent_at = evicted_at
 

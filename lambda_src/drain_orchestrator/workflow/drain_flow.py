@@ -5,7 +5,8 @@
     the parts' own steps: [scheduled-change: durable wait until window start - lead] -> cordon -> announce
     -> drain passes separated by durable waits (heartbeats when due); DrainStarted once the first pass did not drain
     -> gates (gates.py): load-balancer deregistration and volume detach, bounded by the deadline
-    -> drained: the late look (late_look.py): pods bound after the cordon, until LATE_LOOK_SECONDS after it
+    -> drained: the late look (late_look.py): pods bound after the cordon, until LATE_LOOK_SECONDS after it (none
+       when the drain's last LIST came that late, and no gate held since)
     -> verdict (verdict.py, one step): complete the lifecycle action (CONTINUE when drained or the node is gone,
        LIFECYCLE_RESULT_ON_FAILURE otherwise), take back the node's surges, then phase claim, metrics, Kubernetes
        Event, final notification; a part that failed is retried as its own step, and the parts after it follow.
@@ -138,7 +139,9 @@ def drain_instance(ctx: DurableContext, event: Interruption, assessment: Assessm
     drained = _one_drain(ctx, job, pace, summary, gated.ips, start)
     result, report, error = gated.after(drained)
     if result is Result.DRAINED:  # before the instance may go: pods bound after the cordon (late_look.py)
-        result, report, error = late_look(ctx, job, pace, summary, Drained(result, report, error))
+        result, report, error = late_look(
+            ctx, job, pace, summary, Drained(result, report, error), gates_held=gated.held
+        )
     summary = _verdict(ctx, job, pace, summary, result, report, started_at=started_at, error=error)
     return return_flow.watch(ctx, job, summary, pace.now)
 

@@ -91,6 +91,7 @@ class Gates:
             summary.out_of_service = tainted.tainted
         self.ips = PodIps()
         self.runs = [(g, g.start(ctx, job, pace, self.ips)) for g in self.on]
+        self.held = False  # a gate held the instance after the drain (``after``): pods may have been bound meanwhile
 
     def after(self, drained: Drained) -> Drained:
         """The drain's end as the gates leave it: unchanged when it did not succeed or no gate is on; else
@@ -101,6 +102,7 @@ class Gates:
         runs = [(g, run) for g, run in self.runs if g.after(result)]
         gates, reason = _hold(self.ctx, self.job, self.pace, runs)
         self.summary.gates = gates
+        self.held = any(g.get("held") for g in gates.values() if isinstance(g, dict))
         if reason is not None:
             return Drained(Result.GATE_HELD, report, StepFault(step="gate", kind="deadline", message=reason))
         return drained

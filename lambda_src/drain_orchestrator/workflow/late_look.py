@@ -14,6 +14,10 @@ before the instance goes. A drain without gates waits what is left of the window
                        the window; a pod found is drained (evicted, waited for) like in a pass
     [wait "late-look-wait-N" + step "late-look-N"]  while a late pod is still there (a budget refuses it)
 
+A drain whose last LIST already did that work looks no more (``listed_late_enough``): one sent LATE_LOOK_SECONDS
+after the cordon or later, no gate having held the instance since, and at most that old now. A drain that waited
+for budgets or pods going (a storm's, most drains of many pods) ends so, and saves the look's requests and step.
+
 A look that fails for good leaves the verdict as it was (the drain itself drained), its error in the summary.
 """
 
@@ -36,11 +40,27 @@ from drain_orchestrator.workflow.results import PassOutcome
 from drain_orchestrator.workflow.step_guard import fault_of
 
 
-def late_look(ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, drained: Drained) -> Drained:
+def listed_late_enough(listed_at: float | None, cordoned_at: float | None, now: float, *, gates_held: bool) -> bool:
+    """The drain's last LIST (sent at ``listed_at``, epoch) stands for the late look: sent LATE_LOOK_SECONDS after
+    the cordon or later, so the bindings under way when the scheduler saw the cordon had landed and it held them; and
+    a look now would list what it listed: no gate held the instance since, and it is at most LATE_LOOK_SECONDS old."""
+    from drain_orchestrator.drain.options import LATE_LOOK_SECONDS  # noqa: PLC0415
+
+    if listed_at is None or cordoned_at is None or gates_held:
+        return False
+    return listed_at >= cordoned_at + LATE_LOOK_SECONDS and now - listed_at <= LATE_LOOK_SECONDS
+
+
+def late_look(
+    ctx: DurableContext, job: DrainJob, pace: Pace, summary: InstanceOutcome, drained: Drained, *, gates_held: bool
+) -> Drained:
     """A drained node looked at late (see above); the verdict then: still drained, or what its late pods left."""
     ws = runtime.wsettings()
     deadline = job.plan.deadline
     report = drained.report
+    listed_at = None if report is None else report.listed_at
+    if listed_late_enough(listed_at, job.started_at, pace.now, gates_held=gates_held):
+        return drained
     n = 0
     while True:
         name = "late-look" if n == 0 else f"late-look-{n}"
