@@ -159,14 +159,17 @@ def wait_seconds(now: float, want: float, deadline: float, next_beat: float | No
 def queued_recheck(now: float, ws: WorkflowSettings, due: list[float]) -> float:
     """The wait after a pass that ended queued for a far turn (drain/turn_queue.py): until the first of ``due`` still
     ahead (its return, the deadline policy's force time, the held notification), never over HELD_RECHECK_MAX."""
-    ahead = [t - now for t in due if t > now]
-    return max(1.0, min([float(ws.held_recheck_max_seconds), *ahead]))
+    return _cut_at_due(float(ws.held_recheck_max_seconds), now, due)
 
 
 def held_recheck(attempt: int, now: float, ws: WorkflowSettings, due: list[float]) -> float:
     """The wait after a pass that ended held: ``held_wait``, cut at the first of ``due`` still ahead (the deadline
     policy's force time, a drain policy's release, the held notification)."""
-    want = float(held_wait(attempt, ws))
+    return _cut_at_due(float(held_wait(attempt, ws)), now, due)
+
+
+def _cut_at_due(want: float, now: float, due: list[float]) -> float:
+    """``want`` seconds, or less: until the first of ``due`` (epochs) still ahead of ``now``; at least 1 s."""
     ahead = [t - now for t in due if t > now]
     return max(1.0, min([want, *ahead]))
 
