@@ -93,8 +93,12 @@ def test_history_shows_each_step_of_a_held_drain_with_its_reason(
     verdict = by_name["verdict"]  # the lifecycle action's completion, the surges' restore and the report in one step
     assert verdict["outcome"] == "notified", verdict
     assert verdict["detail"].startswith("lifecycle action completed CONTINUE, drain took "), verdict
-    last_pass = [s for s in steps if s["name"].startswith("drain-pass-")][-1]
-    assert last_pass["outcome"] == "drained" and last_pass["detail"].startswith("2 evicted")
+    passes = [s for s in steps if s["name"].startswith("drain-pass-")]
+    # the budget lets the pods go one at a time: one pass or two evict them (a pass that ran out of its 5 s while a
+    # replacement became Ready leaves the second to the next), and the last finds the node drained
+    assert passes[-1]["outcome"] == "drained", passes[-1]
+    evicted = [p for s in passes for p in s["data"]["report"]["evicted"]]
+    assert sorted(evicted) == sorted(set(evicted)) and len(evicted) == 2, [s["detail"] for s in passes]
     assert by_name["recheck-0"]["type"] == "wait" and by_name["recheck-0"]["seconds"] >= 1.5
     times = [s["at"] for s in steps]
     assert times == sorted(times) and steps[-1]["detail"].startswith("lifecycle action CONTINUE")
