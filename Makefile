@@ -216,8 +216,9 @@ bench-fleet: setup-python setup-bins
 
 # a Spot reclaim of 100 nodes x 2 pods at once against EC2's buckets and the Lambda concurrency scaled to 100/1,000
 # (the limits 1,000 nodes meet), with the shared-reads table and then without it (each run reading on its own), then
-# the model of 1,000 and 5,000 nodes at the real limits. 300 nodes (--nodes 300 --limits-scale 0.3) overran the
-# shared 2-core bed's control plane (docs/benchmarks.md)
+# the model of 1,000 and 5,000 nodes at the real limits. Larger runs outgrow a 2-core bed: 300 nodes (--nodes 300
+# --limits-scale 0.3) overran its control plane, and 1,000 at the real limits its executions' one process
+# (docs/benchmarks.md)
 bench-reclaim: setup-python setup-bins
 	nice -n 19 $(PY) -m bench.bench_reclaim --nodes 100 --pods-per-node 2 --limits-scale 0.1 --lambda-concurrency 100 \
 	  --json .local/reclaim-100-as-1000.json
