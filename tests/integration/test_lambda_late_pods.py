@@ -1,7 +1,8 @@
 """The flow's late look, end to end (workflow/late_look.py): a drained instance's lifecycle action is completed only
 once the node has been watched until 5 s after its cordon, and listed once more after the gates; a pod bound after
 the cordon in that time (placed by the scheduler, or naming the node itself) is drained first, and named. The drain
-passes themselves do not wait for it. Real durable waits (``skip_time=False``): what is measured really passed.
+passes themselves do not wait for it; a drain whose last LIST came after that window, no gate holding since, needs no
+look. Real durable waits (``skip_time=False``): what is measured really passed.
 """
 
 from __future__ import annotations
