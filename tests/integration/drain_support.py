@@ -136,15 +136,51 @@ def impersonating(testbed: Any, group: str, user: str = DRAIN_USER) -> Iterator[
         api.close()
 
 
+class Sending(Kube):
+    """The product's client, noting each request it sends as (verb, path, query): "list"/"watch" for GETs of a
+    collection, a watch streaming its list (sendInitialEvents) as "watch+list" (the apiserver answers every one)."""
+
+    def __init__(self, api_client: Any, pool_size: int | None = None) -> None:
+        super().__init__(api_client, pool_size)
+        self.sent: list[tuple[str, str, dict[str, Any]]] = []
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        self.sent.append((method, path, dict(kw.get("query") or {})))
+        return super().request(method, path, **kw)
+
+    def stream_lines(self, path: str, query: Any, *args: Any, **kw: Any) -> Any:
+        self.sent.append(("WATCH+LIST" if query.get("sendInitialEvents") else "WATCH", path, dict(query)))
+        return super().stream_lines(path, query, *args, **kw)
+
+    def to(self, path: str) -> list[str]:
+        """The methods sent to ``path`` (GET, WATCH, WATCH+LIST, ...), in order."""
+        return [m for m, p, _ in self.sent if p == path]
+
+
+@contextmanager
+def sending(testbed: Any, concurrency: int = 32) -> Iterator[Sending]:
+    api = drainer_client(testbed)
+    try:
+        yield Sending(api, pool_size=concurrency)
+    finally:
+        api.close()
+
+
 def pod_lists_of(kube: Any) -> list[float]:
-    """When ``kube`` listed pods (monotonic): the real client, its LISTs of pods noted on the way through."""
+    """When ``kube`` listed pods (monotonic): the real client, its LISTs of pods noted on the way through, a LIST
+    streamed with its watch (sendInitialEvents) as one."""
     at: list[float] = []
-    real = kube.request
+    real, real_stream = kube.request, kube.stream_lines
 
     def request(method: str, path: str, **kw: Any) -> Any:
-        if method == "GET" and path == "/api/v1/pods":
+        if method == "GET" and path == "/api/v1/pods" and not (kw.get("query") or {}).get("watch"):
             at.append(time.monotonic())
         return real(method, path, **kw)
 
-    kube.request = request
+    def stream_lines(path: str, query: Any, *args: Any, **kw: Any) -> Any:
+        if path == "/api/v1/pods" and query.get("sendInitialEvents"):
+            at.append(time.monotonic())
+        return real_stream(path, query, *args, **kw)
+
+    kube.request, kube.stream_lines = request, stream_lines
     return at

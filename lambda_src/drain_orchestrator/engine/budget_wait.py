@@ -20,6 +20,7 @@ from drain_orchestrator.kube.pdb_watch import (
     allowed_of,
     budgets_path,
     key_of,
+    list_and_watch_path,
     list_path,
 )
 from drain_orchestrator.kube.rest import Kube
@@ -79,11 +80,12 @@ class BudgetWatch:
         if budgets.rose_at is not None:
             self.rose_at = budgets.rose_at
 
-    def listed(self, seen: dict[Key, int], rv: str | None) -> None:
-        """The budgets as a LIST showed them: the next wait watches on from it, without a LIST of its own."""
+    def listed(self, seen: dict[Key, int], rv: str | None, stream: BudgetStream | None = None) -> None:
+        """The budgets as a LIST showed them: the next wait watches on from it, without a LIST of its own (from
+        ``stream``, the watch that came with the LIST, without a request at all)."""
         if self.resume is not None:
             self.resume.close()
-        self.resume = Budgets({}, self.clock.mono(), seen, rv)
+        self.resume = Budgets({}, self.clock.mono(), seen, rv, stream)
 
     def close(self) -> None:
         if self.resume is not None:
@@ -134,10 +136,15 @@ def wait_for_budget(
         for key in keys:
             turns.see(key, resume.seen[key])
     else:
-        listed = list_path(kube, path)
-        if listed is None:
-            return Budgets({}, clock.mono())
-        items, rv = listed
+        # the LIST and the watch from it in one request where the apiserver streams lists
+        streamed = list_and_watch_path(kube, path, max(end - now, min(keep_open, STREAM_MAX_SECONDS)))
+        if streamed is not None:
+            items, rv, stream = streamed
+        else:
+            listed = list_path(kube, path)
+            if listed is None:
+                return Budgets({}, clock.mono())
+            items, rv = listed
         if lag is not None:
             lag.restart()
         for pdb in items:
@@ -147,6 +154,8 @@ def wait_for_budget(
             if key in keys:
                 turns.see(key, allowed_of(pdb))
         if keys - turns.allowed.keys():  # a budget was deleted: the next eviction may go through
+            if stream is not None:
+                stream.close()
             return Budgets(dict(turns.allowed), clock.mono(), dict(turns.allowed))
     left = end - clock.mono()
     if left <= 0:

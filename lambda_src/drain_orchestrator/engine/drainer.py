@@ -28,7 +28,7 @@ from drain_orchestrator.engine.surge import record_seen, surge_pass
 from drain_orchestrator.engine.verdicts import classify_node
 from drain_orchestrator.engine.waits import Waits
 from drain_orchestrator.kube.cordon import ANN_STARTED_AT, cordon
-from drain_orchestrator.kube.pods import NodePods, SeenIps, list_node_pods_at
+from drain_orchestrator.kube.pods import NodePods, SeenIps, list_and_watch_node_pods, list_node_pods_at
 from drain_orchestrator.kube.rest import Kube
 
 __all__ = ["Drainer", "drain_node", "look_late"]
@@ -140,7 +140,7 @@ class Drainer(Evictions, Waits):
         turn_came = self.budgets.turn_came()
         reused = self._reused_listing(turn_came)
         sent_at = clock.mono()
-        listed = reused if reused is not None else list_node_pods_at(kube, self.node, options.pod_selector)
+        listed = reused if reused is not None else self._list(options)
         if reused is None:
             view.listed(listed, sent_at)
             self.leaving.drop_early_unless(listed.resource_version)
@@ -201,6 +201,18 @@ class Drainer(Evictions, Waits):
         report.draining_seen = self.turns.draining_seen
         report.elapsed = clock.mono() - started
         return report
+
+    def _list(self, options: DrainOptions) -> NodePods:
+        """A LIST of the node's pods of the pass's own. Where the apiserver streams lists, the LIST and the watch of
+        the pods from it are one request: the watch is kept for the waits and the turns of this pass to read on
+        from (Leaving.early), where a LIST and a watch were two."""
+        leaving = self.leaving
+        streamed = list_and_watch_node_pods(self.kube, self.node, options.pod_selector) if leaving.watchable else None
+        if streamed is None:
+            return list_node_pods_at(self.kube, self.node, options.pod_selector)
+        listing, watch = streamed
+        leaving.adopt_early(watch, listing.resource_version)
+        return listing
 
     def _reused_listing(self, turn_came: bool) -> NodePods | None:
         """The node's pods without a LIST (None: list them). After a budget's turn: the last LIST caught up by the pods'

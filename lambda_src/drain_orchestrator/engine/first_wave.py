@@ -2,7 +2,8 @@
 other nodes are being drained too (cordoned, their drain claim held and without a verdict), its pods under a budget
 too small for all of them wait on it as if refused once, and go at their turn (engine/budget_wait.py: the budget's
 watch, a hold-off as wide as the drains wanting it). Costs two LISTs a drain (the draining nodes, metadata only; the
-budgets, which the first wait then watches without listing again), and a drain with turns one more a moment later
+budgets, which the first wait then watches without listing again: from the watch that came with the LIST, where the
+apiserver streams lists), and a drain with turns one more a moment later
 (the draining nodes again, at a budget's first rise: a storm's drains cordon over a second or two), against a
 refusal for most pods of a storm. A drain with turns watches its node's pods from its first LIST at once: the passes
 at its turns read them from that watch, and its wait for them to go reads on from it."""
@@ -22,7 +23,7 @@ from drain_orchestrator.engine.pod_record import ident_of
 from drain_orchestrator.kube.evict import HoldReason
 from drain_orchestrator.kube.node_claim import ANN_DRAINER
 from drain_orchestrator.kube.node_lookup import cordoned_annotations
-from drain_orchestrator.kube.pdb_watch import allowed_of, key_of, list_budgets
+from drain_orchestrator.kube.pdb_watch import STREAM_MAX_SECONDS, allowed_of, key_of, list_budgets
 from drain_orchestrator.kube.rest import Kube
 
 # the first wave is the evictions right after the cordon; a pass long after it (a held drain looking again after a
@@ -65,12 +66,13 @@ class FirstWave(DrainParts):
         count = turns.draining_seen = count_draining(self.kube, self.clock.wall())
         if count is None or count < 2:
             return  # alone (or not known): evict at once, as a drain alone is never refused by a rival
-        listed = list_budgets(self.kube, {v.pod.namespace for v in candidates})
+        listed = list_budgets(self.kube, {v.pod.namespace for v in candidates}, keep=STREAM_MAX_SECONDS)
         if listed is None:
             return
-        items, rv = listed
+        items = listed.items
         waiting = first_wave_turns([(ident_of(v.pod), v.pod.namespace, v.pod.labels) for v in candidates], items, count)
-        self.budgets.listed({key_of(p): allowed_of(p) for p in items}, rv)  # the first wait watches on from here
+        # the first wait watches on from here: from the watch that came with the LIST, else from its version
+        self.budgets.listed({key_of(p): allowed_of(p) for p in items}, listed.resource_version, listed.stream)
         if waiting:
             expected = {key_of(p): int((p.get("status") or {}).get("expectedPods") or count) for p in items}
             keys = {(t.namespace, t.budget) for t in waiting.values()}

@@ -187,6 +187,13 @@ class Leaving:
         if since and self.watchable and self.early is None:
             self.early, self.early_since = watch_node_pods(kube, node, since, WATCH_SECONDS), since
 
+    def adopt_early(self, watch: Watch, since: str | None) -> None:
+        """A watch of the node's pods from the LIST at ``since`` that came with that LIST (a streaming list): the
+        pods' watch from now on, in place of any from an earlier LIST."""
+        if self.early is not None:
+            self.early.close()
+        self.early, self.early_since = watch, since
+
     def catch_up(self, view: NodeView) -> NodePods | None:
         """The node's pods now: the last LIST with every event the pods' watch from it queued since applied (the watch
         delivers every change in order, so this is what a LIST now would show), for the pass after a budget's turn,

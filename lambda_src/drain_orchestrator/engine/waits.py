@@ -118,6 +118,7 @@ class Waits(FirstWave):
                 check_every=check_every,
                 quiet_until=until,
                 clock=self.clock,
+                watch=leaving.take_early(since),  # the one that came with that LIST, if it did: no request
             )
             if got is PodsWatched.GONE:
                 view.listed_at = self.clock.mono()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.streamed_list import list_and_watch
 from drain_orchestrator.kube.watch import Watch
 
 Key = tuple[str, str]  # (namespace, name)
@@ -46,14 +47,40 @@ def list_path(kube: Kube, path: str) -> tuple[list[dict[str, Any]], str | None] 
     return list(resp.body.get("items") or []), (resp.body.get("metadata") or {}).get("resourceVersion")
 
 
-def list_budgets(kube: Kube, namespaces: set[str]) -> tuple[list[dict[str, Any]], str | None] | None:
-    """The budgets of ``namespaces`` (one LIST: of the namespace, or of all when several) and the LIST's
-    resourceVersion, where a wait on them may start its watch; None when the LIST fails."""
-    listed = list_path(kube, budgets_path(namespaces))
-    if listed is None:
+@dataclass(frozen=True)
+class Listed:
+    """Budgets as a LIST showed them, its resourceVersion (where a wait on them may start its watch), and the watch
+    from there when it came with the LIST (a streaming list)."""
+
+    items: list[dict[str, Any]]
+    resource_version: str | None
+    stream: BudgetStream | None
+
+
+def list_budgets(kube: Kube, namespaces: set[str], *, keep: float) -> Listed | None:
+    """The budgets of ``namespaces`` (one request: of the namespace, or of all when several), and with them, where
+    the apiserver streams lists, a watch from them kept open ``keep`` seconds; None when the LIST fails."""
+    path = budgets_path(namespaces)
+    streamed = list_and_watch_path(kube, path, keep)
+    rv: str | None
+    if streamed is not None:
+        items, rv, stream = streamed
+    else:
+        listed = list_path(kube, path)
+        if listed is None:
+            return None
+        (items, rv), stream = listed, None
+    return Listed([p for p in items if (p.get("metadata") or {}).get("namespace") in namespaces], rv, stream)
+
+
+def list_and_watch_path(kube: Kube, path: str, keep: float) -> tuple[list[dict[str, Any]], str, BudgetStream] | None:
+    """``list_path`` and a watch from that LIST that the server keeps open ``keep`` seconds, in one request (a
+    streaming list: kube/streamed_list.py); None when the apiserver does not stream lists (the caller lists)."""
+    streamed = list_and_watch(kube, path, {}, resource="poddisruptionbudgets", watch_seconds=keep)
+    if streamed is None:
         return None
-    items, rv = listed
-    return [p for p in items if (p.get("metadata") or {}).get("namespace") in namespaces], rv
+    stream = BudgetStream(path, streamed.watch, time.monotonic() + keep)
+    return streamed.items, streamed.resource_version, stream
 
 
 @dataclass

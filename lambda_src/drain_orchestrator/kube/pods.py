@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drain_orchestrator.kube.rest import Kube
+from drain_orchestrator.kube.streamed_list import list_and_watch
 from drain_orchestrator.kube.watch import Watch
 
 CHUNK_SIZE = 500  # kubectl's --chunk-size default
@@ -70,6 +71,15 @@ def list_node_pods_at(kube: Kube, node: str, label_selector: str | None = None) 
         token = meta.get("continue") or None
         if not token:
             return NodePods(items, rv)
+
+
+def list_and_watch_node_pods(kube: Kube, node: str, label_selector: str | None = None) -> tuple[NodePods, Watch] | None:
+    """``list_node_pods_at`` and a watch of the node's pods from that LIST, in one request (a streaming list:
+    kube/streamed_list.py), the watch ended by the server after WATCH_SECONDS; None when the apiserver does not
+    stream lists (the caller lists)."""
+    query = {"fieldSelector": f"spec.nodeName={node}", "labelSelector": label_selector}
+    streamed = list_and_watch(kube, "/api/v1/pods", query, resource="pods", watch_seconds=WATCH_SECONDS)
+    return None if streamed is None else (NodePods(streamed.items, streamed.resource_version), streamed.watch)
 
 
 def with_events(listing: NodePods, events: list[dict[str, Any]]) -> NodePods:

@@ -127,6 +127,8 @@ class Kube:
         # compacted away or past the watch cache's window): each is followed by a LIST or a GET, so a re-list loop
         # shows here first
         self.versions_gone = 0
+        # resources whose streaming list this apiserver refused (kube/streamed_list.py): listed from then on
+        self.streams_refused: set[str] = set()
         if api_client is not None:
             own_transport_retries(api_client)
             if pool_size is not None:
