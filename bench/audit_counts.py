@@ -26,11 +26,19 @@ def _who(event: dict[str, Any]) -> set[str]:
     return {f"user:{user.get('username', '')}", *(f"group:{g}" for g in user.get("groups") or [])}
 
 
+def verb_of(event: dict[str, Any]) -> str:
+    """The request's verb; a watch that streams its list first (``sendInitialEvents=true``) is ``list+watch``: one
+    request where a LIST and a watch were two."""
+    verb = str(event.get("verb", "?"))
+    streamed = "sendInitialEvents=true" in str(event.get("requestURI", ""))
+    return "list+watch" if verb == "watch" and streamed else verb
+
+
 def kind_of(event: dict[str, Any]) -> str:
     """``verb resource[/subresource]``, an eviction with its HTTP code: ``create pods/eviction 429``."""
     ref = event.get("objectRef") or {}
     resource = str(ref.get("resource", "?")) + (f"/{ref['subresource']}" if ref.get("subresource") else "")
-    out = f"{event.get('verb', '?')} {resource}"
+    out = f"{verb_of(event)} {resource}"
     if ref.get("subresource") == "eviction":
         out += f" {(event.get('responseStatus') or {}).get('code', '?')}"
     return out

@@ -45,7 +45,13 @@ from testbed.kube import KubeScenario
 REPO = Path(__file__).resolve().parents[1]
 BOUND = "bound"
 # the drains' first requests of these kinds, in the order a drain sends them, time its start
-START_KINDS = ("get nodes", "patch nodes", "list pods", "list poddisruptionbudgets", "create pods/eviction 201")
+START_KINDS = (
+    "get nodes",
+    "patch nodes",
+    "list+watch pods",  # the bed's apiserver streams lists: a LIST and its watch in one request
+    "list+watch poddisruptionbudgets",
+    "create pods/eviction 201",
+)
 # the storm's start: drains draw turns from the configured slot until they measured their lag on an eviction
 EARLY_S = 5.0
 REFUSED = "create pods/eviction 429"

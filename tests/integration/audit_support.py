@@ -8,6 +8,8 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
+from bench.audit_counts import verb_of
+
 from testbed.bed import Testbed
 from testbed.control_plane import AUDIT_GROUP
 
@@ -31,10 +33,11 @@ def at(event: dict[str, Any]) -> float:
 
 
 def by_verb_and_resource(events: list[dict[str, Any]]) -> Counter[str]:
-    """'verb resource[/subresource]' → requests, e.g. 'list poddisruptionbudgets', 'watch pods'."""
+    """'verb resource[/subresource]' → requests, e.g. 'list poddisruptionbudgets', 'watch pods', 'list+watch pods' (a
+    watch that streamed its list first: bench/audit_counts.py verb_of)."""
     out: Counter[str] = Counter()
     for e in events:
         ref = e.get("objectRef") or {}
         resource = ref.get("resource", "?") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
-        out[f"{e['verb']} {resource}"] += 1
+        out[f"{verb_of(e)} {resource}"] += 1
     return out

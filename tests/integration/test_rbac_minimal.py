@@ -137,12 +137,18 @@ def _drain_every_path(
     return run, offset
 
 
+# used only where the apiserver does not stream lists (Kubernetes 1.33, or WatchList off): this bed streams them, so
+# the drain lists and watches its budgets with one watch; test_streamed_lists_refused.py drains and waits on budgets
+# under the same role on an apiserver that does not, where these LISTs are made
+LISTED_WHERE_NOT_STREAMED: set[Permission] = {("policy", "poddisruptionbudgets", "list")}
+
+
 def _assert_used_exactly(testbed: Testbed, offset: int, granted: set[Permission], manifests: str) -> None:
     events = audit_events(testbed, offset)
     refused = [(e["verb"], e["requestURI"]) for e in events if e.get("responseStatus", {}).get("code") == 403]
     assert refused == []  # sufficient: the shipped RBAC allowed every request
     used = used_permissions(events)
-    assert granted - used == set(), f"granted but never used: drop from {manifests}"
+    assert granted - used - LISTED_WHERE_NOT_STREAMED == set(), f"granted but never used: drop from {manifests}"
     assert used - granted == set()
 
 
