@@ -14,7 +14,7 @@ import signal
 import socket
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from testbed.bed import Testbed
@@ -43,6 +43,17 @@ class BedFaults:
 
     def running(self, name: str) -> bool:
         return pid_alive(self._proc(name))
+
+    @contextlib.contextmanager
+    def frozen(self, name: str) -> Iterator[None]:
+        """One component stopped in place (SIGSTOP) for the block, then continued (SIGCONT): its connections stay
+        open and nothing answers on them, as a stalled apiserver or a frozen etcd."""
+        proc = self._proc(name)
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
 
     def stop(self, name: str, *, kill: bool = False, timeout: float = 30) -> None:
         """Stop one component (SIGTERM, or SIGKILL with ``kill``) and wait until it is gone; the rest keep running.

@@ -1,6 +1,7 @@
 """A LIST and its watch in one request, on the bed's real apiserver (WatchList on, as from Kubernetes 1.34): a
 drain's reads of its node's pods are streaming lists, each the pass's LIST and the watch the waits read on from, and
-a wait on budgets lists and watches them with one request."""
+a wait on budgets lists and watches them with one request. A stream the apiserver does not answer fails as a LIST
+would, without a LIST after it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import time
 import pytest
 
 from drain_orchestrator.engine.budget_wait import wait_for_budget
+from drain_orchestrator.kube import streamed_list
+from drain_orchestrator.kube.errors import KubeError
 from drain_orchestrator.kube.pods import list_and_watch_node_pods, list_node_pods_at
 from testbed.bed import Testbed
+from testbed.faults import BedFaults
 from testbed.kube import KubeScenario
 from tests.integration.drain_support import drain, sending
 
@@ -73,3 +77,24 @@ def test_a_wait_on_a_budget_lists_and_watches_it_with_one_request(testbed: Testb
         got.close()
     assert got.allowed == {key: 1}, got
     assert [m for m, _, _ in kube.sent] == ["WATCH+LIST"], kube.sent
+
+
+def test_a_streamed_list_the_apiserver_does_not_answer_fails_as_a_list_would_and_no_list_follows(
+    testbed: Testbed, k8s: KubeScenario, bed_faults: BedFaults, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node, spare = k8s.add_nodes(2)
+    k8s.deployment_on("web", 2, [node], spare)
+    monkeypatch.setattr(streamed_list, "LISTED_WITHIN_SECONDS", 1.0)
+    with sending(testbed) as kube:
+        t0 = time.monotonic()
+        with bed_faults.frozen("kube-apiserver"), pytest.raises(KubeError) as failed:
+            list_and_watch_node_pods(kube, node)
+        took = time.monotonic() - t0
+        assert failed.value.status is None and "no answer in 1 s" in str(failed.value), failed.value
+        assert took < 10, took
+        assert kube.to(PODS) == ["WATCH+LIST"]  # not followed by a LIST that would wait as long again
+        assert kube.streams_refused == set()  # a stall is not a refusal: the next pass streams again
+        monkeypatch.setattr(streamed_list, "LISTED_WITHIN_SECONDS", 30.0)
+        again = list_and_watch_node_pods(kube, node)  # answered again: streamed
+        assert again is not None
+        again[1].close()

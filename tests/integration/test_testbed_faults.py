@@ -1,5 +1,5 @@
-"""The test bed's fault tools, each on its own: component stop/restart, access-entry revoke/restore, the AWS fault
-proxy, etcd compaction, and the lifecycle-action record (heartbeats, who completed an action)."""
+"""The test bed's fault tools, each on its own: component stop/restart and freeze, access-entry revoke/restore, the
+AWS fault proxy, etcd compaction, and the lifecycle-action record (heartbeats, who completed an action)."""
 
 from __future__ import annotations
 
@@ -46,6 +46,18 @@ def test_apiserver_stop_and_restart_with_the_same_arguments_lets_clients_reconne
     (node,) = k8s.add_nodes(1)  # controllers and kwok reconnected too: a new node turns Ready
     assert k8s.node_ready(node)
     print(f"MEASURE tool=apiserver-restart healthy_after_s={took:.1f}")
+
+
+def test_a_frozen_apiserver_keeps_its_port_and_answers_nothing_until_it_continues(
+    testbed: Testbed, k8s: KubeScenario, bed_faults: BedFaults
+) -> None:
+    before = next(p for p in testbed.state.procs if p.name == "kube-apiserver")
+    with bed_faults.frozen("kube-apiserver"):
+        assert bed_faults.running("kube-apiserver")  # the same process, stopped in place
+        with pytest.raises(urllib3.exceptions.MaxRetryError):
+            k8s.core.list_namespace(limit=1, _request_timeout=2)  # connected, never answered
+    assert next(p for p in testbed.state.procs if p.name == "kube-apiserver").pid == before.pid
+    assert k8s.core.list_namespace(limit=1).items  # it answers again
 
 
 def test_revoked_access_entry_gets_401_and_authenticates_again_once_restored(

@@ -5,10 +5,11 @@ took two requests; this takes one, and the apiserver sends the objects from its 
 whole list in memory.
 
 The apiserver's ``WatchList`` feature: on by default in Kubernetes 1.32 and from 1.34, off in 1.33 (and before 1.32),
-where it answers such a watch 422. Any answer but a 200 (422, 403 for a role that may list but not watch, 400 from an
-older server) is remembered on the client for that resource, and a plain LIST is made, now and from then on; a
-stream that fails otherwise (cut, no bookmark in time: a server that ignored the parameters) is closed and the LIST
-made, this once.
+where it answers such a watch 422. A refusal (a 4xx but 429: 422, 403 for a role that may list but not watch) is
+remembered on the client for that resource, and a plain LIST is made, now and from then on; a stream answered 429 or
+5xx, or cut before its bookmark, is closed and the LIST made, this once. A stream whose bookmark does not come
+within a LIST's timeout fails as that LIST would (an unavailable apiserver), not followed by a LIST that would wait
+as long again.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
+from drain_orchestrator.kube.errors import KubeError
 from drain_orchestrator.kube.rest import Kube
 from drain_orchestrator.kube.watch import Watch
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"  # the bookmark after the initial events carries it, "true"
-LISTED_WITHIN_SECONDS = 30.0  # as a LIST's own timeout: the initial events and their bookmark by then, or a LIST
+# the initial events and their bookmark within a LIST's own timeout (kube/rest.py Kube.request)
+LISTED_WITHIN_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -62,10 +65,12 @@ def list_and_watch(
     end = time.monotonic() + LISTED_WITHIN_SECONDS
     while True:
         event = watch.next(end - time.monotonic())
-        if event is False or event is None:  # no bookmark in time, or the watch ended: refused, cut
-            status = watch.status
+        if event is False:  # no bookmark in time
             watch.close()
-            if event is None and status is not None and _refusal(status):
+            raise KubeError(f"list {path}: no answer in {LISTED_WITHIN_SECONDS:.0f} s (a streaming list)", None)
+        if event is None:  # the watch ended: refused, or cut
+            watch.close()
+            if watch.status is not None and _refusal(watch.status):
                 kube.streams_refused.add(resource)
             return None
         assert isinstance(event, dict)
