@@ -215,19 +215,18 @@ class Drainer(Evictions, Waits):
         return listing
 
     def _reused_listing(self, turn_came: bool) -> NodePods | None:
-        """The node's pods without a LIST (None: list them). After a budget's turn: the last LIST caught up by the pods'
-        watch from it, else that LIST while younger than TURN_LISTING_SECONDS. After a wait on budgets that brought no
-        turn (its time ran out): that caught-up LIST while a pod it shows still waits on a budget (a pass that reuses a
-        listing never finds the node drained: that takes a LIST of its own)."""
+        """The node's pods without a LIST (None: list them): the last LIST caught up by the pods' watch from it, after
+        a wait on budgets (a turn, or its time ran out), while a pod it shows still waits on a budget; after a turn
+        without such a watch, that LIST while younger than TURN_LISTING_SECONDS. A pass that reuses a listing never
+        finds the node drained: once no pod waiting on a budget is left on the node (another drain of the node evicted
+        them, their owner deleted them), the pass lists, and finds it drained."""
         waiting = {r.ident for r in self.pods if r.waiting_on}
-        if not turn_came and not waiting:
+        if not waiting:
             return None
         caught_up = self.leaving.catch_up(self.view)
-        if turn_came:
-            return caught_up if caught_up is not None else self.view.turn_listing()
-        if caught_up is not None and any(ident_of(PodInfo.from_dict(p)) in waiting for p in caught_up.items):
-            return caught_up
-        return None
+        if caught_up is None:
+            return self.view.turn_listing() if turn_came else None
+        return caught_up if any(ident_of(PodInfo.from_dict(p)) in waiting for p in caught_up.items) else None
 
     def _due(self, batch: list[PodVerdict]) -> tuple[list[PodVerdict], dict[str, list[Key]]]:
         """The pods to try now, and which of them a budget admitted at this drain's turn (with those budgets).
