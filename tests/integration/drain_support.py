@@ -7,7 +7,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from kubernetes.client.exceptions import NotFoundException
@@ -29,11 +29,15 @@ def drainer_client(testbed: Any) -> Any:
     return api
 
 
+def drainer(testbed: Any, concurrency: int = 32) -> AbstractContextManager[Kube]:
+    return _client_as_product(testbed, Kube, concurrency)
+
+
 @contextmanager
-def drainer(testbed: Any, concurrency: int = 32) -> Iterator[Kube]:
+def _client_as_product[K: Kube](testbed: Any, kind: type[K], concurrency: int) -> Iterator[K]:
     api = drainer_client(testbed)
     try:
-        yield Kube(api, pool_size=concurrency)
+        yield kind(api, pool_size=concurrency)
     finally:
         api.close()
 
@@ -157,13 +161,9 @@ class Sending(Kube):
         return [m for m, p, _ in self.sent if p == path]
 
 
-@contextmanager
-def sending(testbed: Any, concurrency: int = 32) -> Iterator[Sending]:
-    api = drainer_client(testbed)
-    try:
-        yield Sending(api, pool_size=concurrency)
-    finally:
-        api.close()
+def sending(testbed: Any, concurrency: int = 32) -> AbstractContextManager[Sending]:
+    """The product's client (as ``drainer``), noting what it sends."""
+    return _client_as_product(testbed, Sending, concurrency)
 
 
 def pod_lists_of(kube: Any) -> list[float]:
