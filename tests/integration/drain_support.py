@@ -184,3 +184,13 @@ def pod_lists_of(kube: Any) -> list[float]:
 
     kube.request, kube.stream_lines = request, stream_lines
     return at
+
+
+def budget_allowing_one(k8s: Any) -> tuple[str, str]:
+    """A Deployment of 2 under minAvailable 1, its budget allowing one disruption: its (namespace, name)."""
+    k8s.add_nodes(1)
+    k8s.deployment("web", 2)
+    k8s.wait_pods_ready("app=web", 2)
+    k8s.pdb("web", {"app": "web"}, min_available=1)
+    k8s.wait_pdb("web", disruptions_allowed=1)
+    return (k8s.ns, "web")

@@ -16,7 +16,7 @@ from drain_orchestrator.kube.pods import list_and_watch_node_pods, list_node_pod
 from testbed.bed import Testbed
 from testbed.faults import BedFaults
 from testbed.kube import KubeScenario
-from tests.integration.drain_support import drain, sending
+from tests.integration.drain_support import budget_allowing_one, drain, sending
 
 pytestmark = pytest.mark.integration
 
@@ -66,12 +66,7 @@ def test_a_drain_s_reads_of_its_node_s_pods_are_lists_that_bring_their_watch(
 
 
 def test_a_wait_on_a_budget_lists_and_watches_it_with_one_request(testbed: Testbed, k8s: KubeScenario) -> None:
-    k8s.add_nodes(1)
-    k8s.deployment("web", 2)
-    k8s.wait_pods_ready("app=web", 2)
-    k8s.pdb("web", {"app": "web"}, min_available=1)
-    k8s.wait_pdb("web", disruptions_allowed=1)
-    key = (k8s.ns, "web")
+    key = budget_allowing_one(k8s)
     with sending(testbed) as kube:
         got = wait_for_budget(kube, [key], 20, keep_open=30)
         got.close()

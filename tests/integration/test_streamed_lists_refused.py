@@ -13,7 +13,7 @@ from drain_orchestrator.kube.pods import list_and_watch_node_pods
 from testbed.bed import Testbed
 from testbed.kube import KubeScenario
 from tests.beds import own_bed
-from tests.integration.drain_support import drain, sending
+from tests.integration.drain_support import budget_allowing_one, drain, sending
 
 pytestmark = pytest.mark.integration
 
@@ -48,12 +48,7 @@ def test_a_refused_streaming_list_is_asked_once_and_the_drain_lists_instead(
 def test_a_wait_on_a_budget_lists_it_when_the_apiserver_does_not_stream_lists(
     testbed: Testbed, k8s: KubeScenario
 ) -> None:
-    k8s.add_nodes(1)
-    k8s.deployment("web", 2)
-    k8s.wait_pods_ready("app=web", 2)
-    k8s.pdb("web", {"app": "web"}, min_available=1)
-    k8s.wait_pdb("web", disruptions_allowed=1)
-    key = (k8s.ns, "web")
+    key = budget_allowing_one(k8s)
     with sending(testbed) as kube:
         got = wait_for_budget(kube, [key], 20, keep_open=30)
         got.close()
