@@ -138,12 +138,13 @@ def test_fault_proxy_window_ends_after_its_seconds_and_reads_eks_actions_from_th
 ) -> None:
     aws.eks_cluster("blue")
     eks = _client("eks", aws_faults)
-    fault = aws_faults.inject("throttle", ["DescribeCluster"], seconds=1.5)
+    # a window long enough for the first call to land in it on a loaded machine (the client signs, connects first)
+    fault = aws_faults.inject("throttle", ["DescribeCluster"], seconds=5)
     with pytest.raises(ClientError) as throttled:
         eks.describe_cluster(name="blue")  # type: ignore[attr-defined]
     assert throttled.value.response["ResponseMetadata"]["HTTPStatusCode"] == 429
     assert fault.ended_at is None
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 15
     while fault.ended_at is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert fault.ended_at is not None
