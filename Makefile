@@ -104,7 +104,8 @@ test:
 # first (niced: ~15-20 min on 2 cores). Every version runs; the exit status says whether all passed.
 DRAIN_TESTBED_KUBE_VERSIONS ?= $(sort $(patsubst build/k8s/v%/go.mod,%,$(wildcard build/k8s/v*/go.mod)))
 K8S_RANGE_TESTS ?= tests/integration/test_testbed_smoke.py::test_the_control_plane_runs_the_selected_kubernetes_version \
-  $(wildcard tests/integration/test_drain_*.py) tests/integration/test_rbac_minimal.py $(wildcard tests/integration/test_surge*.py)
+  $(wildcard tests/integration/test_drain_*.py) tests/integration/test_rbac_minimal.py $(wildcard tests/integration/test_surge*.py) \
+  $(wildcard tests/integration/test_streamed_lists*.py)
 K8S_RANGE_WORKERS ?= 2
 test-k8s-range: setup-python
 	@failed=; for v in $(DRAIN_TESTBED_KUBE_VERSIONS); do \
