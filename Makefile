@@ -39,7 +39,7 @@ help:
 	@echo "make release       versioned artefacts in dist/: construct and CLI wheels, Lambda code asset zip, RBAC,"
 	@echo "                   the plain CloudFormation template, SHA256SUMS"
 	@echo "make bench         benchmarks side by side with kubectl drain (results: docs/benchmarks.md)"
-	@echo "make bench-hold    a drain held by a PDB: 4 min on the bed, then the model for 48 h (results: docs/benchmarks.md, docs/cost.md)"
+	@echo "make bench-hold    a drain held by a PDB: 5 min on the bed, then the model for 48 h (results: docs/benchmarks.md, docs/cost.md)"
 	@echo "make bench-turn-queue  20 drains behind a slow budget: Lambda time with far turns waited for durably, and without"
 	@echo "make bench-storm   50 nodes' terminate events at once through the handler (results: docs/benchmarks.md)"
 	@echo "make bench-storm-waves  a 20-node storm cut into its start and its PDB waves, against the lower bound;"
@@ -190,9 +190,9 @@ bench-cold-import: setup-python
 build-nth:
 	@bash build/build-nth.sh >/dev/null
 
-# a drain held by a PDB: a real hold of 4 min on the bed (audit log, runner), the model for 48 h fed with its costs
+# a drain held by a PDB: a real hold of 5 min on the bed (audit log, runner), the model for 48 h fed with its costs
 bench-hold: setup-python setup-bins
-	nice -n 19 $(PY) -m bench.held_cost --measure 240
+	nice -n 19 $(PY) -m bench.held_cost --measure 300
 
 # 20 drains behind a budget admitting a pod every 10 s, far turns waited for durably and not, 3 rounds: ~22 min
 bench-turn-queue: setup-python setup-bins

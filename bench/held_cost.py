@@ -9,7 +9,11 @@ durable runner, its operations. The same model is then checked against that run 
 
     python -m bench.held_cost                      # the model: a 48 h hold with default settings, fed with the
                                                    #   per-pass costs last measured (bench/costs.py)
-    python -m bench.held_cost --measure 240        # + a real run held 240 s, and the model fed with its costs
+    python -m bench.held_cost --measure 300        # + a real run held 300 s, and the model fed with its costs
+
+Hold for more than two drain passes (2 x DRAIN_PASS_SECONDS, 240 s): a drain whose deadline is closer ends its first
+pass with its respectful minimum (MIN_DRAIN_SECONDS, pacing.pass_budget), before that pass's 30 s watch of the
+budget would end it held, and its second pass watches again; a 48 h hold's first pass does not.
 """
 
 from __future__ import annotations
@@ -105,7 +109,7 @@ def measure(hold: int, heartbeat_timeout: int) -> dict[str, Any]:
     go, until a deadline ``hold`` seconds after the event."""
     from aws_durable_execution_sdk_python_testing.runner import DurableFunctionTestRunner
 
-    from bench import harness, storm
+    from bench import audit_counts, harness, storm
     from drain_orchestrator.handler import handler
     from drain_orchestrator.workflow import runtime
     from testbed.aws_seed import AwsSeed
@@ -154,7 +158,8 @@ def measure(hold: int, heartbeat_timeout: int) -> dict[str, Any]:
     for e in audit:
         ref = e.get("objectRef") or {}
         by_kind[
-            f"{e['verb']} {ref.get('resource', '?')}{'/' + ref['subresource'] if ref.get('subresource') else ''}"
+            f"{audit_counts.verb_of(e)} {ref.get('resource', '?')}"
+            f"{'/' + ref['subresource'] if ref.get('subresource') else ''}"
         ] += 1
     names = [str(getattr(op, "name", "")) for op in ops]
     # per pass: the audited requests up to the end of the first pass (with locate and cordon before it), then
