@@ -8,6 +8,7 @@ readiness probes would (bench/turn_queue.py slow_budget)."""
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from typing import Any
@@ -17,6 +18,7 @@ from bench import storm
 from bench.turn_queue import open_spares, run_storm, slow_budget
 
 from drain_orchestrator.drain.options import DrainOptions
+from drain_orchestrator.drain.turn_queue import QUEUE_AFTER_SECONDS, QUEUE_LOOK_SECONDS, QUEUE_WATCHERS
 from testbed.aws_seed import AwsSeed
 from testbed.kube import KubeScenario
 from tests.integration.drain_support import drainer_client, pods_on
@@ -87,3 +89,12 @@ def test_through_the_handler_a_far_turn_ends_the_pass_queued_and_the_flow_waits_
             between = later[: later.index(f"drain-pass-{n + 1}")]
             assert f"recheck-{n}" in between, between
     assert queued >= 1, "no pass ended queued"
+    # each queued pass logs what it judged its turn from, so an operator can tell a long wait's why
+    lines = [json.loads(x) for x in lam.collect().stdout.splitlines() if x.startswith("{") and '"drain pass"' in x]
+    looks = [x["queue"] for x in lines if x.get("message") == "drain pass" and x.get("queued")]
+    assert len(looks) == queued, lines
+    for look in looks:
+        assert look["budget"].endswith("/web"), look
+        assert look["wait_seconds"] >= QUEUE_AFTER_SECONDS, look
+        assert look["watched_seconds"] >= QUEUE_LOOK_SECONDS and look["falls_seen"] >= 1, look
+        assert look["drains_left"] > QUEUE_WATCHERS * look["allows"], look

@@ -27,6 +27,30 @@ from drain_orchestrator.engine.parts import DrainParts
 from drain_orchestrator.engine.pod_record import PodRecords
 
 
+@dataclass(frozen=True)
+class QueueLook:
+    """What a drain that ended queued judged its turn from (drain/turn_queue.py), for its pass's log line: the budget
+    it waits the least for, the drains still wanting it, the disruptions its watch saw it give over how many
+    seconds, what it allows at once, and the durable wait drawn."""
+
+    budget: str
+    drains_left: int
+    falls_seen: int
+    watched_seconds: float
+    allows: int
+    wait_seconds: float
+
+    def to_log(self) -> dict[str, object]:
+        return {
+            "budget": self.budget,
+            "drains_left": self.drains_left,
+            "falls_seen": self.falls_seen,
+            "watched_seconds": round(self.watched_seconds, 1),
+            "allows": self.allows,
+            "wait_seconds": round(self.wait_seconds, 1),
+        }
+
+
 @dataclass
 class HoldCheck:
     """Given to ``drain_node``: when to end a held pass, and what it found."""
@@ -36,6 +60,7 @@ class HoldCheck:
     ended: bool = False  # this pass ended because it was held
     queued: bool = False  # ended to wait for a far turn at its budgets (drain/turn_queue.py)
     wake_at: float | None = None  # epoch: the first time the drain's own clock acts (force-delete, a release)
+    queue_look: QueueLook | None = None  # what a queued pass judged its far turn from
     _since: float | None = None  # monotonic: held since
     _progressed: bool = False
     _look_at: float | None = None  # monotonic: when to judge how far its turn is (once a pass)
@@ -87,7 +112,8 @@ class HoldCheck:
         if self._judged or drain.options.dry_run or math.isinf(drain.options.queue_after):
             return None  # judged once a pass; a drain that may not queue (any more) is not made to look
         counted = drain.turns.counted_at
-        queues = [drain.turns.queue(key) for key in drain.pods.waited_budgets()]
+        keys = sorted(drain.pods.waited_budgets())
+        queues = [drain.turns.queue(key) for key in keys]
         if counted is None or not queues or any(q is None for q in queues):
             return None
         if self._look_at is None:
@@ -99,11 +125,15 @@ class HoldCheck:
         waits = [queue_wait(*q, after, random.random(), random.random()) for q in queues if q is not None]
         if any(w is None for w in waits):
             return None
-        away = min(w for w in waits if w is not None)
+        away, at = min((w, i) for i, w in enumerate(waits) if w is not None)
         deadline = drain.options.deadline
         if deadline is not None:  # back with half its time left at least: the turns it misses away are its margin
             away = min(away, (deadline - drain.clock.wall()) / 2)
-        return away if away >= after else None
+        if away < after:
+            return None
+        left, falls, watched, allows = queues[at] or (0, 0, 0.0, 0)
+        self.queue_look = QueueLook(f"{keys[at][0]}/{keys[at][1]}", left, falls, watched, allows, away)
+        return away
 
 
 def held(pods: PodRecords, leaving: Leaving, last: DrainReport) -> bool:

@@ -318,6 +318,7 @@ def pass_step(
             "seconds": round(rep.elapsed, 2),
             "held_early": hold.ended,
             "queued": hold.queued,
+            **({"queue": hold.queue_look.to_log()} if hold.queued and hold.queue_look is not None else {}),
         },
     )
     return PassOutcome(
