@@ -11,7 +11,7 @@ from drain_orchestrator import pacing
 from drain_orchestrator.drain.options import DrainOptions
 from drain_orchestrator.drain.report import BlockedPod, DrainReport, PodReason, SurgeNote
 from drain_orchestrator.drain.surge import SurgeStatus
-from drain_orchestrator.drain.turn_queue import QUEUE_LOOK_SECONDS
+from drain_orchestrator.drain.turn_queue import QUEUE_LOOK_SECONDS, QUEUE_WATCHED_MIN_SECONDS
 from drain_orchestrator.engine.held_pass import HoldCheck, held
 from drain_orchestrator.engine.parts import DrainParts
 from drain_orchestrator.engine.pod_record import PodRecord
@@ -168,6 +168,7 @@ def test_a_storm_drain_whose_turn_is_far_ends_its_pass_queued_once_it_has_watche
     assert not check.ends(state, report)  # not yet watched long enough to judge
     assert check.until(clock.mono() + 120) == clock.mono() + QUEUE_LOOK_SECONDS  # the wait ends at the look
     clock.advance(QUEUE_LOOK_SECONDS)
+    state.turns.watched(0.0, clock.mono(), read_on=True)  # its wait read the budget's watch all along
     state.turns.falls[("ns", "web")] = 1
     state.budgets.rose_at = clock.mono()  # the budget moves: without the queue, the pass would watch on
     assert check.ends(state, report) and check.queued
@@ -199,6 +200,7 @@ def test_a_storm_drain_whose_turn_is_near_or_that_was_drawn_to_stay_watches_on(m
         check = HoldCheck(linger=30)
         assert not check.ends(state, report)
         clock.advance(QUEUE_LOOK_SECONDS)
+        state.turns.watched(0.0, clock.mono(), read_on=True)
         state.budgets.rose_at = clock.mono()
         assert not check.ends(state, report) and not check.queued
         assert check.until(clock.mono() + 120) == clock.mono() + 30  # judged once: back to the linger
@@ -226,8 +228,47 @@ def test_a_drain_near_its_deadline_comes_back_with_half_its_time_left_or_does_no
         check = HoldCheck(linger=30)
         assert not check.ends(state, report)
         clock.advance(QUEUE_LOOK_SECONDS)
+        state.turns.watched(0.0, clock.mono(), read_on=True)
         if away is None:  # 15 s away at most: less than a far turn's 20 s, though the estimate was 170 s
             assert not check.ends(state, report) and not check.queued
         else:
             assert check.ends(state, report) and check.queued
             assert check.wake_at == pytest.approx(clock.wall() + away)
+
+
+def test_a_pass_s_seconds_count_as_watched_only_once_a_wait_has_read_the_changes_queued_meanwhile() -> None:
+    # a drain whose waits read the budget for 4 s, then ran a pass of 16 s, saw 12 falls: 3 a second, not 0.6
+    state, _ = _storm(50, 12)
+    clock = state.clock
+    assert isinstance(clock, FakeClock)
+    start = clock.mono()
+    clock.advance(4.0)
+    state.turns.watched(start, clock.mono(), read_on=True)
+    clock.advance(16.0)
+    queue = state.turns.queue(("ns", "web"))
+    assert queue is not None and queue[2] == pytest.approx(4.0)
+    # the next wait reads on from the watch the pass left open: the pass's 16 s are read now, with their falls
+    begun = clock.mono()
+    clock.advance(2.0)
+    state.turns.watched(begun, clock.mono(), read_on=True)
+    assert state.turns.watched_seconds == pytest.approx(22.0)
+    # a wait that listed the budgets again missed what changed before it: only its own seconds count
+    clock.advance(5.0)
+    begun = clock.mono()
+    clock.advance(3.0)
+    state.turns.watched(begun, clock.mono(), read_on=False)
+    assert state.turns.watched_seconds == pytest.approx(25.0)
+
+
+def test_a_drain_whose_watch_was_read_too_briefly_does_not_queue(monkeypatch: Any) -> None:
+    monkeypatch.setattr("drain_orchestrator.engine.held_pass.random.random", lambda: 0.99)
+    state, report = _storm(60, 3)
+    clock = state.clock
+    assert isinstance(clock, FakeClock)
+    check = HoldCheck(linger=30)
+    assert not check.ends(state, report)
+    start = clock.mono()
+    clock.advance(QUEUE_WATCHED_MIN_SECONDS - 1)
+    state.turns.watched(start, clock.mono(), read_on=True)
+    clock.advance(QUEUE_LOOK_SECONDS)  # a long pass: its falls not read yet
+    assert not check.ends(state, report) and not check.queued  # judged on 4 s: watches on

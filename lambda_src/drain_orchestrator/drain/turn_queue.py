@@ -20,6 +20,8 @@ from __future__ import annotations
 QUEUE_WATCHERS = 3
 # how long a drain watches its budgets before it judges how far its turn is (the rate is counted over this time)
 QUEUE_LOOK_SECONDS = 10.0
+# a rate counted over fewer seconds of reading the budgets' watch is not judged from (the pass watches on)
+QUEUE_WATCHED_MIN_SECONDS = QUEUE_LOOK_SECONDS / 2
 # a turn expected within this many seconds is waited for in the pass (DrainOptions.queue_after)
 QUEUE_AFTER_SECONDS = 20.0
 # the durable wait is drawn between this share of the estimate and all of it: the drains that left come back spread,
@@ -33,14 +35,16 @@ def queue_wait(
     """Seconds to wait away from the budget's watch, or None to keep watching.
 
     ``left``: drains still wanting the budget, this one included (drains counted draining at the first wave, at most
-    the budget's pods, less the disruptions seen since); ``falls``: disruptions its watch saw taken in ``watched``
-    seconds; ``allows``: disruptions the budget allows with all its pods healthy (at least 1); ``after``: a
-    turn expected sooner is waited for here; ``stay``, ``back``: draws in [0, 1), one for whether this drain is one
-    of the watchers, one for where in its window it comes back."""
+    the budget's pods, less the disruptions seen since); ``falls``: disruptions its watch saw taken in the
+    ``watched`` seconds it read it (fewer than QUEUE_WATCHED_MIN_SECONDS: not judged); ``allows``: disruptions the
+    budget allows with all its pods healthy (at least 1); ``after``: a turn expected sooner is waited for here;
+    ``stay``, ``back``: draws in [0, 1), one for whether this drain is one of the watchers, one for where in its
+    window it comes back."""
     watchers = QUEUE_WATCHERS * max(1, allows)
     ahead = left - watchers
-    if ahead <= 0 or watched <= 0 or falls <= 0:
-        return None  # no drain ahead of the watchers, or a budget that gave nothing: held, not queued
+    if ahead <= 0 or watched < QUEUE_WATCHED_MIN_SECONDS or falls <= 0:
+        # no drain ahead of the watchers, too short a count, or a budget that gave nothing: held, not queued
+        return None
     wait = ahead * watched / falls
     if wait < after or stay < watchers / left:
         return None

@@ -60,6 +60,10 @@ class BudgetTurns:
         self.not_before = 0.0  # no budget-admitted eviction before this (drawn at the last refusal)
         self.first_wave_read = False  # the first wave's budgets were looked at (engine/first_wave.py)
         self.counted_at: float | None = None  # when the first wave counted the draining nodes
+        # seconds since the count the drain's waits read the budgets' watch over, every change in them counted in
+        # ``falls``, and the end of the last such wait
+        self.watched_seconds = 0.0
+        self._read_through: float | None = None
         self.allows: dict[Key, int] = {}  # the most each first-wave budget allows at once (all its pods healthy)
         self.draining_seen: int | None = None  # nodes draining at once at the first wave (this one included)
 
@@ -139,15 +143,28 @@ class BudgetTurns:
         self.counted_at = self.clock.mono()
         self.recount = Recount(draining, pods_of, self.counted_at)
 
+    def watched(self, started: float, ended: float, *, read_on: bool) -> None:
+        """A wait on the budgets from ``started`` to ``ended``. One that ``read_on`` from the last wait's watch read
+        the changes queued in it since that wait ended (a pass between), so its falls are counted from there; one that
+        listed the budgets again counts from its start. Why not the time since the count: the falls of a pass between
+        two waits are read only by the next wait, and a drain judging its turn after a long pass (a loaded apiserver, a
+        turn's evictions) would count that pass's seconds without its falls: the budget would look several times
+        slower than it is, and the drain would wait for its turn long after it came."""
+        if self.counted_at is None:
+            return
+        since = (self._read_through or self.counted_at) if read_on else started
+        self.watched_seconds += max(0.0, ended - max(since, self.counted_at))
+        self._read_through = ended
+
     def queue(self, key: Key) -> tuple[int, int, float, int] | None:
         """How the queue at a first-wave budget looks from here: the drains still wanting it (this one included), the
-        disruptions this drain's watch saw it give, over how many seconds, and how many it allows at once
-        (drain/turn_queue.py); None for a budget the first wave did not count."""
+        disruptions this drain's watch saw it give, over how many seconds of reading it (``watched``), and how many it
+        allows at once (drain/turn_queue.py); None for a budget the first wave did not count."""
         if key not in self.contenders or self.counted_at is None:
             return None
         falls = self.falls.get(key, 0)
         left = max(1, self.contenders[key] - falls)
-        return left, falls, self.clock.mono() - self.counted_at, self.allows.get(key, 1)
+        return left, falls, self.watched_seconds, self.allows.get(key, 1)
 
 
 class Turns:

@@ -44,6 +44,11 @@ class Budgets:
     stream: BudgetStream | None = field(default=None, compare=False, repr=False)
     rose_at: float | None = None  # a watched budget was last seen rising to allowing (it is moving)
 
+    def read_on(self, keys: set[Key]) -> bool:
+        """A wait on ``keys`` after this one reads on from where it ended (its version, its open watch): it misses no
+        change of them in between."""
+        return self.rv is not None and keys <= self.seen.keys()
+
     def close(self) -> None:
         if self.stream is not None:
             self.stream.close()
@@ -126,7 +131,7 @@ def wait_for_budget(
     end = now + timeout
     path = budgets_path({ns for ns, _ in keys})
     turns = Turns(hold_off, falls, lag, clock)
-    resumed = resume is not None and resume.rv is not None and keys <= resume.seen.keys()
+    resumed = resume is not None and resume.read_on(keys)
     stream = resume.stream if resume is not None else None
     if stream is not None and not (resumed and stream.usable(path)):
         stream.close()

@@ -139,6 +139,7 @@ class Waits(FirstWave):
     def _wait_for_budgets(self, budgets: set[Key], wait: float, keep_open: float) -> None:
         """Wait on the budgets for this drain's turn; the watch stays open for the rest of the pass (``keep_open``
         seconds), so the next wait reads on from it without a request (``close_watches`` when the drain ends)."""
+        resume, started = self.budgets.resume, self.clock.mono()
         ended = wait_for_budget(
             self.kube,
             budgets,
@@ -152,6 +153,7 @@ class Waits(FirstWave):
             lag=self.turns.lag,
             clock=self.clock,
         )
+        self.turns.watched(started, ended.at, read_on=resume is not None and resume.read_on(budgets))
         self.budgets.ended(ended)
 
     def _hold_off(self, key: Key, allowed: int) -> float:
