@@ -153,7 +153,8 @@ class Waits(FirstWave):
             lag=self.turns.lag,
             clock=self.clock,
         )
-        self.turns.watched(started, ended.at, read_on=resume is not None and resume.read_on(budgets))
+        if budgets and wait > 0:  # else it returned at once, reading nothing
+            self.turns.watched(started, ended.at, read_on=resume is not None and resume.read_on(budgets))
         self.budgets.ended(ended)
 
     def _hold_off(self, key: Key, allowed: int) -> float:
