@@ -159,13 +159,20 @@ def _storm(left: int, falls: int) -> tuple[DrainParts, DrainReport]:
     return state, report
 
 
-def test_a_storm_drain_whose_turn_is_far_ends_its_pass_queued_once_it_has_watched(monkeypatch: Any) -> None:
+def _first_look(monkeypatch: Any, left: int, falls: int) -> tuple[DrainParts, DrainReport, FakeClock, HoldCheck]:
+    """A storm's drain (``_storm``) whose first held pass looked once: too soon to judge its turn; draws that make
+    it leave when it may."""
     monkeypatch.setattr("drain_orchestrator.engine.held_pass.random.random", lambda: 0.99)
-    state, report = _storm(20, 0)
+    state, report = _storm(left, falls)
     clock = state.clock
     assert isinstance(clock, FakeClock)
     check = HoldCheck(linger=30)
     assert not check.ends(state, report)  # not yet watched long enough to judge
+    return state, report, clock, check
+
+
+def test_a_storm_drain_whose_turn_is_far_ends_its_pass_queued_once_it_has_watched(monkeypatch: Any) -> None:
+    state, report, clock, check = _first_look(monkeypatch, 20, 0)
     assert check.until(clock.mono() + 120) == clock.mono() + QUEUE_LOOK_SECONDS  # the wait ends at the look
     clock.advance(QUEUE_LOOK_SECONDS)
     state.turns.watched(0.0, clock.mono(), read_on=True)  # its wait read the budget's watch all along
@@ -261,12 +268,7 @@ def test_a_pass_s_seconds_count_as_watched_only_once_a_wait_has_read_the_changes
 
 
 def test_a_drain_whose_watch_was_read_too_briefly_does_not_queue(monkeypatch: Any) -> None:
-    monkeypatch.setattr("drain_orchestrator.engine.held_pass.random.random", lambda: 0.99)
-    state, report = _storm(60, 3)
-    clock = state.clock
-    assert isinstance(clock, FakeClock)
-    check = HoldCheck(linger=30)
-    assert not check.ends(state, report)
+    state, report, clock, check = _first_look(monkeypatch, 60, 3)
     start = clock.mono()
     clock.advance(QUEUE_WATCHED_MIN_SECONDS - 1)
     state.turns.watched(start, clock.mono(), read_on=True)
