@@ -152,7 +152,8 @@ class BudgetTurns:
         slower than it is, and the drain would wait for its turn long after it came."""
         if self.counted_at is None:
             return
-        since = (self._read_through or self.counted_at) if read_on else started
+        last = self.counted_at if self._read_through is None else self._read_through
+        since = last if read_on else started
         self.watched_seconds += max(0.0, ended - max(since, self.counted_at))
         self._read_through = ended
 
